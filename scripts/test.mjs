@@ -1,0 +1,31 @@
+// The whole test suite: compile sources and tests, prepare what the tests need, run node's test runner.
+// Usage: npm test [-- <substring filter on test file paths>]
+import { execFileSync, spawnSync } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: "inherit" });
+
+run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"]);
+run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.test.json"]);
+
+function testFiles(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return testFiles(path);
+    return name.endsWith(".test.js") ? [path] : [];
+  });
+}
+const filter = process.argv[2];
+const files = testFiles(join(root, "build/test"))
+  .map((path) => relative(root, path))
+  .filter((path) => filter === undefined || path.includes(filter))
+  .sort();
+
+const result = spawnSync(process.execPath, ["--test", "--test-concurrency=1", "--test-reporter=spec", ...files], {
+  cwd: root,
+  stdio: "inherit",
+});
+process.exit(result.status ?? 1);

@@ -1,0 +1,80 @@
+// Task keys: strings, numbers, or tuple arrays such as ["x", 0, 1] that compare by value.
+
+/** One element of a tuple key. */
+export type KeyPart = string | number | readonly KeyPart[];
+/** A graph key: a string, a number, or a tuple key such as `["x", 0, 1]`. */
+export type Key = string | number | readonly KeyPart[];
+
+/**
+ * A string that identifies a key by value: a string key is its own id, so the common case
+ * costs nothing; numbers and tuples get a prefix no ordinary string key starts with.
+ */
+export function keyId(key: Key): string {
+  if (typeof key === "string") return key.charCodeAt(0) === 0 ? "\u0000s" + key : key;
+  if (typeof key === "number") return "\u0000n" + String(key);
+  return "\u0000t" + JSON.stringify(key);
+}
+
+/** True for a value that can be a key: a string, a finite number, or a tuple of those. */
+export function isKey(value: unknown): value is Key {
+  if (typeof value === "string") return true;
+  if (typeof value === "number") return Number.isFinite(value);
+  if (!Array.isArray(value) || value.length === 0) return false;
+  return value.every(isKey);
+}
+
+/** Dask's repr of a key: `'x'` for strings, `('x', 0, 1)` for tuples. */
+export function formatKey(key: Key): string {
+  if (typeof key === "string") return `'${key.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+  if (typeof key === "number") return String(key);
+  const parts = key.map((part) => formatKey(part));
+  return parts.length === 1 ? `(${parts[0]},)` : `(${parts.join(", ")})`;
+}
+
+const eightHexDigits = /^[0-9a-f]{8}$/;
+const letters = /^[A-Za-z]+$/;
+const md5Like = /^[a-f0-9]{32}$/;
+
+/**
+ * The group a key belongs to, like Dask's `key_split`: `"add-3f2a9c…"` → `"add"`,
+ * `["tsqr-ab12…_QR_st1", 3, 0]` → `"tsqr"`, `"hello-world-1"` → `"hello-world"`.
+ * Diagnostics colour and count tasks by it.
+ */
+export function keyPrefix(key: Key): string {
+  let head: KeyPart = key;
+  while (Array.isArray(head)) {
+    if (head.length === 0) return "Other";
+    head = head[0];
+  }
+  if (typeof head === "number") return String(head);
+  const words = (head as string).split("-");
+  let prefix = words[0];
+  if (prefix.length > 0 && !/^[A-Za-z]/.test(prefix)) prefix = prefix.split(",")[0].replace(/^[_'()"]+|[_'()"]+$/g, "");
+  // Later words belong to the name while they are plain words, not a token or a counter.
+  for (let i = 1; i < words.length; i++) {
+    if (!letters.test(words[i]) || eightHexDigits.test(words[i])) break;
+    prefix += "-" + words[i];
+  }
+  if (md5Like.test(prefix)) return "data";
+  return prefix.length > 0 ? prefix : "Other";
+}
+
+/**
+ * A total order over keys for deterministic tie-breaks (Dask sorts by type name, then value):
+ * numbers before strings before tuples; tuples element-wise.
+ */
+export function compareKeys(a: Key, b: Key): number {
+  const rankA = typeof a === "number" ? 0 : typeof a === "string" ? 1 : 2;
+  const rankB = typeof b === "number" ? 0 : typeof b === "string" ? 1 : 2;
+  if (rankA !== rankB) return rankA - rankB;
+  if (rankA === 0) return (a as number) - (b as number);
+  if (rankA === 1) return a < b ? -1 : a > b ? 1 : 0;
+  const tupleA = a as readonly KeyPart[];
+  const tupleB = b as readonly KeyPart[];
+  const shared = Math.min(tupleA.length, tupleB.length);
+  for (let i = 0; i < shared; i++) {
+    const order = compareKeys(tupleA[i], tupleB[i]);
+    if (order !== 0) return order;
+  }
+  return tupleA.length - tupleB.length;
+}

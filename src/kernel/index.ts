@@ -1,0 +1,6 @@
+// The Node library that runs inside the tslab kernel (or any Node ≥ 20 process):
+// graphs, the scheduler, callbacks, collections, and (later) diagnostics.
+export * from "./graph";
+export * from "./scheduler";
+export * from "./callbacks";
+export * from "./collections";

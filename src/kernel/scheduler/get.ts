@@ -1,0 +1,102 @@
+// `get(dsk, keys, opts)`: the public entry point that picks an executor, gathers the callbacks
+// and runs the loop; plus interrupt handling for the notebook kernel.
+
+import { type Callback, activeCallbacks } from "../callbacks/callback";
+import { Graph, type GraphInput } from "../graph/graph";
+import type { Key } from "../graph/keys";
+import { type Executor, SyncExecutor } from "./executor";
+import { AbortError, runLoop } from "./loop";
+
+export type SchedulerName = "sync" | "threads" | "processes";
+
+export interface GetOptions {
+  /** Where tasks run: "sync" (this thread, the default), "threads" or "processes". */
+  readonly scheduler?: SchedulerName;
+  /** Pool size for "threads" and "processes"; defaults to the available parallelism. */
+  readonly numWorkers?: number;
+  /** Callbacks for this computation only, besides those of withCallbacks blocks and register(). */
+  readonly callbacks?: readonly Callback[];
+  /** Aborting it stops the computation: no new task starts, running ones are stopped where possible. */
+  readonly signal?: AbortSignal;
+  /** Known values (taken as data) that also receive results and lose released ones, like Dask's `cache=`. */
+  readonly cache?: Map<Key, unknown>;
+}
+
+/** Makes executors for the pool schedulers; filled in by the pool module so this file stays small. */
+export type ExecutorFactory = (options: GetOptions, isolate: boolean) => Executor;
+const factories = new Map<SchedulerName, ExecutorFactory>([["sync", (_options, isolate) => new SyncExecutor(isolate)]]);
+
+export function registerExecutor(name: SchedulerName, factory: ExecutorFactory): void {
+  factories.set(name, factory);
+}
+
+const OPTION_NAMES = new Set(["scheduler", "numWorkers", "callbacks", "signal", "cache"]);
+
+/**
+ * Computes `keys` of the graph `dsk`. `keys` is one key, or a (nested) list of keys, and the
+ * result has the same shape: `await get(dsk, [["x"], "y"])` → `[[1], 2]`.
+ */
+export async function get(dsk: GraphInput, keys: Key | readonly unknown[], options: GetOptions = {}): Promise<unknown> {
+  validateOptions(options);
+  const graph = Graph.from(dsk);
+  const callbacks = activeCallbacks(options.callbacks);
+  const scheduler = options.scheduler ?? "sync";
+  const factory = factories.get(scheduler);
+  if (factory === undefined) {
+    throw new Error(`Scheduler "${scheduler}" is not available; this build has: ${[...factories.keys()].join(", ")}`);
+  }
+  const executor = factory(options, callbacks.length > 0);
+  const interrupt = listenForInterrupt();
+  const signal = options.signal === undefined ? interrupt.signal : AbortSignal.any([options.signal, interrupt.signal]);
+  try {
+    return await runLoop({ graph, keys, executor, callbacks, signal, cache: options.cache });
+  } finally {
+    interrupt.stop();
+  }
+}
+
+function validateOptions(options: GetOptions): void {
+  if (options === null || typeof options !== "object") throw new TypeError(`get options must be an object, got ${options}`);
+  for (const name of Object.keys(options)) {
+    if (!OPTION_NAMES.has(name)) throw new TypeError(`Unknown get option "${name}"; known: ${[...OPTION_NAMES].join(", ")}`);
+  }
+  const { scheduler, numWorkers, callbacks, signal, cache } = options;
+  if (scheduler !== undefined && scheduler !== "sync" && scheduler !== "threads" && scheduler !== "processes") {
+    throw new TypeError(`Option scheduler must be "sync", "threads" or "processes", got ${JSON.stringify(scheduler)}`);
+  }
+  if (numWorkers !== undefined && !(Number.isInteger(numWorkers) && numWorkers >= 1)) {
+    throw new TypeError(`Option numWorkers must be a whole number ≥ 1, got ${numWorkers}`);
+  }
+  if (callbacks !== undefined && !Array.isArray(callbacks)) throw new TypeError("Option callbacks must be an array of Callback");
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError("Option signal must be an AbortSignal");
+  if (cache !== undefined && !(cache instanceof Map)) throw new TypeError("Option cache must be a Map");
+}
+
+// A kernel interrupt (SIGINT) aborts the computations running in a tslab kernel. In a plain
+// Node script Ctrl-C keeps its default meaning (exit), so a stuck synchronous task can still be killed.
+const interruptible = new Set<AbortController>();
+function onSigint(): void {
+  for (const controller of interruptible) controller.abort(new Error("Interrupted (SIGINT)"));
+  interruptible.clear();
+  process.off("SIGINT", onSigint);
+}
+
+function insideTslab(): boolean {
+  return (globalThis as { __tslab__?: unknown }).__tslab__ !== undefined;
+}
+
+function listenForInterrupt(): { signal: AbortSignal; stop(): void } {
+  const controller = new AbortController();
+  if (!insideTslab()) return { signal: controller.signal, stop() {} };
+  if (interruptible.size === 0) process.on("SIGINT", onSigint);
+  interruptible.add(controller);
+  return {
+    signal: controller.signal,
+    stop() {
+      interruptible.delete(controller);
+      if (interruptible.size === 0) process.off("SIGINT", onSigint);
+    },
+  };
+}
+
+export { AbortError };
