@@ -1,4 +1,45 @@
 // The wire format shared by the kernel library and the JupyterLab extension.
-// Everything the frontend shows travels as this MIME type in display_data / update_display_data.
+// Everything the frontend shows travels as MIME_TYPE in display_data / update_display_data:
+// a complete, bounded snapshot each time (never a diff), so any single message renders alone.
+
 export const MIME_TYPE = "application/vnd.tsdask.v1+json";
 export const PROTOCOL_VERSION = 1;
+
+interface PayloadBase {
+  readonly version: typeof PROTOCOL_VERSION;
+  /** Stable for one widget (a progress bar, a plot) across its updates. */
+  readonly id: string;
+  /** Increases with every update of the same id; a renderer ignores older ones. */
+  readonly seq: number;
+}
+
+export type ProgressState = "running" | "finished" | "errored" | "cancelled";
+
+/** Tasks of one key prefix ("add", "tsqr", …). */
+export interface ProgressGroup {
+  readonly name: string;
+  readonly done: number;
+  readonly total: number;
+}
+
+export interface ProgressPayload extends PayloadBase {
+  readonly kind: "progress";
+  readonly done: number;
+  readonly total: number;
+  /** Seconds since the computation started. */
+  readonly elapsed: number;
+  readonly state: ProgressState;
+  /** At most a bounded number of groups, largest first. */
+  readonly groups: readonly ProgressGroup[];
+}
+
+export interface PlotPayload extends PayloadBase {
+  readonly kind: "plot";
+  /** A Vega-Lite 6 specification (data inlined, bounded in size by kernel-side aggregation). */
+  readonly spec: Readonly<Record<string, unknown>>;
+}
+
+export type Payload = ProgressPayload | PlotPayload;
+
+/** A Jupyter MIME bundle: MIME type → data. */
+export type MimeBundle = Readonly<Record<string, unknown>>;
