@@ -4,12 +4,19 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensureChromium } from "./setup/chromium.mjs";
+import { ensurePythonEnv } from "./setup/python.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: "inherit" });
 
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"]);
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.test.json"]);
+
+// Real parts for the notebook and browser tests: a Jupyter stack with the tslab kernel, and Chromium.
+const python = ensurePythonEnv();
+const chromium = ensureChromium();
+const env = { ...python.env, TSDASK_PYTHON: python.python, TSDASK_JUPYTER: python.jupyter, TSDASK_CHROMIUM: chromium };
 
 function testFiles(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -27,5 +34,6 @@ const files = testFiles(join(root, "build/test"))
 const result = spawnSync(process.execPath, ["--test", "--test-concurrency=1", "--test-reporter=spec", ...files], {
   cwd: root,
   stdio: "inherit",
+  env,
 });
 process.exit(result.status ?? 1);
