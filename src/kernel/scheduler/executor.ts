@@ -4,6 +4,7 @@
 import { runInsideTask } from "../callbacks/callback";
 import type { WorkerId } from "../callbacks/callback";
 import type { Key } from "../graph/keys";
+import type { Plan } from "../graph/plan";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
 
 /** One task handed to an executor. */
@@ -32,8 +33,10 @@ export type TaskOutcome =
   | { readonly node: number; readonly ok: false; readonly error: unknown; readonly workerId: WorkerId; readonly timing?: TaskTiming };
 
 export interface Executor {
-  /** How many tasks may run at once. */
+  /** How many tasks may be handed over at once (read before each dispatch, so it may change). */
   readonly capacity: number;
+  /** Checks the computation's tasks before any runs, e.g. that their functions can reach a worker. */
+  prepare?(plan: Plan): void | Promise<void>;
   /** Starts a task; `done` is called exactly once, possibly before `submit` returns. */
   submit(job: TaskJob, done: (outcome: TaskOutcome) => void): void;
   /** Stops the tasks still running (abort, or an error elsewhere). */

@@ -3,3 +3,4 @@
 export { get, registerExecutor, type GetOptions, type SchedulerName, type ExecutorFactory, AbortError } from "./get";
 export { type State, SchedulerState } from "./state";
 export { type Executor, type TaskJob, type TaskOutcome, type TaskTiming, SyncExecutor } from "./executor";
+export { WorkerPool, WorkerDiedError, TaskTransferError, UnshippableFunctionError, getPool, closePools, type PoolKind } from "./pool";

@@ -56,6 +56,7 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
       started.push(cb);
     }
     const plan = buildPlan(graph, options.keys, { cache: options.cache });
+    await executor.prepare?.(plan);
     scheduler = new SchedulerState(plan, options.cache);
     state = scheduler.view;
     for (const cb of callbacks) cb.startState?.(graph, state);

@@ -1,0 +1,32 @@
+// The parallel schedulers: "threads" (worker_threads) and "processes" (child processes), one
+// reusable pool per kind and size; tasks, callbacks and state go through the same loop as "sync".
+import { availableParallelism } from "node:os";
+import { registerExecutor } from "../get";
+import { PoolExecutor } from "./executor";
+import { type PoolKind, WorkerPool } from "./pool";
+
+const pools = new Map<string, WorkerPool>();
+
+/** The shared pool of `kind` with `size` workers, started on first use. */
+export function getPool(kind: PoolKind, size: number = availableParallelism()): WorkerPool {
+  const name = `${kind}:${size}`;
+  let pool = pools.get(name);
+  if (pool === undefined || pool.closed) {
+    pool = new WorkerPool(kind, size);
+    pools.set(name, pool);
+  }
+  return pool;
+}
+
+/** Stops every pool's workers now. Not needed before exiting: idle pools never keep a process alive. */
+export function closePools(): void {
+  for (const pool of pools.values()) pool.close();
+  pools.clear();
+}
+
+for (const kind of ["threads", "processes"] as const) {
+  registerExecutor(kind, (options) => new PoolExecutor(getPool(kind, options.numWorkers)));
+}
+
+export { WorkerPool, WorkerDiedError, TaskTransferError, type PoolKind } from "./pool";
+export { UnshippableFunctionError } from "./ship";

@@ -1,0 +1,359 @@
+// A pool of worker threads or child processes running worker-main, shared by the computations
+// that ask for the same kind and size. It queues the tasks executors submit, hands them to idle
+// workers in batches, routes outcomes back, replaces workers that die or are stopped, and keeps
+// the process alive only while it has work.
+
+import { type ChildProcess, fork } from "node:child_process";
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import type { Key } from "../../graph/keys";
+import { formatKey } from "../../graph/keys";
+import type { TaskJob, TaskOutcome } from "../executor";
+import { FunctionShipper } from "./ship";
+import {
+  type FnSpec,
+  type ReadyMessage,
+  type RunMessage,
+  type WireExpr,
+  type WireResult,
+  type WorkerMessage,
+  unpackError,
+} from "./wire";
+
+export type PoolKind = "threads" | "processes";
+
+/** A worker stopped while running a task: killed, out of memory, or `process.exit()` in the task. */
+export class WorkerDiedError extends Error {
+  override name = "WorkerDiedError";
+  constructor(
+    readonly key: Key,
+    readonly workerId: number,
+    readonly how: string,
+  ) {
+    super(`Task ${formatKey(key)} failed: its worker ${workerId} ${how}`);
+  }
+}
+
+/** A task's arguments or result cannot be copied between threads or processes (structured clone). */
+export class TaskTransferError extends Error {
+  override name = "TaskTransferError";
+  constructor(
+    readonly key: Key,
+    readonly direction: "argument" | "result",
+    cause: unknown,
+  ) {
+    const what = direction === "argument" ? "its arguments cannot be sent to a worker" : "its result cannot be sent back from the worker";
+    super(`Task ${formatKey(key)}: ${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/** Whoever submitted a task: told its outcome, asked how many of its tasks to batch. */
+export interface PoolClient {
+  readonly batchSize: number;
+  recordDuration(ms: number): void;
+}
+
+interface Entry {
+  readonly client: PoolClient;
+  readonly job: TaskJob;
+  readonly wire: WireExpr;
+  readonly fnIds: readonly number[];
+  readonly done: (outcome: TaskOutcome) => void;
+}
+
+/** One thread or process, seen through the few operations the pool needs. */
+interface Transport {
+  readonly workerId: number;
+  post(message: RunMessage): void;
+  stop(): void;
+  setKeepsAlive(keep: boolean): void;
+}
+
+const WORKER_SCRIPT = join(__dirname, "worker-main.js");
+
+/** Node flags a forked worker must not inherit: it is not a test runner, and needs no debugger port. */
+function workerExecArgv(): string[] {
+  return process.execArgv.filter((flag) => !/^--(test|inspect|watch|debug)/.test(flag));
+}
+
+class PoolWorker {
+  readonly transport: Transport;
+  /** The batch being run, and how many of its outcomes came back. */
+  batch: Entry[] | undefined;
+  reported = 0;
+  readonly knownFunctions = new Set<number>();
+  ready = false;
+  /** Stopped on purpose (cancel, shutdown): its exit is not a failure. */
+  retired = false;
+  /** A crash reported before the exit, for the error message. */
+  crash: string | undefined;
+
+  constructor(pool: WorkerPool, kind: PoolKind, keepsAlive: boolean) {
+    const onMessage = (message: WorkerMessage): void => pool.onMessage(this, message);
+    if (kind === "threads") {
+      const worker = new Worker(WORKER_SCRIPT);
+      worker.on("message", onMessage);
+      worker.on("error", (error) => (this.crash = `crashed (${error.message})`));
+      worker.on("exit", (code) => pool.onExit(this, this.crash ?? `exited with code ${code}`));
+      this.transport = {
+        workerId: worker.threadId,
+        post: (message) => worker.postMessage(message),
+        stop: () => void worker.terminate(),
+        setKeepsAlive: (keep) => (keep ? worker.ref() : worker.unref()),
+      };
+    } else {
+      const child: ChildProcess = fork(WORKER_SCRIPT, [], { serialization: "advanced", execArgv: workerExecArgv() });
+      child.on("message", onMessage as (message: unknown) => void);
+      child.on("error", (error) => (this.crash = `failed (${error.message})`));
+      child.on("exit", (code, signal) =>
+        pool.onExit(this, this.crash ?? (signal !== null ? `was killed by ${signal}` : `exited with code ${code}`)),
+      );
+      this.transport = {
+        workerId: child.pid ?? -1,
+        post: (message) => void child.send(message),
+        stop: () => void child.kill("SIGKILL"),
+        setKeepsAlive: (keep) => {
+          if (keep) {
+            child.ref();
+            child.channel?.ref();
+          } else {
+            child.unref();
+            child.channel?.unref();
+          }
+        },
+      };
+    }
+    this.transport.setKeepsAlive(keepsAlive);
+  }
+}
+
+export class WorkerPool {
+  private readonly workers: PoolWorker[] = [];
+  private queue: Entry[] = [];
+  private flushScheduled = false;
+  private waitingForReady = 0;
+  private keepsAlive = false;
+  private readonly functionIds = new WeakMap<object, number>();
+  private readonly functionSpecs: FnSpec[] = [];
+  private shipper: FunctionShipper | undefined;
+  private readonly shipperReady: Promise<FunctionShipper>;
+  private resolveShipper!: (shipper: FunctionShipper) => void;
+  private rejectShipper!: (error: Error) => void;
+  /** Set when workers cannot start at all: every task fails with it instead of respawning forever. */
+  private broken: Error | undefined;
+
+  constructor(
+    readonly kind: PoolKind,
+    readonly size: number,
+  ) {
+    this.shipperReady = new Promise((resolve, reject) => {
+      this.resolveShipper = resolve;
+      this.rejectShipper = reject;
+    });
+    this.shipperReady.catch(() => {}); // a pool that never starts is reported by ready() and enqueue()
+    for (let i = 0; i < size; i++) this.workers.push(new PoolWorker(this, kind, false));
+  }
+
+  /** Resolves once a worker has said which globals task sources may use. */
+  async ready(): Promise<FunctionShipper> {
+    if (this.broken !== undefined) throw this.broken;
+    if (this.shipper !== undefined) return this.shipper;
+    // Starting workers are unreferenced; someone waiting for them must keep the process alive.
+    this.waitingForReady++;
+    this.updateKeepAlive();
+    try {
+      return await this.shipperReady;
+    } finally {
+      this.waitingForReady--;
+      this.updateKeepAlive();
+    }
+  }
+
+  /** The id under which `fn` travels; decides (and checks) how on first sight. */
+  functionId(fn: (...args: never[]) => unknown, key: Key): number {
+    let id = this.functionIds.get(fn);
+    if (id === undefined) {
+      if (this.shipper === undefined) throw new Error(`The ${this.kind} pool is not ready yet (internal: prepare() was skipped)`);
+      id = this.functionSpecs.push(this.shipper.spec(fn, key)) - 1;
+      this.functionIds.set(fn, id);
+    }
+    return id;
+  }
+
+  enqueue(client: PoolClient, job: TaskJob, wire: WireExpr, fnIds: readonly number[], done: (outcome: TaskOutcome) => void): void {
+    if (this.broken !== undefined) {
+      done({ node: job.node, ok: false, error: this.broken, workerId: null });
+      return;
+    }
+    this.queue.push({ client, job, wire, fnIds, done });
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      // The loop submits several tasks in a row; hand them out together.
+      queueMicrotask(() => this.flush());
+    }
+  }
+
+  /** Stops the workers running `client`'s tasks (and replaces them); drops its queued tasks. */
+  cancel(client: PoolClient): void {
+    this.release(client);
+    for (let i = 0; i < this.workers.length; i++) {
+      const worker = this.workers[i];
+      if (worker.batch?.[0]?.client !== client) continue;
+      worker.retired = true;
+      worker.transport.stop();
+      this.workers[i] = new PoolWorker(this, this.kind, this.keepsAlive);
+    }
+    this.updateKeepAlive();
+  }
+
+  /** Forgets `client`'s tasks that have not been handed to a worker. */
+  release(client: PoolClient): void {
+    if (this.queue.some((entry) => entry.client === client)) this.queue = this.queue.filter((entry) => entry.client !== client);
+    this.updateKeepAlive();
+  }
+
+  /** Stops every worker now; queued and running tasks fail with `reason`. The pool is unusable afterwards. */
+  close(reason = new Error(`The ${this.kind} pool was closed`)): void {
+    this.broken = reason;
+    this.rejectShipper(reason);
+    const unfinished = [...this.queue];
+    for (const worker of this.workers) {
+      worker.retired = true;
+      worker.transport.stop();
+      if (worker.batch !== undefined) unfinished.push(...worker.batch.slice(worker.reported));
+    }
+    this.workers.length = 0;
+    this.queue = [];
+    for (const entry of unfinished) entry.done({ node: entry.job.node, ok: false, error: reason, workerId: null });
+    this.updateKeepAlive();
+  }
+
+  get closed(): boolean {
+    return this.broken !== undefined;
+  }
+
+  get workerIds(): number[] {
+    return this.workers.map((worker) => worker.transport.workerId);
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    let idle = this.workers.filter((worker) => worker.batch === undefined).length;
+    for (const worker of this.workers) {
+      if (this.queue.length === 0 || idle === 0) break;
+      if (worker.batch !== undefined) continue;
+      // A batch holds one client's tasks, so cancelling a computation never touches another's.
+      const client = this.queue[0].client;
+      const limit = Math.min(client.batchSize, Math.ceil(this.queue.length / idle));
+      let size = 1;
+      while (size < limit && this.queue[size]?.client === client) size++;
+      this.run(worker, this.queue.splice(0, size));
+      idle--;
+    }
+    this.updateKeepAlive();
+  }
+
+  private run(worker: PoolWorker, batch: Entry[]): void {
+    const fns: [number, FnSpec][] = [];
+    for (const entry of batch) {
+      for (const id of entry.fnIds) {
+        if (worker.knownFunctions.has(id)) continue;
+        worker.knownFunctions.add(id);
+        fns.push([id, this.functionSpecs[id]]);
+      }
+    }
+    try {
+      worker.transport.post({ type: "run", fns, tasks: batch.map((entry) => entry.wire) });
+    } catch {
+      // Something in the batch cannot be cloned: fail those tasks, send the rest.
+      for (const [id] of fns) worker.knownFunctions.delete(id);
+      const sendable = batch.filter((entry) => {
+        try {
+          structuredClone(entry.wire);
+          return true;
+        } catch (error) {
+          entry.done({ node: entry.job.node, ok: false, error: new TaskTransferError(entry.job.key, "argument", error), workerId: null });
+          return false;
+        }
+      });
+      if (sendable.length > 0 && sendable.length < batch.length) this.run(worker, sendable);
+      return;
+    }
+    worker.batch = batch;
+    worker.reported = 0;
+  }
+
+  onMessage(worker: PoolWorker, message: WorkerMessage): void {
+    if (message.type === "ready") {
+      worker.ready = true;
+      this.onReady(message);
+      return;
+    }
+    const batch = worker.batch;
+    if (batch === undefined || worker.retired) return;
+    const workerId = worker.transport.workerId;
+    for (const result of message.results) {
+      const entry = batch[worker.reported++];
+      entry.done(this.outcome(entry, result, workerId));
+    }
+    if (worker.reported === batch.length) {
+      worker.batch = undefined;
+      if (this.queue.length > 0) this.flush();
+      else this.updateKeepAlive();
+    }
+  }
+
+  private onReady(message: ReadyMessage): void {
+    if (this.shipper !== undefined) return;
+    this.shipper = new FunctionShipper(message.globals);
+    this.resolveShipper(this.shipper);
+  }
+
+  private outcome(entry: Entry, result: WireResult, workerId: number): TaskOutcome {
+    const [start, end, cpu, bytesIn, bytesOut] = result.timing;
+    entry.client.recordDuration(end - start);
+    const timing = {
+      startTime: start / 1000,
+      endTime: end / 1000,
+      cpuTime: Number.isNaN(cpu) ? undefined : cpu / 1000,
+      bytesIn,
+      bytesOut,
+    };
+    const node = entry.job.node;
+    if (result.ok) return { node, ok: true, value: result.value, workerId, timing };
+    const { error } = result;
+    if (error.kind === "error" && error.unsendableResult) {
+      return { node, ok: false, error: new TaskTransferError(entry.job.key, "result", unpackError(error)), workerId, timing };
+    }
+    return { node, ok: false, error: unpackError(error), workerId, timing };
+  }
+
+  onExit(worker: PoolWorker, how: string): void {
+    const slot = this.workers.indexOf(worker);
+    if (worker.retired || slot < 0) return;
+    if (!worker.ready) {
+      // It never started: respawning would fail the same way.
+      this.close(new Error(`The ${this.kind} pool cannot start workers: a worker ${how}`));
+      return;
+    }
+    this.workers[slot] = new PoolWorker(this, this.kind, this.keepsAlive);
+    const batch = worker.batch;
+    if (batch !== undefined) {
+      // The task that was running fails; the batch's later tasks never started and go back in line.
+      const [running, ...notStarted] = batch.slice(worker.reported);
+      this.queue.unshift(...notStarted);
+      const workerId = worker.transport.workerId;
+      running.done({ node: running.job.node, ok: false, error: new WorkerDiedError(running.job.key, workerId, how), workerId });
+      if (this.queue.length > 0) this.flush();
+    }
+    this.updateKeepAlive();
+  }
+
+  /** Workers keep the process alive only while tasks are queued or running. */
+  private updateKeepAlive(): void {
+    const busy = this.waitingForReady > 0 || this.queue.length > 0 || this.workers.some((worker) => worker.batch !== undefined);
+    if (busy === this.keepsAlive) return;
+    this.keepsAlive = busy;
+    for (const worker of this.workers) worker.transport.setKeepsAlive(busy);
+  }
+}

@@ -1,0 +1,228 @@
+// How a task's functions reach a worker, decided on the calling thread before anything runs:
+// an export of a loaded module travels as (path, export name), a built-in as its global path,
+// anything else as source text, which must not use names the worker lacks (JS has no
+// cloudpickle: closures, imported bindings and `this` do not survive `fn.toString()`).
+
+import { parse } from "acorn";
+import { ancestor } from "acorn-walk";
+import { analyze } from "eslint-scope";
+import { type Key, formatKey } from "../../graph/keys";
+import type { Expr } from "../../graph/spec";
+import { CALL, type FnSpec, LIST, LITERAL, type WireExpr } from "./wire";
+
+type AnyFunction = (...args: never[]) => unknown;
+
+/** A task function that cannot run in a worker; names the function, the key and the reason. */
+export class UnshippableFunctionError extends Error {
+  override name = "UnshippableFunctionError";
+  constructor(
+    readonly functionName: string,
+    readonly key: Key,
+    readonly reason: string,
+    /** The free name that does not exist in the worker, when that is the reason. */
+    readonly identifier?: string,
+  ) {
+    super(
+      `Function ${functionName} of task ${formatKey(key)} cannot run in a worker: ${reason}. ` +
+        `Use scheduler: "sync", or move the function into a module file and export it ` +
+        `(exported functions travel by reference and may use imports).`,
+    );
+  }
+}
+
+/** Why a function cannot travel, independent of the task it appears in. */
+interface Refusal {
+  readonly reason: string;
+  readonly identifier?: string;
+}
+
+export function functionLabel(fn: AnyFunction): string {
+  return fn.name ? `"${fn.name}"` : "(anonymous)";
+}
+
+/**
+ * Decides how functions travel, caching per function. `workerGlobals` are the names a task's
+ * source may use freely: what the worker's globalThis has, plus the `require` it is given.
+ */
+export class FunctionShipper {
+  private readonly decided = new WeakMap<AnyFunction, FnSpec | Refusal>();
+  private readonly allowed: ReadonlySet<string>;
+
+  constructor(workerGlobals: readonly string[]) {
+    this.allowed = new Set([...workerGlobals, "require"]);
+  }
+
+  /** The spec for `fn`, or throws UnshippableFunctionError naming `key`. */
+  spec(fn: AnyFunction, key: Key): FnSpec {
+    let decision = this.decided.get(fn);
+    if (decision === undefined) {
+      decision = this.decide(fn);
+      this.decided.set(fn, decision);
+    }
+    if ("reason" in decision) throw new UnshippableFunctionError(functionLabel(fn), key, decision.reason, decision.identifier);
+    return decision;
+  }
+
+  private decide(fn: AnyFunction): FnSpec | Refusal {
+    const exported = moduleExportOf(fn);
+    if (exported !== undefined) return exported;
+    const source = Function.prototype.toString.call(fn);
+    if (source.endsWith("[native code] }")) {
+      const path = builtInPathOf(fn);
+      if (path !== undefined) return { kind: "global", path };
+      return fn.name.startsWith("bound ")
+        ? { reason: "it is a bound function (its bound this and arguments cannot travel); pass them as task arguments instead" }
+        : { reason: "it is a native function that the worker cannot find on its globalThis" };
+    }
+    return this.checkSource(source);
+  }
+
+  private checkSource(source: string): FnSpec | Refusal {
+    const parsed = parseFunction(source);
+    if (parsed === undefined) return { reason: "its source text cannot be parsed as a function" };
+    if (parsed.isClass) return { reason: "it is a class, and a task calls its function without `new`" };
+    const manager = analyze(parsed.program as never, { ecmaVersion: 2022, sourceType: "script" });
+    for (const reference of manager.globalScope!.through) {
+      const name = reference.identifier.name;
+      if (!this.allowed.has(name)) {
+        return {
+          reason: `it uses "${name}", which does not exist in a worker (a variable from the surrounding code, or an imported binding)`,
+          identifier: name,
+        };
+      }
+    }
+    if (usesOuterThis(parsed)) {
+      return { reason: "it uses `this` (a method, or a function called with a receiver), which a task call does not provide", identifier: "this" };
+    }
+    return { kind: "source", source, method: parsed.isMethod };
+  }
+}
+
+interface ParsedFunction {
+  readonly program: ReturnType<typeof parse>;
+  readonly isMethod: boolean;
+  readonly isClass: boolean;
+}
+
+/** Parses `fn.toString()`: a function or arrow expression, a class, or a method shorthand. */
+function parseFunction(source: string): ParsedFunction | undefined {
+  const options = { ecmaVersion: "latest", sourceType: "script", ranges: true } as const; // eslint-scope reads ranges
+  try {
+    const program = parse(`(${source}\n)`, options);
+    const statement = program.body[0];
+    const isClass = statement?.type === "ExpressionStatement" && statement.expression.type === "ClassExpression";
+    return { program, isMethod: false, isClass };
+  } catch {
+    // not an expression: maybe `name(args) { … }`, the text of a method
+  }
+  try {
+    return { program: parse(`({${source}\n})`, options), isMethod: true, isClass: false };
+  } catch {
+    return undefined;
+  }
+}
+
+/** True if `this` or `super` would mean the receiver of the shipped function (which a task call lacks). */
+function usesOuterThis(parsed: ParsedFunction): boolean {
+  const statement = parsed.program.body[0] as unknown as { expression: { properties?: { value: unknown }[] } };
+  const outermost = parsed.isMethod ? statement.expression.properties![0].value : statement.expression;
+  let found = false;
+  const check = (_node: unknown, _state: unknown, ancestors: readonly { type: string }[]): void => {
+    // The nearest regular function binds `this`; arrows do not. None, or the outermost: the receiver.
+    for (let i = ancestors.length - 1; i >= 0; i--) {
+      const node = ancestors[i];
+      if (node.type === "FunctionExpression" || node.type === "FunctionDeclaration") {
+        if (node === outermost) found = true;
+        return;
+      }
+    }
+    found = true;
+  };
+  ancestor(parsed.program as never, { ThisExpression: check, Super: check } as never);
+  return found;
+}
+
+// ---- Functions exported by loaded modules ------------------------------------------------------
+
+interface ModuleExport {
+  readonly kind: "module";
+  readonly path: string;
+  readonly name: string;
+}
+const exportIndex = new WeakMap<object, ModuleExport>();
+/** require.cache entries already indexed, with the exports object they had then. */
+const indexedExports = new Map<string, unknown>();
+
+function moduleExportOf(fn: AnyFunction): FnSpec | undefined {
+  const known = exportIndex.get(fn);
+  if (known !== undefined) return known;
+  // Index modules loaded (or whose exports were replaced) since the last look; exports added to an
+  // already indexed object later are picked up by a full pass when a function is still unknown.
+  indexModules(false);
+  return exportIndex.get(fn) ?? (indexModules(true), exportIndex.get(fn));
+}
+
+function indexModules(all: boolean): void {
+  for (const [path, module] of Object.entries(require.cache)) {
+    if (module === undefined || !module.loaded) continue;
+    const exported: unknown = module.exports;
+    if (!all && indexedExports.get(path) === exported) continue;
+    indexedExports.set(path, exported);
+    if (typeof exported === "function" && !exportIndex.has(exported)) {
+      exportIndex.set(exported, { kind: "module", path, name: "" });
+    }
+    if (exported === null || (typeof exported !== "object" && typeof exported !== "function")) continue;
+    for (const name of Object.keys(exported)) {
+      // Data properties only: getters may have side effects, and a re-export's getter leads to
+      // a function that its defining module exports as data anyway.
+      const value = Object.getOwnPropertyDescriptor(exported, name)?.value as unknown;
+      if (typeof value === "function" && !exportIndex.has(value)) exportIndex.set(value, { kind: "module", path, name });
+    }
+  }
+}
+
+// ---- Built-ins ---------------------------------------------------------------------------------
+
+let builtIns: WeakMap<object, readonly string[]> | undefined;
+
+/** Globals and their function-valued members (Math.max, JSON.stringify, Array.from…). */
+function builtInPathOf(fn: AnyFunction): readonly string[] | undefined {
+  if (builtIns === undefined) {
+    builtIns = new WeakMap();
+    for (const name of Object.getOwnPropertyNames(globalThis)) {
+      const value = Object.getOwnPropertyDescriptor(globalThis, name)?.value as unknown;
+      if (value === null || (typeof value !== "object" && typeof value !== "function")) continue;
+      if (typeof value === "function" && !builtIns.has(value)) builtIns.set(value, [name]);
+      for (const member of Object.getOwnPropertyNames(value)) {
+        const inner = Object.getOwnPropertyDescriptor(value, member)?.value as unknown;
+        if (typeof inner === "function" && !builtIns.has(inner)) builtIns.set(inner, [name, member]);
+      }
+    }
+  }
+  return builtIns.get(fn);
+}
+
+// ---- Expressions -------------------------------------------------------------------------------
+
+/**
+ * The wire form of a task: references replaced by their values, functions by ids from `idOf`
+ * (which decides how each travels and may throw UnshippableFunctionError).
+ */
+export function toWire(expr: Expr, values: readonly unknown[], idOf: (fn: AnyFunction) => number): WireExpr {
+  switch (expr.kind) {
+    case "literal":
+      return [LITERAL, expr.value];
+    case "ref":
+      return [LITERAL, values[expr.index]];
+    case "call": {
+      const wire: unknown[] = [CALL, idOf(expr.fn)];
+      for (const arg of expr.args) wire.push(toWire(arg, values, idOf));
+      return wire;
+    }
+    case "list": {
+      const wire: unknown[] = [LIST];
+      for (const item of expr.items) wire.push(toWire(item, values, idOf));
+      return wire;
+    }
+  }
+}

@@ -1,0 +1,119 @@
+// What travels between the pool (calling thread) and its workers: messages, the shipped form of
+// task expressions and functions, errors, and the worker-side measurements. Loaded by both sides.
+
+/** How a worker finds a function. */
+export type FnSpec =
+  /** An export of a module file: `require(path)[name]`, or `require(path)` itself when name is "". */
+  | { readonly kind: "module"; readonly path: string; readonly name: string }
+  /** A built-in reachable from the worker's globalThis, e.g. ["Math", "max"]. */
+  | { readonly kind: "global"; readonly path: readonly string[] }
+  /** Source text compiled in the worker; `method` marks object-literal method shorthand. */
+  | { readonly kind: "source"; readonly source: string; readonly method: boolean };
+
+// A task expression with its references replaced by their values:
+// [LITERAL, value] | [CALL, function id, ...args] | [LIST, ...items].
+export const LITERAL = 0;
+export const CALL = 1;
+export const LIST = 2;
+export type WireExpr = readonly unknown[];
+
+/** Pool → worker. `fns` defines the function ids this worker has not seen yet. */
+export interface RunMessage {
+  readonly type: "run";
+  readonly fns: readonly (readonly [number, FnSpec])[];
+  readonly tasks: readonly WireExpr[];
+}
+
+/** Worker → pool, once at start-up. */
+export interface ReadyMessage {
+  readonly type: "ready";
+  /** threadId for a thread, pid for a process. */
+  readonly workerId: number;
+  /** Every name reachable on the worker's globalThis: what task sources may use freely. */
+  readonly globals: readonly string[];
+}
+
+/** Worker → pool: the outcomes of the next tasks of the current batch, in order. */
+export interface ResultsMessage {
+  readonly type: "results";
+  readonly results: readonly WireResult[];
+}
+
+export type WorkerMessage = ReadyMessage | ResultsMessage;
+
+/** [start, end] epoch milliseconds, CPU milliseconds of the worker thread (NaN if unknown), bytes in, bytes out. */
+export type WireTiming = readonly [number, number, number, number, number];
+
+export type WireResult =
+  | { readonly ok: true; readonly value: unknown; readonly timing: WireTiming }
+  | { readonly ok: false; readonly error: PackedError; readonly timing: WireTiming };
+
+/** A thrown value made safe for structured clone. */
+export type PackedError =
+  /** Not an Error object (`throw "text"`, `throw 42`): rethrown as it was. */
+  | { readonly kind: "value"; readonly value: unknown }
+  | {
+      readonly kind: "error";
+      /** The constructor's name, used to rebuild a built-in class (TypeError, RangeError…). */
+      readonly className: string;
+      readonly name: string;
+      readonly message: string;
+      readonly stack: string | undefined;
+      /** The error's own properties (code, custom fields, cause) that survive structured clone. */
+      readonly props: Readonly<Record<string, unknown>>;
+      /** Set when the task ran but its result could not be sent back. */
+      readonly unsendableResult?: boolean;
+    };
+
+function cloneable(value: unknown): boolean {
+  try {
+    structuredClone(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function packError(error: unknown, unsendableResult = false): PackedError {
+  if (!(error instanceof Error)) {
+    return cloneable(error) ? { kind: "value", value: error } : { kind: "value", value: String(error) };
+  }
+  const props: Record<string, unknown> = {};
+  for (const name of Object.getOwnPropertyNames(error)) {
+    if (name === "message" || name === "stack") continue;
+    const value = (error as unknown as Record<string, unknown>)[name];
+    if (cloneable(value)) props[name] = value;
+  }
+  return {
+    kind: "error",
+    className: error.constructor?.name ?? "Error",
+    name: error.name,
+    message: error.message,
+    stack: error.stack,
+    props,
+    unsendableResult,
+  };
+}
+
+/**
+ * The caller-side copy of an error thrown in a worker: the same built-in class when there is
+ * one (else an Error whose `name` is the original's), message, own properties and worker stack.
+ */
+export function unpackError(packed: PackedError): unknown {
+  if (packed.kind === "value") return packed.value;
+  const builtIn = (globalThis as Record<string, unknown>)[packed.className];
+  const isBuiltInError =
+    typeof builtIn === "function" && (builtIn === Error || (builtIn as { prototype: unknown }).prototype instanceof Error);
+  const error = isBuiltInError ? (Object.create((builtIn as typeof Error).prototype) as Error) : new Error();
+  const hidden = (name: string, value: unknown): void => {
+    Object.defineProperty(error, name, { value, writable: true, configurable: true, enumerable: false });
+  };
+  hidden("message", packed.message);
+  hidden("stack", packed.stack);
+  if (!isBuiltInError || error.name !== packed.name) hidden("name", packed.name);
+  for (const [name, value] of Object.entries(packed.props)) {
+    const own = Object.getOwnPropertyDescriptor(error, name);
+    if (own === undefined || own.writable) (error as unknown as Record<string, unknown>)[name] = value;
+  }
+  return error;
+}

@@ -1,0 +1,255 @@
+// The program each pool worker runs, as a worker thread or as a forked child process: it
+// resolves shipped functions, runs batches of tasks one at a time and reports each task's
+// outcome with its wall times, thread CPU time and bytes moved.
+
+import { closeSync, openSync, readSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { parentPort, threadId } from "node:worker_threads";
+import { type Expr, evaluate, isThenable } from "../../graph/spec";
+import {
+  CALL,
+  type FnSpec,
+  LIST,
+  LITERAL,
+  type PackedError,
+  type RunMessage,
+  type WireExpr,
+  type WireResult,
+  type WorkerMessage,
+  packError,
+} from "./wire";
+
+type AnyFunction = (...args: unknown[]) => unknown;
+
+const isThread = parentPort !== null;
+
+function send(message: WorkerMessage): void {
+  if (parentPort !== null) parentPort.postMessage(message);
+  else process.send!(message);
+}
+
+// ---- Functions -------------------------------------------------------------------------------
+
+// `require` inside shipped sources resolves packages as a script in the caller's directory would.
+const taskRequire = createRequire(join(process.cwd(), "[tsdask task]"));
+const functions = new Map<number, AnyFunction>();
+const compiledBySource = new Map<string, AnyFunction>();
+
+function resolve(spec: FnSpec): AnyFunction {
+  switch (spec.kind) {
+    case "module": {
+      const exported = require(spec.path) as Record<string, unknown>;
+      return (spec.name === "" ? exported : exported[spec.name]) as AnyFunction;
+    }
+    case "global":
+      return spec.path.reduce<unknown>((owner, name) => (owner as Record<string, unknown>)[name], globalThis) as AnyFunction;
+    case "source": {
+      const cacheKey = (spec.method ? "m" : "f") + spec.source;
+      let fn = compiledBySource.get(cacheKey);
+      if (fn === undefined) {
+        // The caller checked that the source uses only names this scope provides.
+        const body = spec.method
+          ? `const holder = {${spec.source}\n}; return holder[Reflect.ownKeys(holder)[0]];`
+          : `return (${spec.source}\n);`;
+        fn = new Function("require", body)(taskRequire) as AnyFunction;
+        compiledBySource.set(cacheKey, fn);
+      }
+      return fn;
+    }
+  }
+}
+
+function toExpr(wire: WireExpr): Expr {
+  switch (wire[0]) {
+    case LITERAL:
+      return { kind: "literal", value: wire[1] };
+    case CALL:
+      return { kind: "call", fn: functions.get(wire[1] as number)!, args: wire.slice(2).map((arg) => toExpr(arg as WireExpr)) };
+    case LIST:
+      return { kind: "list", items: wire.slice(1).map((item) => toExpr(item as WireExpr)) };
+    default:
+      throw new Error(`tsdask worker: malformed task expression ${JSON.stringify(wire[0])}`);
+  }
+}
+
+// ---- Measurements ----------------------------------------------------------------------------
+
+/** Epoch milliseconds; agrees across threads and processes (timeOrigin is per thread, the sum is absolute). */
+function epochMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** CPU milliseconds used so far by this thread, or NaN when the platform cannot tell. */
+const threadCpuMs: () => number = (() => {
+  const threadCpuUsage = (process as { threadCpuUsage?: () => { user: number; system: number } }).threadCpuUsage;
+  if (typeof threadCpuUsage === "function") {
+    return () => {
+      const { user, system } = threadCpuUsage.call(process);
+      return (user + system) / 1000;
+    };
+  }
+  // Linux before Node 22.19: the scheduler's own count of ns this thread spent on a CPU. The file
+  // is opened once (by this thread, so it stays this thread's) and re-read with a positioned read.
+  try {
+    const fd = openSync("/proc/thread-self/schedstat", "r");
+    const buffer = Buffer.alloc(64);
+    const read = (): number => {
+      const length = readSync(fd, buffer, 0, buffer.length, 0);
+      const text = buffer.toString("latin1", 0, length);
+      return Number(text.slice(0, text.indexOf(" "))) / 1e6;
+    };
+    if (Number.isFinite(read())) return read;
+    closeSync(fd);
+  } catch {
+    // not Linux, or no schedstat: fall through
+  }
+  if (!isThread) {
+    return () => {
+      const { user, system } = process.cpuUsage();
+      return (user + system) / 1000;
+    };
+  }
+  return () => Number.NaN;
+})();
+
+/**
+ * Roughly how many bytes structured clone moves for `value`: a cheap walk (long arrays and
+ * objects are sampled) rather than a second serialisation. Shared memory moves nothing between threads.
+ */
+function estimateBytes(value: unknown, depth = 0): number {
+  switch (typeof value) {
+    case "number":
+    case "bigint":
+      return 8;
+    case "string":
+      return value.length + 4;
+    case "object":
+      break;
+    default:
+      return 1;
+  }
+  if (value === null) return 1;
+  if (ArrayBuffer.isView(value)) return isThread && value.buffer instanceof SharedArrayBuffer ? 0 : value.byteLength;
+  if (value instanceof ArrayBuffer) return value.byteLength;
+  if (value instanceof SharedArrayBuffer) return isThread ? 0 : value.byteLength;
+  if (depth > 8) return 8;
+  const items: unknown[] =
+    value instanceof Map ? [...value.keys(), ...value.values()] : value instanceof Set ? [...value] : Array.isArray(value) ? value : Object.values(value);
+  const sample = Math.min(items.length, 64);
+  let total = 0;
+  for (let i = 0; i < sample; i++) total += estimateBytes(items[i], depth + 1);
+  if (!Array.isArray(value) && !(value instanceof Map) && !(value instanceof Set)) {
+    for (const name of Object.keys(value).slice(0, sample)) total += name.length + 4;
+  }
+  return 8 + (sample === 0 ? 0 : (total * items.length) / sample);
+}
+
+// ---- Running batches -------------------------------------------------------------------------
+
+/** Results are sent when the batch ends, or sooner once a task has kept them waiting this long. */
+const REPORT_AFTER_MS = 2;
+
+let pending: WireResult[] = [];
+let lastReport = 0;
+
+function report(): void {
+  const results = pending;
+  pending = [];
+  lastReport = epochMs();
+  try {
+    send({ type: "results", results });
+  } catch {
+    // Some result cannot be cloned: send that one as an error, the others as they are.
+    send({ type: "results", results: results.map(sendable) });
+  }
+}
+
+function sendable(result: WireResult): WireResult {
+  if (!result.ok) return result;
+  try {
+    structuredClone(result.value);
+    return result;
+  } catch (error) {
+    return { ok: false, error: packError(error, true), timing: result.timing };
+  }
+}
+
+function record(result: WireResult): void {
+  pending.push(result);
+  if (result.timing[1] - lastReport > REPORT_AFTER_MS) report();
+}
+
+function runBatch(tasks: readonly WireExpr[], from: number): void {
+  for (let i = from; i < tasks.length; i++) {
+    const start = epochMs();
+    const cpuStart = threadCpuMs();
+    const bytesIn = estimateBytes(tasks[i]);
+    let value: unknown;
+    try {
+      value = evaluate(toExpr(tasks[i]), []);
+    } catch (error) {
+      record(failure(error, start, cpuStart, bytesIn));
+      continue;
+    }
+    if (isThenable(value)) {
+      value.then(
+        (resolved) => {
+          record(success(resolved, start, cpuStart, bytesIn));
+          runBatch(tasks, i + 1);
+        },
+        (error: unknown) => {
+          record(failure(error, start, cpuStart, bytesIn));
+          runBatch(tasks, i + 1);
+        },
+      );
+      return;
+    }
+    record(success(value, start, cpuStart, bytesIn));
+  }
+  if (pending.length > 0) report();
+}
+
+function success(value: unknown, start: number, cpuStart: number, bytesIn: number): WireResult {
+  return { ok: true, value, timing: [start, epochMs(), threadCpuMs() - cpuStart, bytesIn, estimateBytes(value)] };
+}
+
+function failure(error: unknown, start: number, cpuStart: number, bytesIn: number): WireResult {
+  const packed: PackedError = packError(error);
+  return { ok: false, error: packed, timing: [start, epochMs(), threadCpuMs() - cpuStart, bytesIn, 0] };
+}
+
+function onMessage(message: RunMessage): void {
+  for (const [id, spec] of message.fns) {
+    try {
+      functions.set(id, resolve(spec));
+    } catch (error) {
+      // Reported by the first task that calls it.
+      const fail = (): never => {
+        throw error;
+      };
+      functions.set(id, fail);
+    }
+  }
+  lastReport = epochMs();
+  runBatch(message.tasks, 0);
+}
+
+function globalNames(): string[] {
+  const names = new Set<string>();
+  for (let scope: object | null = globalThis; scope !== null; scope = Object.getPrototypeOf(scope)) {
+    for (const name of Object.getOwnPropertyNames(scope)) names.add(name);
+  }
+  return [...names];
+}
+
+if (parentPort !== null) {
+  parentPort.on("message", onMessage);
+} else if (process.send !== undefined) {
+  process.on("message", onMessage as (message: unknown) => void);
+  // The pool went away (the calling process exited or was killed): so do we.
+  process.on("disconnect", () => process.exit(0));
+} else {
+  throw new Error("tsdask's worker program runs inside a pool (a worker thread or a forked process)");
+}
+send({ type: "ready", workerId: isThread ? threadId : process.pid, globals: globalNames() });
