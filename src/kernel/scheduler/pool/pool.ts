@@ -71,9 +71,26 @@ interface Transport {
 
 const WORKER_SCRIPT = join(__dirname, "worker-main.js");
 
-/** Node flags a forked worker must not inherit: it is not a test runner, and needs no debugger port. */
+/**
+ * The caller's Node flags minus those that would make the worker something else: a script
+ * (`-e`, `-p`), a REPL, a test runner, a file watcher, or a second debugger on the same port.
+ */
 function workerExecArgv(): string[] {
-  return process.execArgv.filter((flag) => !/^--(test|inspect|watch|debug)/.test(flag));
+  const kept: string[] = [];
+  const flags = process.execArgv;
+  for (let i = 0; i < flags.length; i++) {
+    const flag = flags[i];
+    if (["-e", "--eval", "-p", "--print"].includes(flag)) {
+      i++; // and its script
+    } else if (/^--(eval|print|input-type)=/.test(flag) || flag === "-i" || flag === "--interactive") {
+      // dropped
+    } else if (/^--(test|inspect|debug|watch)/.test(flag)) {
+      if (!flag.includes("=") && i + 1 < flags.length && !flags[i + 1].startsWith("-")) i++; // its value
+    } else {
+      kept.push(flag);
+    }
+  }
+  return kept;
 }
 
 class PoolWorker {

@@ -102,13 +102,19 @@ export function packError(error: unknown, unsendableResult = false): PackedError
 export function unpackError(packed: PackedError): unknown {
   if (packed.kind === "value") return packed.value;
   const builtIn = (globalThis as Record<string, unknown>)[packed.className];
-  const isBuiltInError =
-    typeof builtIn === "function" && (builtIn === Error || (builtIn as { prototype: unknown }).prototype instanceof Error);
-  const error = isBuiltInError ? (Object.create((builtIn as typeof Error).prototype) as Error) : new Error();
+  let error: Error | undefined;
+  if (typeof builtIn === "function" && (builtIn === Error || (builtIn as { prototype: unknown }).prototype instanceof Error)) {
+    try {
+      error = Reflect.construct(builtIn, [packed.message]) as Error;
+    } catch {
+      // a global class that needs other arguments: fall back to a plain Error below
+    }
+  }
+  const isBuiltInError = error !== undefined;
+  error ??= new Error(packed.message);
   const hidden = (name: string, value: unknown): void => {
     Object.defineProperty(error, name, { value, writable: true, configurable: true, enumerable: false });
   };
-  hidden("message", packed.message);
   hidden("stack", packed.stack);
   if (!isBuiltInError || error.name !== packed.name) hidden("name", packed.name);
   for (const [name, value] of Object.entries(packed.props)) {

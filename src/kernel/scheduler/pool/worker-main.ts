@@ -26,7 +26,12 @@ const isThread = parentPort !== null;
 
 function send(message: WorkerMessage): void {
   if (parentPort !== null) parentPort.postMessage(message);
-  else process.send!(message);
+  else if (process.connected) process.send!(message, undefined, undefined, exitIfOrphaned);
+}
+
+/** A send that fails because the pool's process is gone (EPIPE) leaves nobody to work for. */
+function exitIfOrphaned(error: Error | null): void {
+  if (error !== null && !process.connected) process.exit(0);
 }
 
 // ---- Functions -------------------------------------------------------------------------------

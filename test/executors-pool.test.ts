@@ -1,0 +1,278 @@
+// The pool schedulers ("threads", "processes"): real parallelism, which functions may travel,
+// shared memory, worker-side measurements, dying workers, abort, and leaving nothing behind.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import {
+  AbortError,
+  Callback,
+  Graph,
+  type PoolKind,
+  SchedulerState,
+  TaskTransferError,
+  UnshippableFunctionError,
+  WorkerDiedError,
+  type WorkerId,
+  buildPlan,
+  closePools,
+  get,
+  getPool,
+} from "../src";
+import { now } from "../src/kernel/diagnostics/types";
+import { PoolExecutor } from "../src/kernel/scheduler/pool/executor";
+import type { TaskOutcome } from "../src/kernel/scheduler/executor";
+import { exitNow, fill, inc, pair, sha1, sleep, spin } from "./fixtures/tasks";
+
+after(() => closePools());
+
+const ROOT = join(__dirname, "..", "..");
+const KINDS: readonly PoolKind[] = ["threads", "processes"];
+
+/** Polls `check` until it holds or `ms` pass. */
+async function eventually(check: () => boolean, ms = 2000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return true;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Pids of this process's children that run the pool's worker program. */
+function workerChildren(): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const state = stat.slice(stat.lastIndexOf(")") + 2)[0];
+      if (ppid === process.pid && state !== "Z" && readFileSync(`/proc/${name}/cmdline`, "utf8").includes("worker-main.js")) {
+        pids.push(Number(name));
+      }
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return pids.sort();
+}
+
+function recordWorkers(): { cb: Callback; ids: WorkerId[]; pretasks: () => number } {
+  const ids: WorkerId[] = [];
+  let pretasks = 0;
+  const cb = new Callback({ pretask: () => pretasks++, posttask: (_k, _r, _d, _s, workerId) => ids.push(workerId) });
+  return { cb, ids, pretasks: () => pretasks };
+}
+
+for (const kind of KINDS) {
+  describe(`"${kind}" pool`, () => {
+    test("runs tasks in parallel: 4 tasks of 1 s on 2 workers take about 2 s", async () => {
+      const { cb, ids } = recordWorkers();
+      const dsk = { a: [spin, 1000], b: [spin, 1000], c: [spin, 1000], d: [spin, 1000] };
+      await get({ warm: [inc, 1] }, "warm", { scheduler: kind, numWorkers: 2 });
+      const start = performance.now();
+      const ran = (await get(dsk, ["a", "b", "c", "d"], { scheduler: kind, numWorkers: 2, callbacks: [cb] })) as number[];
+      const seconds = (performance.now() - start) / 1000;
+      assert.ok(seconds > 1.8 && seconds < 3.2, `took ${seconds.toFixed(2)} s`);
+      assert.equal(new Set(ids).size, 2, `worker ids ${ids}`);
+      // The worker id the scheduler reports is the thread id / pid the task saw.
+      assert.deepEqual(new Set(ran), new Set(ids));
+      assert.ok(!ids.includes(kind === "threads" ? 0 : process.pid));
+    });
+
+    test("ships exported functions by reference and self-contained ones as source", async () => {
+      const dsk = {
+        hash: [sha1, "abc"], // uses an imported binding inside its own module
+        max: [Math.max, 3, 9, 4], // a built-in
+        json: [JSON.stringify, [pair, 1, 2]],
+        os: [() => typeof (require("node:os") as typeof import("node:os")).cpus, "hash"],
+        method: [{ twice(x: number) { return 2 * x; } }.twice, 21],
+        tslab: [new Function("return function task(x) { return Math.sqrt(x) }")() as (x: number) => number, 16],
+      };
+      assert.deepEqual(await get(dsk, ["hash", "max", "json", "os", "method", "tslab"], { scheduler: kind }), [
+        "a9993e364706816aba3e25717850c26c9cd0d89d",
+        9,
+        "[1,2]",
+        "function",
+        42,
+        4,
+      ]);
+    });
+
+    test("rejects functions that cannot run in a worker before any task starts", async () => {
+      const k = 3;
+      const scaler = { scale: 2, times(x: number) { return x * this.scale; } };
+      class Task {}
+      const cases: [string, unknown, RegExp, string | undefined][] = [
+        ["closure", (x: number) => x + k, /uses "k"/, "k"],
+        ["import", (path: string) => readFileSync(path, "utf8"), /uses "node_fs_1"/, "node_fs_1"],
+        ["tslab", new Function("return function task(x) { return x + k }")(), /Function "task" .*uses "k"/, "k"],
+        ["this", scaler.times, /uses `this`/, "this"],
+        ["bound", inc.bind(null), /bound function/, undefined],
+        ["class", Task, /is a class/, undefined],
+      ];
+      for (const [name, fn, message, identifier] of cases) {
+        const { cb, pretasks } = recordWorkers();
+        const dsk = { fine: [inc, 1], [name]: [fn, "fine"] };
+        await assert.rejects(get(dsk, name, { scheduler: kind, callbacks: [cb] }), (error: unknown) => {
+          assert.ok(error instanceof UnshippableFunctionError, `${name}: ${error}`);
+          assert.match(error.message, message);
+          assert.match(error.message, new RegExp(`task '${name}'`));
+          assert.match(error.message, /scheduler: "sync"/);
+          assert.equal(error.identifier, identifier);
+          return true;
+        });
+        assert.equal(pretasks(), 0, `${name}: a task started`);
+      }
+    });
+
+    test("names the key when an argument or a result cannot be cloned", async () => {
+      await assert.rejects(get({ x: [pair, { callback: () => 1 }, 2] }, "x", { scheduler: kind }), (error: unknown) => {
+        assert.ok(error instanceof TaskTransferError);
+        assert.equal(error.direction, "argument");
+        assert.deepEqual(error.key, "x");
+        assert.match(error.message, /Task 'x': its arguments cannot be sent to a worker/);
+        return true;
+      });
+      await assert.rejects(get({ y: [() => () => 1] }, "y", { scheduler: kind }), (error: unknown) => {
+        assert.ok(error instanceof TaskTransferError);
+        assert.equal(error.direction, "result");
+        assert.match(error.message, /Task 'y': its result cannot be sent back/);
+        return true;
+      });
+    });
+
+    test("reports worker-side wall times, thread CPU time and bytes moved", async () => {
+      const pool = getPool(kind, 2);
+      const executor = new PoolExecutor(pool);
+      const input = new Float64Array(1000);
+      const plan = buildPlan(Graph.from({ input, x: [spin, 200], y: [(a: Float64Array) => "z".repeat(a.length), "input"] }), ["x", "y"]);
+      const state = new SchedulerState(plan);
+      await executor.prepare(plan);
+      const before = now();
+      const outcomes = await Promise.all(
+        ["x", "y"].map((key) => {
+          const node = plan.indexById.get(JSON.stringify(key)) ?? plan.keys.indexOf(key);
+          return new Promise<TaskOutcome>((resolve) => executor.submit({ node, key, expr: plan.exprs[node]!, values: state.values }, resolve));
+        }),
+      );
+      const after = now();
+      const [x, y] = outcomes.map((outcome) => outcome.timing!);
+      for (const timing of [x, y]) {
+        assert.ok(before <= timing.startTime && timing.startTime <= timing.endTime && timing.endTime <= after, JSON.stringify(timing));
+      }
+      assert.ok(x.endTime - x.startTime >= 0.2);
+      assert.ok(x.cpuTime !== undefined && x.cpuTime > 0.05 && x.cpuTime <= x.endTime - x.startTime + 0.01, `cpu ${x.cpuTime}`);
+      assert.ok(y.bytesIn! >= 8000, `bytes in ${y.bytesIn}`);
+      assert.ok(y.bytesOut! >= 1000, `bytes out ${y.bytesOut}`);
+      executor.release();
+    });
+
+    test("a worker that exits mid-task fails the computation, naming the key and worker, and is replaced", async () => {
+      const pool = getPool(kind, 2);
+      await get({ warm: [inc, 1] }, "warm", { scheduler: kind, numWorkers: 2 });
+      const before = pool.workerIds;
+      await assert.rejects(get({ doomed: [exitNow, 3] }, "doomed", { scheduler: kind, numWorkers: 2 }), (error: unknown) => {
+        assert.ok(error instanceof WorkerDiedError);
+        assert.ok(before.includes(error.workerId));
+        assert.match(error.message, new RegExp(`Task 'doomed' failed: its worker ${error.workerId} exited with code 3`));
+        return true;
+      });
+      assert.equal(await get({ x: [inc, 1] }, "x", { scheduler: kind, numWorkers: 2 }), 2);
+      assert.equal(pool.workerIds.length, 2);
+      assert.equal(pool.workerIds.filter((id) => before.includes(id)).length, 1);
+    });
+
+    test("abort stops the running tasks' workers and replaces them", async () => {
+      const pool = getPool(kind, 2);
+      await get({ warm: [inc, 1] }, "warm", { scheduler: kind, numWorkers: 2 });
+      const before = pool.workerIds;
+      const controller = new AbortController();
+      const start = Date.now();
+      const running = get({ a: [spin, 20_000], b: [spin, 20_000] }, ["a", "b"], {
+        scheduler: kind,
+        numWorkers: 2,
+        signal: controller.signal,
+      });
+      setTimeout(() => controller.abort(), 300);
+      await assert.rejects(running, AbortError);
+      assert.ok(Date.now() - start < 2000, `abort took ${Date.now() - start} ms`);
+      assert.deepEqual(pool.workerIds.filter((id) => before.includes(id)), []);
+      if (kind === "processes") assert.ok(await eventually(() => before.every((pid) => !alive(pid))), "old workers still alive");
+      assert.equal(await get({ x: [inc, 1] }, "x", { scheduler: kind, numWorkers: 2 }), 2);
+    });
+
+    test("a script that computed something exits by itself", async () => {
+      const script = `
+        const { get } = require(${JSON.stringify(join(ROOT, "build/src"))});
+        get({ a: [(x) => x + 1, 1], b: [(x) => x * 2, "a"] }, "b", { scheduler: ${JSON.stringify(kind)} }).then((v) => {
+          console.log("computed " + v);
+        });`;
+      const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+      let computedAt = 0;
+      let output = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        output += chunk;
+        if (output.includes("computed")) computedAt ||= Date.now();
+      });
+      const code = await new Promise<number | null>((resolve) => {
+        const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+        child.on("exit", (exitCode) => {
+          clearTimeout(timer);
+          resolve(exitCode);
+        });
+      });
+      assert.equal(code, 0);
+      assert.match(output, /computed 4/);
+      assert.ok(Date.now() - computedAt < 1000, `exited ${Date.now() - computedAt} ms after computing`);
+    });
+  });
+}
+
+test("threads share SharedArrayBuffer memory with the caller; processes get a copy", async () => {
+  const shared = new Int32Array(new SharedArrayBuffer(16));
+  assert.equal(await get({ x: [fill, shared, 7] }, "x", { scheduler: "threads" }), 4);
+  assert.deepEqual([...shared], [7, 7, 7, 7]);
+  assert.equal(await get({ x: [fill, shared, 9] }, "x", { scheduler: "processes" }), 4);
+  assert.deepEqual([...shared], [7, 7, 7, 7]);
+});
+
+test("a killed worker process fails its task with a clear error and nothing hangs", async () => {
+  const pool = getPool("processes", 1);
+  await get({ warm: [inc, 1] }, "warm", { scheduler: "processes", numWorkers: 1 });
+  const [pid] = pool.workerIds;
+  const started = new Callback({ pretask: () => setTimeout(() => process.kill(pid, "SIGKILL"), 200) });
+  await assert.rejects(get({ slow: [sleep, 10_000] }, "slow", { scheduler: "processes", numWorkers: 1, callbacks: [started] }), (error: unknown) => {
+    assert.ok(error instanceof WorkerDiedError);
+    assert.equal(error.workerId, pid);
+    assert.match(error.message, /Task 'slow' failed: its worker \d+ was killed by SIGKILL/);
+    return true;
+  });
+  assert.equal(await get({ x: [inc, 1] }, "x", { scheduler: "processes", numWorkers: 1 }), 2);
+});
+
+test("no worker process is left over after errors, aborts and deaths", async () => {
+  const sizes = [1, 2];
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 200);
+  const failures = [
+    get({ a: [spin, 5000], b: [() => { throw new Error("boom"); }] }, ["a", "b"], { scheduler: "processes", numWorkers: 2 }),
+    get({ a: [exitNow, 1] }, "a", { scheduler: "processes", numWorkers: 1 }),
+    get({ a: [spin, 5000], b: [spin, 5000] }, ["a", "b"], { scheduler: "processes", numWorkers: 2, signal: controller.signal }),
+  ];
+  const outcomes = await Promise.allSettled(failures);
+  assert.deepEqual(outcomes.map((outcome) => outcome.status), ["rejected", "rejected", "rejected"]);
+  const expected = sizes.flatMap((size) => getPool("processes", size).workerIds).sort();
+  assert.ok(await eventually(() => JSON.stringify(workerChildren()) === JSON.stringify(expected)), `children ${workerChildren()} vs pools ${expected}`);
+});
