@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import {
@@ -40,10 +41,11 @@ async function eventually(check: () => boolean, ms = 2000): Promise<boolean> {
   return true;
 }
 
+/** True while `pid` runs; an exited process waiting to be reaped (a zombie) counts as gone. */
 function alive(pid: number): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
   } catch {
     return false;
   }
@@ -216,8 +218,9 @@ for (const kind of KINDS) {
     test("a script that computed something exits by itself", async () => {
       const script = `
         const { get } = require(${JSON.stringify(join(ROOT, "build/src"))});
+        const { getPool } = require(${JSON.stringify(join(ROOT, "build/src"))});
         get({ a: [(x) => x + 1, 1], b: [(x) => x * 2, "a"] }, "b", { scheduler: ${JSON.stringify(kind)} }).then((v) => {
-          console.log("computed " + v);
+          console.log("computed " + v + " workers " + JSON.stringify(getPool(${JSON.stringify(kind)}).workerIds));
         });`;
       const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] });
       let computedAt = 0;
@@ -236,9 +239,26 @@ for (const kind of KINDS) {
       assert.equal(code, 0);
       assert.match(output, /computed 4/);
       assert.ok(Date.now() - computedAt < 1000, `exited ${Date.now() - computedAt} ms after computing`);
+      if (kind === "processes") {
+        const pids = JSON.parse(/workers (\[.*\])/.exec(output)![1]) as number[];
+        assert.equal(pids.length, availableParallelism());
+        assert.ok(await eventually(() => pids.every((pid) => !alive(pid)), 1000), "worker processes outlived the script");
+      }
     });
   });
 }
+
+test("computations running at the same time share a pool without mixing results", async () => {
+  const build = (offset: number): Record<string, unknown> => {
+    const dsk: Record<string, unknown> = { "x-0": offset };
+    for (let i = 1; i <= 500; i++) dsk[`x-${i}`] = [inc, `x-${i - 1}`];
+    return dsk;
+  };
+  for (const scheduler of KINDS) {
+    const results = await Promise.all([0, 1000, 2000].map((offset) => get(build(offset), "x-500", { scheduler, numWorkers: 2 })));
+    assert.deepEqual(results, [500, 1500, 2500]);
+  }
+});
 
 test("threads share SharedArrayBuffer memory with the caller; processes get a copy", async () => {
   const shared = new Int32Array(new SharedArrayBuffer(16));

@@ -164,7 +164,8 @@ function moduleExportOf(fn: AnyFunction): FnSpec | undefined {
 
 function indexModules(all: boolean): void {
   for (const [path, module] of Object.entries(require.cache)) {
-    if (module === undefined || !module.loaded) continue;
+    // The entry script is skipped: requiring it in a worker would run the whole program again.
+    if (module === undefined || !module.loaded || module === require.main) continue;
     const exported: unknown = module.exports;
     if (!all && indexedExports.get(path) === exported) continue;
     indexedExports.set(path, exported);
