@@ -196,6 +196,21 @@ for (const kind of KINDS) {
       assert.equal(pool.workerIds.filter((id) => before.includes(id)).length, 1);
     });
 
+    test("an error thrown outside any task (after it returned) crashes only its worker", async () => {
+      const lateThrow = (): Promise<never> =>
+        new Promise(() => {
+          setTimeout(() => {
+            throw new Error("thrown later");
+          }, 10);
+        });
+      await assert.rejects(get({ late: [lateThrow] }, "late", { scheduler: kind, numWorkers: 2 }), (error: unknown) => {
+        assert.ok(error instanceof WorkerDiedError);
+        assert.match(error.message, /Task 'late' failed: its worker \d+ crashed \(thrown later\)/);
+        return true;
+      });
+      assert.equal(await get({ x: [inc, 1] }, "x", { scheduler: kind, numWorkers: 2 }), 2);
+    });
+
     test("abort stops the running tasks' workers and replaces them", async () => {
       const pool = getPool(kind, 2);
       await get({ warm: [inc, 1] }, "warm", { scheduler: kind, numWorkers: 2 });

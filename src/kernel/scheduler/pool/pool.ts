@@ -306,6 +306,10 @@ export class WorkerPool {
       this.onReady(message);
       return;
     }
+    if (message.type === "crash") {
+      worker.crash = `crashed (${message.message})`;
+      return;
+    }
     const batch = worker.batch;
     if (batch === undefined || worker.retired) return;
     const workerId = worker.transport.workerId;

@@ -39,7 +39,13 @@ export interface ResultsMessage {
   readonly results: readonly WireResult[];
 }
 
-export type WorkerMessage = ReadyMessage | ResultsMessage;
+/** Worker process → pool: an error escaped every task (thrown from a timer, say); the process exits next. */
+export interface CrashMessage {
+  readonly type: "crash";
+  readonly message: string;
+}
+
+export type WorkerMessage = ReadyMessage | ResultsMessage | CrashMessage;
 
 /** [start, end] epoch milliseconds, CPU milliseconds of the worker thread (NaN if unknown), bytes in, bytes out. */
 export type WireTiming = readonly [number, number, number, number, number];

@@ -254,6 +254,12 @@ if (parentPort !== null) {
   process.on("message", onMessage as (message: unknown) => void);
   // The pool went away (the calling process exited or was killed): so do we.
   process.on("disconnect", () => process.exit(0));
+  // Like a worker thread's "error" event: tell the pool why this process is about to die.
+  process.on("uncaughtException", (error) => {
+    const message: WorkerMessage = { type: "crash", message: error instanceof Error ? error.message : String(error) };
+    if (process.connected) process.send!(message, undefined, undefined, () => process.exit(1));
+    else process.exit(1);
+  });
 } else {
   throw new Error("tsdask's worker program runs inside a pool (a worker thread or a forked process)");
 }
