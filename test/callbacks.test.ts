@@ -98,6 +98,13 @@ describe("hooks fire as in dask/local.py", () => {
     assert.deepEqual(errors, [true, true]);
   });
 
+  test("a graph rejected before any task still gets finish(errored) with an empty, readable state", async () => {
+    let seen: [boolean, number, number] | undefined;
+    const cb = new Callback({ finish: (_d, state, errored) => (seen = [errored, state.finished.size, state.ready.length]) });
+    await assert.rejects(get({ x: 1 }, "nope", { callbacks: [cb] }), /'nope' is not in the graph/);
+    assert.deepEqual(seen, [true, 0, 0]);
+  });
+
   test("X1 a callback whose start raises: the error propagates, finish runs for those started", async () => {
     const finished: string[] = [];
     const ok = new Callback({ finish: () => finished.push("ok") });
