@@ -119,6 +119,7 @@ async def run(path, timeout, drain):
         timeout=timeout,
         allow_errors=True,
         record_timing=False,
+        coalesce_streams=True,
         resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}},
     )
     report = {"notebook": path, "ok": False, "error": None, "cells": []}
