@@ -67,7 +67,8 @@ export async function runNotebook(path: string, options: RunOptions = {}): Promi
   args.push("--timeout", String(timeout), "--drain", String(options.drainSeconds ?? 0.5));
   if (options.save !== undefined) args.push("--save", resolve(root, options.save));
   try {
-    const { code, stderr } = await run(python, args, (timeout + 60) * 1000);
+    // nbclient enforces the per-cell timeout; this limit only catches a runner that hangs itself.
+    const { code, stderr } = await run(python, args, (codeCells(path) * timeout + 60) * 1000);
     let report: NotebookReport;
     try {
       report = JSON.parse(readFileSync(reportPath, "utf8")) as NotebookReport;
@@ -78,6 +79,11 @@ export async function runNotebook(path: string, options: RunOptions = {}): Promi
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+function codeCells(path: string): number {
+  const notebook = JSON.parse(readFileSync(resolve(root, path), "utf8")) as { cells: { cell_type: string }[] };
+  return notebook.cells.filter((cell) => cell.cell_type === "code").length;
 }
 
 /** Runs a child process to its end; past `limitMs` it is sent SIGTERM (the runner then shuts its kernel down). */
