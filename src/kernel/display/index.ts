@@ -1,6 +1,5 @@
-// The bridge to the notebook: finds the tslab kernel's own tslab instance and sends MIME
-// bundles as display_data / update_display_data, throttled and coalesced (tslab drops bursts).
-// Outside a tslab kernel there is no notebook: these report false / null and callers print instead.
+// The bridge to the notebook: sends MIME bundles through the tslab kernel's own tslab as display_data /
+// update_display_data, throttled and coalesced (tslab drops bursts). Outside a kernel: false / null.
 import type { MimeBundle } from "../../protocol";
 import { checkOptions, type LiveDisplay, type LiveDisplayOptions, ThrottledDisplay } from "./live";
 import { kernelChannel } from "./tslab";

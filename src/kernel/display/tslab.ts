@@ -59,7 +59,10 @@ export function findChannel(): DisplayChannel | null {
  * The kernel's own tslab instance. tslab's executor puts its `require` on `globalThis.__tslab__`
  * and that require answers "tslab" with the kernel's instance, whatever copy a plain
  * `require("tslab")` from this file would find (a nested copy throws "Not ready": its writer
- * was never set). Worker threads and plain Node processes have no `__tslab__`.
+ * was never set). Neither `require.main` nor the process's cwd is as safe: the main module is the
+ * launching tslab, which may have handed over to another copy (the one nearest the notebook), and a
+ * kernel started from a global install has no tslab under its cwd. Worker threads and plain Node
+ * processes have no `__tslab__`.
  */
 function kernelTslab(): TslabPublic | null {
   const hook = (globalThis as { __tslab__?: { require?: unknown } }).__tslab__;
