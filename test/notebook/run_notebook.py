@@ -15,6 +15,10 @@ What tslab does differently from IPython, and how this runner copes:
 - Output a cell's timers send after it went idle is routed to the newest execute_request;
   every message is therefore filed under the cell its parent header names.
 
+A cell's metadata may script the run: {"tsdask": {"interrupt_after": 1.0, "expect_status":
+"error"}} sends the kernel an interrupt (SIGINT) 1 s after the cell starts, and counts the
+cell as passing when its reply status is the expected one.
+
 The report (JSON): {"notebook", "ok", "kernel_start_seconds", "elapsed_seconds", "error",
 "cells": [{"index", "source", "status", "execution_count", "elapsed_seconds", "idle",
 "stdout", "stderr", "messages": [{"msg_type", "display_id", "content", "time"}]}],
@@ -103,6 +107,13 @@ class RecordingClient(NotebookClient):
                 return
 
 
+async def interrupt_later(client, seconds):
+    await asyncio.sleep(seconds)
+    result = client.km.interrupt_kernel()
+    if asyncio.iscoroutine(result):
+        await result
+
+
 def text_of(messages, name):
     return "".join(
         m["content"].get("text", "")
@@ -132,6 +143,10 @@ async def run(path, timeout, drain):
             if cell.cell_type != "code" or not cell.source.strip():
                 continue
             client.current_index = index
+            script = cell.metadata.get("tsdask", {})
+            interrupter = None
+            if "interrupt_after" in script:
+                interrupter = asyncio.create_task(interrupt_later(client, script["interrupt_after"]))
             try:
                 await client.async_execute_cell(cell, index)
             except CellTimeoutError:
@@ -142,6 +157,9 @@ async def run(path, timeout, drain):
                 replies[index] = {"status": "dead"}
                 failure = f"the kernel died running cell {index}"
                 break
+            finally:
+                if interrupter is not None:
+                    interrupter.cancel()
             reply = replies.get(index, {"status": "no reply"})
             cell.execution_count = reply.get("execution_count")
             if reply.get("status") != "ok":
@@ -160,7 +178,8 @@ async def run(path, timeout, drain):
             m["msg_type"] == "status" and m["content"].get("execution_state") == "idle"
             for m in messages
         )
-        all_ok = all_ok and reply.get("status") == "ok" and idle
+        expected = cell.metadata.get("tsdask", {}).get("expect_status", "ok")
+        all_ok = all_ok and reply.get("status") == expected and idle
         report["cells"].append(
             {
                 "index": index,
