@@ -18,8 +18,9 @@ export function cachePlot(entries: readonly CacheData[], metricName: string, con
   const changes: Change[] = [];
   for (const entry of entries) {
     const group = indexOf.get(context.colors.colorGroup(keyPrefix(entry.key))) as number;
-    changes.push({ t: entry.cacheTime - context.frame.origin, group, delta: entry.metric });
-    changes.push({ t: entry.freeTime - context.frame.origin, group, delta: -entry.metric });
+    // Rounded first, so that changes at one instant (a free and the result replacing it) merge.
+    changes.push({ t: seconds(entry.cacheTime - context.frame.origin), group, delta: entry.metric });
+    changes.push({ t: seconds(entry.freeTime - context.frame.origin), group, delta: -entry.metric });
   }
   // At equal times frees go first, so a result replaced at once does not count twice.
   changes.sort((a, b) => a.t - b.t || a.delta - b.delta);
@@ -69,9 +70,12 @@ function steps(changes: readonly Change[], domain: readonly string[], context: P
       current[changes[i].group] += changes[i].delta;
       touched.add(changes[i].group);
     }
-    for (const group of touched) values.push({ t: seconds(t), group: domain[group], value: current[group] });
+    for (const group of touched) values.push({ t, group: domain[group], value: current[group] });
   }
-  for (const group of seen) values.push({ t: seconds(context.frame.span), group: domain[group], value: current[group] });
+  const end = seconds(context.frame.span);
+  if (changes.length > 0 && changes[changes.length - 1].t < end) {
+    for (const group of seen) values.push({ t: end, group: domain[group], value: current[group] });
+  }
   return values;
 }
 

@@ -51,17 +51,26 @@ function add(map: Map<string, number>, key: string, value: number): void {
   map.set(key, (map.get(key) ?? 0) + value);
 }
 
+/** The most important groups keep their name; past MAX_GROUPS, the rest become OTHER_GROUP. */
+export function rankGroups(weights: ReadonlyMap<string, number>): { domain: string[]; named: string[]; colorGroup(group: string): string } {
+  const ranked = [...weights.keys()].filter((group) => group !== OTHER_GROUP);
+  const capped = ranked.length > MAX_GROUPS;
+  const named = capped ? ranked.slice(0, MAX_GROUPS - 1) : ranked;
+  const kept = new Set(named);
+  return {
+    domain: capped || weights.has(OTHER_GROUP) ? [...named, OTHER_GROUP] : named,
+    named,
+    colorGroup: (group) => (kept.has(group) ? group : OTHER_GROUP),
+  };
+}
+
 /**
- * Assigns colours to groups in order of importance (the map's order). `colors` is a list of CSS
+ * Assigns colours to groups in order of importance (the map's order). `palette` is a list of CSS
  * colours; a Vega scheme name is turned into such a list by the caller that has Vega loaded,
  * or, in a pure build, passed on to Vega as `scheme` (then OTHER_GROUP gets a scheme colour too).
  */
 export function groupColors(weights: ReadonlyMap<string, number>, palette: string | readonly string[]): GroupColors {
-  const ranked = [...weights.keys()].filter((group) => group !== OTHER_GROUP);
-  const capped = ranked.length > MAX_GROUPS;
-  const named = capped ? ranked.slice(0, MAX_GROUPS - 1) : ranked;
-  const colored = new Set(named);
-  const domain = capped || weights.has(OTHER_GROUP) ? [...named, OTHER_GROUP] : named;
+  const { domain, named, colorGroup } = rankGroups(weights);
   let scale: Record<string, unknown>;
   if (typeof palette === "string") {
     scale = { domain, scheme: palette };
@@ -69,11 +78,7 @@ export function groupColors(weights: ReadonlyMap<string, number>, palette: strin
     const range = named.map((_, i) => palette[i % palette.length]);
     scale = { domain, range: domain.length > named.length ? [...range, OTHER_COLOR] : range };
   }
-  return {
-    colorGroup: (group) => (colored.has(group) ? group : OTHER_GROUP),
-    domain,
-    scale,
-  };
+  return { colorGroup, domain, scale };
 }
 
 /** The function's name of a `[fn, ...args]` task, for tooltips; "" when the task is data or opaque. */

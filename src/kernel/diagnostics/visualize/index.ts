@@ -4,3 +4,4 @@ export { visualize, ProfilePlot } from "./visualize";
 export type { VisualizeOptions, Palette } from "./options";
 export type { VegaLiteSpec } from "./plot";
 export { buildSpec, type SpecOptions } from "./spec";
+export { exportTrace } from "./trace";
