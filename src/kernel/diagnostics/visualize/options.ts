@@ -11,7 +11,7 @@ export interface VisualizeOptions {
   readonly height?: number;
   /** Title above the top plot. Default "Profile Results". */
   readonly title?: string;
-  /** Colours of the task groups. Default "tableau20". */
+  /** Colours of the task groups. Default: tableau20's ten strong shades, then its ten light ones. */
   readonly palette?: Palette;
   /** Where the standalone HTML file goes when saving. Default "profile.html". */
   readonly filename?: string;

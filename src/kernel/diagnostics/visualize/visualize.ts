@@ -64,7 +64,8 @@ export async function visualize(profilers: Visualizable | readonly Visualizable[
   const opts = resolveOptions(options);
   const snapshots = takeSnapshots(profilers);
   // Resolving a scheme name here (Vega is loaded anyway) checks it and lets "other" be grey.
-  const palette = await paletteColors(opts.palette, MAX_GROUPS);
+  let palette = await paletteColors(opts.palette, MAX_GROUPS);
+  if (options?.palette === undefined) palette = strongShadesFirst(palette);
   const spec = buildSpec(snapshots, { width: opts.width, height: opts.height, title: opts.title, palette, config: opts.config });
   const plot = new ProfilePlot(spec, summarize(snapshots));
   const display = notebookDisplay();
@@ -75,6 +76,14 @@ export async function visualize(profilers: Visualizable | readonly Visualizable[
     if (opts.show) openInBrowser(plot.file);
   }
   return plot;
+}
+
+/**
+ * tableau20 (the default) pairs a strong and a light shade of ten hues; read in order, the two
+ * busiest groups would get two blues. Taking the strong shades first gives ten distinct hues.
+ */
+function strongShadesFirst(colors: readonly string[]): string[] {
+  return [...colors.filter((_, i) => i % 2 === 0), ...colors.filter((_, i) => i % 2 === 1)];
 }
 
 function takeSnapshots(profilers: Visualizable | readonly Visualizable[]): ProfileSnapshot[] {
