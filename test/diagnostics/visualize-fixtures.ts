@@ -27,7 +27,7 @@ export function cacheSnapshot(results: CacheData[], metricName = "count", span =
 }
 
 function spanOf(times: number[]): number {
-  return times.length === 0 ? 0 : Math.max(...times) - T0;
+  return times.reduce((last, time) => Math.max(last, time - T0), 0);
 }
 
 /**

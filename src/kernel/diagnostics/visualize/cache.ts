@@ -1,7 +1,6 @@
 // The CacheProfiler's plot: per colour group, the summed metric of its results held in the
 // scheduler's cache over time, as a step line. Many changes are thinned to each time bin's peak.
 
-import { keyPrefix } from "../../graph/keys";
 import type { CacheData } from "../types";
 import { seconds, timeAxis } from "./frame";
 import { DETAIL_LIMIT, type PlotContext, type VegaLiteSpec, binCount } from "./plot";
@@ -12,12 +11,12 @@ interface Change {
   readonly delta: number;
 }
 
-export function cachePlot(entries: readonly CacheData[], metricName: string, context: PlotContext): VegaLiteSpec {
+export function cachePlot(entries: readonly CacheData[], groups: readonly string[], metricName: string, context: PlotContext): VegaLiteSpec {
   const { domain } = context.colors;
   const indexOf = new Map(domain.map((group, i) => [group, i]));
   const changes: Change[] = [];
-  for (const entry of entries) {
-    const group = indexOf.get(context.colors.colorGroup(keyPrefix(entry.key))) as number;
+  for (const [i, entry] of entries.entries()) {
+    const group = indexOf.get(context.colors.colorGroup(groups[i])) as number;
     // Rounded first, so that changes at one instant (a free and the result replacing it) merge.
     changes.push({ t: seconds(entry.cacheTime - context.frame.origin), group, delta: entry.metric });
     changes.push({ t: seconds(entry.freeTime - context.frame.origin), group, delta: -entry.metric });

@@ -11,16 +11,15 @@ type Vega = Awaited<ReturnType<typeof importVega>>;
 type QuantizeInterpolator = (interpolator: (t: number) => string, count: number) => string[];
 type VegaLite = Awaited<ReturnType<typeof importVegaLite>>;
 
-let loading: Promise<{ vega: Vega; vegaLite: VegaLite }> | undefined;
-
-function loadVega(): Promise<{ vega: Vega; vegaLite: VegaLite }> {
-  loading ??= Promise.all([importVega(), importVegaLite()]).then(([vega, vegaLite]) => ({ vega, vegaLite }));
-  return loading;
-}
+// Each is imported once per process, and only when needed: a palette name needs vega alone.
+let vegaModule: Promise<Vega> | undefined;
+let vegaLiteModule: Promise<VegaLite> | undefined;
+const loadVega = (): Promise<Vega> => (vegaModule ??= importVega());
+const loadVegaLite = (): Promise<VegaLite> => (vegaLiteModule ??= importVegaLite());
 
 /** Compiles Vega-Lite to Vega; a compile error or warning is an error here (our specs must be clean). */
 export async function compileSpec(spec: VegaLiteSpec): Promise<Record<string, unknown>> {
-  const { vegaLite } = await loadVega();
+  const vegaLite = await loadVegaLite();
   const problems: string[] = [];
   const note = (...message: unknown[]): void => void problems.push(message.map(String).join(" "));
   const logger = {
@@ -39,8 +38,7 @@ export async function compileSpec(spec: VegaLiteSpec): Promise<Record<string, un
 
 /** A static SVG of the spec, rendered without a browser (text widths are estimated). */
 export async function renderSVG(spec: VegaLiteSpec): Promise<string> {
-  const { vega } = await loadVega();
-  const compiled = await compileSpec(spec);
+  const [vega, compiled] = await Promise.all([loadVega(), compileSpec(spec)]);
   const view = new vega.View(vega.parse(compiled as never), { renderer: "none" });
   try {
     return await view.toSVG();
@@ -55,7 +53,7 @@ export async function renderSVG(spec: VegaLiteSpec): Promise<string> {
  */
 export async function paletteColors(palette: string | readonly string[], count: number): Promise<readonly string[]> {
   if (typeof palette !== "string") return palette;
-  const { vega } = await loadVega();
+  const vega = await loadVega();
   const scheme = vega.scheme(palette) as unknown;
   if (Array.isArray(scheme)) return scheme as string[];
   if (typeof scheme === "function") {

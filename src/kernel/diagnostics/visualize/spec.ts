@@ -4,7 +4,7 @@
 import type { ProfileSnapshot } from "../types";
 import { cachePlot } from "./cache";
 import { timeFrame } from "./frame";
-import { type GroupColors, groupColors, groupWeights, groupsOf } from "./groups";
+import { type GroupColors, groupColors, groupWeights, recordGroups } from "./groups";
 import type { PlotContext, VegaLiteSpec } from "./plot";
 import { resourcesPlot } from "./resources";
 import { tasksPlot } from "./tasks";
@@ -25,9 +25,8 @@ export interface SpecOptions {
 /** The Vega-Lite spec for one or more profiler snapshots, data inlined; a pure function. */
 export function buildSpec(snapshots: readonly ProfileSnapshot[], options: SpecOptions): VegaLiteSpec {
   const frame = timeFrame(snapshots);
-  const taskGroups = new Map<ProfileSnapshot, string[]>();
-  for (const snapshot of snapshots) if (snapshot.kind === "tasks") taskGroups.set(snapshot, groupsOf(snapshot.results));
-  const colors: GroupColors = groupColors(groupWeights(snapshots, taskGroups), options.palette);
+  const groups = recordGroups(snapshots);
+  const colors: GroupColors = groupColors(groupWeights(snapshots, groups), options.palette);
   let groupLegendShown = false;
   const views = snapshots.map((snapshot, i): VegaLiteSpec => {
     const context: PlotContext = {
@@ -40,12 +39,12 @@ export function buildSpec(snapshots: readonly ProfileSnapshot[], options: SpecOp
     };
     let view: VegaLiteSpec;
     if (snapshot.kind === "tasks") {
-      view = tasksPlot(snapshot.results, taskGroups.get(snapshot) as string[], context);
+      view = tasksPlot(snapshot.results, groups.get(snapshot) as string[], context);
       groupLegendShown = true;
     } else if (snapshot.kind === "resources") {
       view = resourcesPlot(snapshot.results, context);
     } else {
-      view = cachePlot(snapshot.results, snapshot.metricName, context);
+      view = cachePlot(snapshot.results, groups.get(snapshot) as string[], snapshot.metricName, context);
     }
     nameFirstUnit(view, viewName(i));
     return view;

@@ -4,10 +4,10 @@
 
 import { closeSync, openSync, writeSync } from "node:fs";
 import { resolve } from "node:path";
-import { formatKey, keyPrefix } from "../../graph/keys";
+import { formatKey } from "../../graph/keys";
 import type { CacheData, ProfileSnapshot, ResourceData, TaskData, Visualizable } from "../types";
 import { type TimeFrame, timeFrame } from "./frame";
-import { groupWeights, groupsOf, rankGroups, taskFunctionName } from "./groups";
+import { groupWeights, rankGroups, recordGroups, taskFunctionName } from "./groups";
 import { workerRows } from "./tasks";
 
 /** One Trace Event; `ts` and `dur` in microseconds. */
@@ -76,17 +76,16 @@ class ChunkedWriter {
 
 export function* traceEvents(snapshots: readonly ProfileSnapshot[]): Generator<TraceEvent> {
   const frame = timeFrame(snapshots);
-  const taskGroups = new Map<ProfileSnapshot, string[]>();
-  for (const snapshot of snapshots) if (snapshot.kind === "tasks") taskGroups.set(snapshot, groupsOf(snapshot.results));
-  const groups = rankGroups(groupWeights(snapshots, taskGroups));
+  const groups = recordGroups(snapshots);
+  const ranked = rankGroups(groupWeights(snapshots, groups));
   for (const [i, snapshot] of snapshots.entries()) {
     const pid = i + 1;
     const label = snapshot.kind === "tasks" ? "Tasks" : snapshot.kind === "resources" ? "Resources" : `Cache (${snapshot.metricName})`;
     yield { name: "process_name", ph: "M", pid, args: { name: label } };
     yield { name: "process_sort_index", ph: "M", pid, args: { sort_index: i } };
-    if (snapshot.kind === "tasks") yield* taskEvents(snapshot.results, taskGroups.get(snapshot) as string[], frame, pid);
+    if (snapshot.kind === "tasks") yield* taskEvents(snapshot.results, groups.get(snapshot) as string[], frame, pid);
     else if (snapshot.kind === "resources") yield* resourceEvents(snapshot.results, frame, pid);
-    else yield* cacheEvents(snapshot.results, snapshot.metricName, groups.colorGroup, frame, pid);
+    else yield* cacheEvents(snapshot.results, groups.get(snapshot) as string[], snapshot.metricName, ranked.colorGroup, frame, pid);
   }
 }
 
@@ -148,14 +147,15 @@ function* resourceEvents(samples: readonly ResourceData[], frame: TimeFrame, pid
 /** Per group, a counter of the summed metric in the cache, emitted at every change. */
 function* cacheEvents(
   entries: readonly CacheData[],
+  groups: readonly string[],
   metricName: string,
   colorGroup: (group: string) => string,
   frame: TimeFrame,
   pid: number,
 ): Generator<TraceEvent> {
   const changes: { ts: number; group: string; delta: number }[] = [];
-  for (const entry of entries) {
-    const group = colorGroup(keyPrefix(entry.key));
+  for (const [i, entry] of entries.entries()) {
+    const group = colorGroup(groups[i]);
     changes.push({ ts: micros(entry.cacheTime, frame), group, delta: entry.metric });
     changes.push({ ts: micros(entry.freeTime, frame), group, delta: -entry.metric });
   }
