@@ -14,23 +14,20 @@ export async function plotBundle(spec: VegaLiteSpec, summary: string): Promise<M
   return { [MIME_TYPE]: payload, "image/svg+xml": await renderSVG(spec), "text/plain": summary };
 }
 
-interface TslabGlobal {
-  require(id: string): unknown;
-}
 interface TslabJupyter {
   lastWriteDisplayData: ((message: { data: MimeBundle; metadata: object; transient: object }, update: boolean) => void) | null;
 }
 
 /**
  * The display function of the tslab kernel we run in, or undefined outside a notebook.
- * tslab's public display API sends only strings for JSON MIME types, so this uses its
- * writer directly (tslab-check.md §b); src/kernel/display's one-shot display replaces this
- * function once that module lands, with the same signature.
+ * tslab's public display API sends only strings for JSON MIME types, so this uses its writer
+ * directly (tslab-check.md §b), taken from the tslab that is running: the process's main module
+ * is tslab's executable, so resolving from it finds that very copy whatever the notebook's folder.
+ * src/kernel/display's one-shot display replaces this function once that module lands.
  */
 export function notebookDisplay(): DisplayBundle | undefined {
-  const tslab = (globalThis as { __tslab__?: TslabGlobal }).__tslab__;
-  if (tslab === undefined) return undefined;
-  const jupyter = tslab.require("tslab/dist/jupyter") as TslabJupyter;
+  if ((globalThis as { __tslab__?: unknown }).__tslab__ === undefined || require.main === undefined) return undefined;
+  const jupyter = require.main.require("tslab/dist/jupyter") as TslabJupyter;
   return (bundle) => {
     if (jupyter.lastWriteDisplayData === null) throw new Error("The tslab kernel is not ready to display output");
     jupyter.lastWriteDisplayData({ data: bundle, metadata: {}, transient: {} }, false);
