@@ -11,7 +11,10 @@ export type DisplayBundle = (bundle: MimeBundle) => void;
 
 export async function plotBundle(spec: VegaLiteSpec, summary: string): Promise<MimeBundle> {
   const payload: PlotPayload = { version: PROTOCOL_VERSION, id: randomUUID(), seq: 0, kind: "plot", spec };
-  return { [MIME_TYPE]: payload, "image/svg+xml": await renderSVG(spec), "text/plain": summary };
+  // The fallback image is stored in the .ipynb; a label per mark (Vega's ARIA default) would more
+  // than double its size, and the interactive plot keeps them.
+  const image = await renderSVG({ ...spec, config: { ...(spec.config as object | undefined), aria: false } });
+  return { [MIME_TYPE]: payload, "image/svg+xml": image, "text/plain": summary };
 }
 
 interface TslabJupyter {
