@@ -63,13 +63,20 @@ async function marksOf(page: Page, plot: number): Promise<MarkInfo[]> {
     ([plotIndex, left, top]) => {
       interface Item { x?: number; y?: number; width?: number; height?: number; items?: Mark[] }
       interface Mark { marktype: string; role?: string; items: Item[] }
-      const view = (globalThis as unknown as { __tsdaskView: { scenegraph(): { root: Mark }; origin(): [number, number] } }).__tsdaskView;
+      interface View {
+        scenegraph(): { root: Mark };
+        origin(): [number, number];
+        padding(): { left: number; top: number };
+      }
+      const view = (globalThis as unknown as { __tsdaskView: View }).__tsdaskView;
+      // The canvas draws the scene translated by the view's padding plus its origin.
       const [ox, oy] = view.origin();
+      const { left: padLeft, top: padTop } = view.padding();
       const concat = view.scenegraph().root.items[0];
       const plotMark = (concat.items as Mark[])[plotIndex];
       const plotItem = plotMark.items[0];
-      const dx = left + ox + (concat.x ?? 0) + (plotItem.x ?? 0);
-      const dy = top + oy + (concat.y ?? 0) + (plotItem.y ?? 0);
+      const dx = left + padLeft + ox + (concat.x ?? 0) + (plotItem.x ?? 0);
+      const dy = top + padTop + oy + (concat.y ?? 0) + (plotItem.y ?? 0);
       return (plotItem.items as Mark[])
         .filter((mark) => mark.role === "mark")
         .map((mark) => ({
@@ -124,6 +131,23 @@ test("the stacked plot renders every mark offline; zoom is linked; untrusted key
   assert.ok((await tooltip.textContent())?.includes(`'${XSS_KEY}'`));
   assert.equal(await tooltip.locator("img").count(), 0);
   assert.equal(await page.evaluate(() => (globalThis as { __xss?: unknown }).__xss), undefined);
+
+  // Hover works in the other plots too: a resource sample and a cache point show their values.
+  for (const [[px, py], expected] of [
+    [resourceMarks[1].centres[2], /Time \(s\)0\.3% CPU124\.0Memory \(MB\)220\.0/],
+    [cacheMarks[0].centres[cacheMarks[0].count - 1], /Group.*Time \(s\).*count/],
+  ] as const) {
+    await page.mouse.move(px, py);
+    // (A function, not a string: the page's CSP forbids evaluating strings.)
+    await page.waitForFunction(
+      (pattern) => {
+        const { document } = globalThis as unknown as { document: { querySelector(selector: string): { textContent: string | null } | null } };
+        return new RegExp(pattern).test(document.querySelector("#vg-tooltip-element.visible")?.textContent ?? "");
+      },
+      expected.source,
+      { timeout: 5000 },
+    );
+  }
 
   // Wheel-zoom on the top plot: the shared time scale narrows and the cache points below move with it.
   const before = await xDomain(page);
