@@ -192,3 +192,17 @@ test("100 000 tasks render as bounded time bins in Chromium, offline and without
   assertOffline(opened);
   await opened.page.close();
 });
+
+test("empty profilers and a single resource sample draw axes and nothing else, without errors", async () => {
+  const file = join(dir, "empty.html");
+  await visualize(
+    [profiler(tasksSnapshot([], 0)), profiler(resourcesSnapshot([{ time: 1_700_000_000, mem: 50, cpu: 0 }], 0)), profiler(cacheSnapshot([], "count", 0))],
+    { filename: file },
+  );
+  const opened = await open(file);
+  assert.deepEqual(await xDomain(opened.page), [0, 1]);
+  assert.deepEqual((await marksOf(opened.page, 0)).map((m) => m.count), [0]);
+  assert.deepEqual((await marksOf(opened.page, 1)).map((m) => [m.marktype, m.count]), [["line", 1], ["symbol", 1], ["line", 1], ["symbol", 1]]);
+  assertOffline(opened);
+  await opened.page.close();
+});

@@ -2,7 +2,7 @@
 // (SVG, standalone HTML, files), option checking, and the Chrome trace export.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -244,6 +244,26 @@ test("visualize() with save: false writes nothing; a restyled spec renders as ed
   plot.spec.title = "Restyled <b>";
   assert.match(await plot.toSVG(), /Restyled &lt;b&gt;/);
   assert.match(plot.toHTML(), /<title>Restyled &lt;b&gt;<\/title>/);
+});
+
+test("by default the plot goes to ./profile.html; show: true on a machine without an opener only warns", async (t) => {
+  const cwd = process.cwd();
+  const path = process.env.PATH;
+  const warn = t.mock.method(console, "warn", () => undefined);
+  const folder = mkdtempSync(join(dir, "cwd-"));
+  process.chdir(folder);
+  process.env.PATH = folder; // no xdg-open / open here
+  try {
+    const plot = await visualize(profiler(tasksSnapshot(makeTasks(3))), { show: true });
+    assert.equal(plot.file, join(realpathSync(folder), "profile.html"));
+    assert.match(readFileSync("profile.html", "utf8"), /^<!DOCTYPE html>/);
+    const deadline = Date.now() + 5000;
+    while (warn.mock.callCount() === 0 && Date.now() < deadline) await new Promise((done) => setTimeout(done, 20));
+    assert.match(String(warn.mock.calls[0]?.arguments[0]), /Could not open .*profile\.html.*open it in a browser yourself/);
+  } finally {
+    process.chdir(cwd);
+    process.env.PATH = path;
+  }
 });
 
 test("a real run recorded by a Callback visualizes with one rect per task on the main row", async () => {
