@@ -189,7 +189,7 @@ test("a large cache recording is thinned to each bin's peak per group", () => {
   assert.ok(values[values.length - 1] > 0 && values[values.length - 1] <= 2 * 14, String(values[values.length - 1]));
 });
 
-test("empty profilers and a single resource sample render (time axis of at least a zero-free span)", async () => {
+test("empty profilers and a single resource sample render, on a 1 s time axis instead of an empty one", async () => {
   const empty = [tasksSnapshot([], 0), resourcesSnapshot([], 0), cacheSnapshot([], "count", 0)];
   for (const snapshots of [empty, [resourcesSnapshot([{ time: T0, mem: 10, cpu: 0 }], 0)], []]) {
     const spec = buildSpec(snapshots, OPTIONS);

@@ -81,8 +81,8 @@ export function* traceEvents(snapshots: readonly ProfileSnapshot[]): Generator<T
   for (const [i, snapshot] of snapshots.entries()) {
     const pid = i + 1;
     const label = snapshot.kind === "tasks" ? "Tasks" : snapshot.kind === "resources" ? "Resources" : `Cache (${snapshot.metricName})`;
-    yield { name: "process_name", ph: "M", pid, args: { name: label } };
-    yield { name: "process_sort_index", ph: "M", pid, args: { sort_index: i } };
+    yield { name: "process_name", ph: "M", pid, ts: 0, args: { name: label } };
+    yield { name: "process_sort_index", ph: "M", pid, ts: 0, args: { sort_index: i } };
     if (snapshot.kind === "tasks") yield* taskEvents(snapshot.results, groups.get(snapshot) as string[], frame, pid);
     else if (snapshot.kind === "resources") yield* resourceEvents(snapshot.results, frame, pid);
     else yield* cacheEvents(snapshot.results, groups.get(snapshot) as string[], snapshot.metricName, ranked.colorGroup, frame, pid);
@@ -107,8 +107,8 @@ function* taskEvents(tasks: readonly TaskData[], groups: readonly string[], fram
     indices.sort((a, b) => tasks[a].startTime - tasks[b].startTime);
     const lanes: { tid: number; end: number }[] = [{ tid: row + 1, end: -Infinity }];
     const name = rows.labels[row] === "main" ? "main" : `worker ${rows.labels[row]}`;
-    yield { name: "thread_name", ph: "M", pid, tid: row + 1, args: { name } };
-    yield { name: "thread_sort_index", ph: "M", pid, tid: row + 1, args: { sort_index: row } };
+    yield { name: "thread_name", ph: "M", pid, tid: row + 1, ts: 0, args: { name } };
+    yield { name: "thread_sort_index", ph: "M", pid, tid: row + 1, ts: 0, args: { sort_index: row } };
     for (const i of indices) {
       const task = tasks[i];
       const ts = micros(task.startTime, frame);
@@ -116,8 +116,8 @@ function* taskEvents(tasks: readonly TaskData[], groups: readonly string[], fram
       let lane = lanes.find((l) => l.end <= ts);
       if (lane === undefined) {
         lane = { tid: nextTid++, end: -Infinity };
-        yield { name: "thread_name", ph: "M", pid, tid: lane.tid, args: { name: `${name} (overlap ${lanes.length})` } };
-        yield { name: "thread_sort_index", ph: "M", pid, tid: lane.tid, args: { sort_index: row } };
+        yield { name: "thread_name", ph: "M", pid, tid: lane.tid, ts: 0, args: { name: `${name} (overlap ${lanes.length})` } };
+        yield { name: "thread_sort_index", ph: "M", pid, tid: lane.tid, ts: 0, args: { sort_index: row } };
         lanes.push(lane);
       }
       lane.end = Math.max(end, ts);
