@@ -53,7 +53,7 @@ export function tasksPlot(tasks: readonly TaskData[], groups: readonly string[],
           { field: "fn", type: "nominal", title: "Function" },
           { field: "worker", type: "nominal", title: "Worker" },
           { field: "t", type: "quantitative", title: "Start (s)", format: ".6~f" },
-          { field: "dur", type: "quantitative", title: "Duration (s)", format: ".3~s" },
+          { field: "dur", type: "quantitative", title: "Duration (s)", format: ".3~g" },
         ]
       : [
           { field: "worker", type: "nominal", title: "Worker" },

@@ -63,7 +63,8 @@ export class ProfilePlot {
 export async function visualize(profilers: Visualizable | readonly Visualizable[], options?: VisualizeOptions): Promise<ProfilePlot> {
   const opts = resolveOptions(options);
   const snapshots = takeSnapshots(profilers);
-  // Resolving a scheme name here (Vega is loaded anyway) checks it and lets "other" be grey.
+  // A scheme name becomes its colours here (vega is loaded once per process): the name is checked
+  // now rather than in the browser, and "other" can be grey whatever the scheme.
   let palette = await paletteColors(opts.palette, MAX_GROUPS);
   if (options?.palette === undefined) palette = strongShadesFirst(palette);
   const spec = buildSpec(snapshots, { width: opts.width, height: opts.height, title: opts.title, palette, config: opts.config });
