@@ -5,3 +5,4 @@ export * from "./scheduler";
 export * from "./callbacks";
 export * from "./collections";
 export * from "./display";
+export * from "./diagnostics/visualize";
