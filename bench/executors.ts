@@ -1,78 +1,43 @@
-// Benchmark: tsdask's "threads" and "processes" schedulers against Dask's threaded and
-// multiprocessing schedulers on the same three graphs, in one run.
-// Usage: node build/bench/executors.js [repeats]   (after `npx tsc -p tsconfig.test.json`)
-// Prints per-task overhead in µs, the ratios tsdask/Dask (target ≤ 0.5) and a final JSON line.
+// Per-task overhead of the "threads" and "processes" schedulers beside Dask's threaded and
+// multiprocessing schedulers, on the same graphs in the same run. Target: ratio ≤ 0.5.
+// Run: npm run bench -- executors   (or node build/bench/executors.js [repeats] after compiling)
 
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { type SchedulerName, get } from "../src";
-import { type BenchGraph, chain, independent, treeReduction } from "./graphs";
+import { STANDARD_GRAPHS } from "./graphs";
+import { bestOf, printTable, runPython } from "./harness";
 
-const ROOT = join(__dirname, "..", "..");
-const repeats = Number(process.argv[2] ?? 3);
+interface DaskResult {
+  dask: string;
+  graphs: Record<string, { tasks: number; threads_us: number; processes_us: number; processes_reused_pool_us: number }>;
+}
 
-const GRAPHS: Record<string, () => BenchGraph> = {
-  chain: () => chain(10_000),
-  independent: () => independent(2000, 5),
-  tree: () => treeReduction(10_000, 4),
-};
 const SCHEDULERS = ["threads", "processes"] as const;
-
-interface DaskTimes {
-  threads: Record<string, number>;
-  processes: Record<string, number>;
-  processes_reused_pool: Record<string, number>;
-  tasks: Record<string, number>;
-}
-
-function runDask(): DaskTimes {
-  const python = process.env.TSDASK_PYTHON ?? join(ROOT, ".venv", "bin", "python");
-  if (!existsSync(python)) throw new Error(`No Python with dask at ${python}: run \`node scripts/setup/python.mjs\` first`);
-  const out = execFileSync(python, [join(ROOT, "bench", "dask_executors.py"), String(repeats)], { encoding: "utf8" });
-  return JSON.parse(out.trim().split("\n").pop()!) as DaskTimes;
-}
-
-async function bestTime(scheduler: SchedulerName, build: () => BenchGraph): Promise<number> {
-  let best = Infinity;
-  for (let i = 0; i < repeats; i++) {
-    const { graph, keys } = build();
-    const start = performance.now();
-    await get(graph, keys, { scheduler });
-    best = Math.min(best, (performance.now() - start) / 1000);
-  }
-  return best;
-}
+const DASK_COLUMN = { threads: "threads_us", processes: "processes_us" } as const;
 
 async function main(): Promise<void> {
-  process.stdout.write("Running Dask…\n");
-  const dask = runDask();
-  const results: Record<string, Record<string, { tsdask: number; dask: number; ratio: number; tasks: number }>> = {};
+  const repeats = Number(process.argv[2] ?? 3);
+  const dask = runPython<DaskResult>("dask_executors.py", [String(repeats)]);
+  const results: Record<string, Record<string, { tsdask: number; dask: number; ratio: number }>> = {};
+  const rows: (string | number)[][] = [];
   for (const scheduler of SCHEDULERS) {
-    await get({ warm: [(x: number) => x, 1] }, "warm", { scheduler }); // start the pool outside the timings
     results[scheduler] = {};
-    for (const [name, build] of Object.entries(GRAPHS)) {
-      const tasks = build().tasks;
-      if (tasks !== dask.tasks[name]) throw new Error(`Graph ${name}: ${tasks} tasks here, ${dask.tasks[name]} in Dask's`);
-      const seconds = await bestTime(scheduler, build);
-      const daskSeconds = dask[scheduler][name];
-      results[scheduler][name] = { tsdask: seconds, dask: daskSeconds, ratio: seconds / daskSeconds, tasks };
+    for (const { name, graph, keys, tasks } of STANDARD_GRAPHS()) {
+      const theirs = dask.graphs[name];
+      if (theirs.tasks !== tasks) throw new Error(`${name}: ${tasks} tasks here, ${theirs.tasks} on the Dask side`);
+      // bestOf's warm-up run also starts the pool, outside the timings.
+      const seconds = await bestOf(repeats, () => get(graph, keys, { scheduler: scheduler as SchedulerName }));
+      const tsdask = (seconds / tasks) * 1e6;
+      const daskUs = theirs[DASK_COLUMN[scheduler]];
+      results[scheduler][name] = { tsdask, dask: daskUs, ratio: tsdask / daskUs };
+      const reused = scheduler === "processes" ? theirs.processes_reused_pool_us : "";
+      rows.push([scheduler, name, tasks, tsdask, daskUs, tsdask / daskUs, reused]);
     }
   }
-  const us = (seconds: number, tasks: number): string => ((seconds / tasks) * 1e6).toFixed(1).padStart(8);
-  console.log(`\nper-task wall time, µs (best of ${repeats}; 2000×5 independent, 10 000 chain, tree over 10 000 leaves)`);
-  console.log("scheduler  graph        tsdask     Dask   ratio   Dask(reused process pool)");
-  for (const scheduler of SCHEDULERS) {
-    for (const [name, r] of Object.entries(results[scheduler])) {
-      const reused = scheduler === "processes" ? us(dask.processes_reused_pool[name], r.tasks) : "";
-      console.log(
-        `${scheduler.padEnd(10)} ${name.padEnd(11)} ${us(r.tsdask, r.tasks)} ${us(r.dask, r.tasks)}  ${r.ratio.toFixed(3).padStart(6)}   ${reused}`,
-      );
-    }
-  }
+  console.log(`pool schedulers, per-task wall time (µs), best of ${repeats}; dask ${dask.dask}`);
+  printTable(["scheduler", "graph", "tasks", "tsdask µs", "dask µs", "ratio", "dask, pool kept µs"], rows);
   const worst = Math.max(...SCHEDULERS.flatMap((s) => Object.values(results[s]).map((r) => r.ratio)));
   console.log(`worst ratio ${worst.toFixed(3)} (target ≤ 0.5): ${worst <= 0.5 ? "met" : "NOT met"}`);
-  console.log(JSON.stringify({ bench: "executors", repeats, results, daskReusedPool: dask.processes_reused_pool }));
+  console.log(JSON.stringify({ bench: "executors", repeats, dask: dask.dask, results }));
 }
 
 main().catch((error: unknown) => {

@@ -1,68 +1,56 @@
-// Graph builders shared by the benchmarks; bench/dask_*.py builds the same graphs for Dask.
-// The task functions are exported so the pool schedulers ship them by reference.
+// The graphs every scheduler benchmark uses, built the same way on the Dask side (bench/dask_*.py).
 
 import type { Key } from "../src";
 
 export interface BenchGraph {
-  readonly graph: Map<Key, unknown>;
-  /** What to request: one key, or a nested list of keys. */
-  readonly keys: Key | readonly unknown[];
+  readonly name: string;
+  readonly graph: Map<Key, unknown> | Record<string, unknown>;
+  readonly keys: Key[];
   readonly tasks: number;
 }
 
-export function inc(x: number): number {
-  return x + 1;
-}
-
+/** Does nothing; returns null so no result is kept alive by accident. */
 export function noop(..._args: unknown[]): null {
   return null;
 }
 
-export function total(...args: number[]): number {
-  let sum = 0;
-  for (const x of args) sum += x;
-  return sum;
-}
-
-/** n tasks, each needing the previous one: pure scheduler latency. */
+/** x0 ← x1 ← … ← x(n-1): each task depends on the one before. */
 export function chain(n: number): BenchGraph {
-  const graph = new Map<Key, unknown>([["chain-0", [inc, 0]]]);
-  for (let i = 1; i < n; i++) graph.set(`chain-${i}`, [inc, `chain-${i - 1}`]);
-  return { graph, keys: `chain-${n - 1}`, tasks: n };
+  const graph: Record<string, unknown> = { "x-0": [noop] };
+  for (let i = 1; i < n; i++) graph[`x-${i}`] = [noop, `x-${i - 1}`];
+  return { name: `chain of ${n}`, graph, keys: [`x-${n - 1}`], tasks: n };
 }
 
-/** `groups` × `width` tasks with no dependencies, all requested (as a groups × width nested list). */
-export function independent(groups: number, width: number): BenchGraph {
+/** `width` independent chains of `depth` tasks, tuple keys ("x", level, i); all last levels requested. */
+export function independent(width: number, depth: number): BenchGraph {
   const graph = new Map<Key, unknown>();
-  const keys: Key[][] = [];
-  for (let g = 0; g < groups; g++) {
-    const row: Key[] = [];
-    for (let j = 0; j < width; j++) {
-      const key: Key = [`indep-${g}`, j];
-      graph.set(key, [noop, g, j]);
-      row.push(key);
-    }
-    keys.push(row);
+  const keys: Key[] = [];
+  for (let i = 0; i < width; i++) {
+    graph.set(["x", 0, i], [noop]);
+    for (let level = 1; level < depth; level++) graph.set(["x", level, i], [noop, ["x", level - 1, i]]);
+    keys.push(["x", depth - 1, i]);
   }
-  return { graph, keys, tasks: groups * width };
+  return { name: `${width}×${depth} independent`, graph, keys, tasks: width * depth };
 }
 
-/** `leaves` independent tasks summed `fanIn` at a time, level by level, down to one key. */
-export function treeReduction(leaves: number, fanIn: number): BenchGraph {
-  const graph = new Map<Key, unknown>();
+/** A binary tree reduction over `leaves` leaf tasks. */
+export function treeReduction(leaves: number): BenchGraph {
+  const graph: Record<string, unknown> = {};
   let level: string[] = [];
   for (let i = 0; i < leaves; i++) {
-    graph.set(`leaf-${i}`, [inc, i]);
+    graph[`leaf-${i}`] = [noop];
     level.push(`leaf-${i}`);
   }
-  for (let depth = 1; level.length > 1; depth++) {
+  for (let depth = 0; level.length > 1; depth++) {
     const next: string[] = [];
-    for (let start = 0; start < level.length; start += fanIn) {
-      const key = `sum-${depth}-${start / fanIn}`;
-      graph.set(key, [total, ...level.slice(start, start + fanIn)]);
+    for (let i = 0; i < level.length; i += 2) {
+      const key = `sum-${depth}-${i / 2}`;
+      graph[key] = i + 1 < level.length ? [noop, level[i], level[i + 1]] : [noop, level[i]];
       next.push(key);
     }
     level = next;
   }
-  return { graph, keys: level[0], tasks: graph.size };
+  return { name: `tree reduction over ${leaves}`, graph, keys: level, tasks: Object.keys(graph).length };
 }
+
+export const STANDARD_GRAPHS = (): BenchGraph[] => [chain(10_000), independent(2000, 5), treeReduction(10_000)];

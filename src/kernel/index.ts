@@ -4,3 +4,5 @@ export * from "./graph";
 export * from "./scheduler";
 export * from "./callbacks";
 export * from "./collections";
+export * from "./display";
+export * from "./diagnostics/visualize";
