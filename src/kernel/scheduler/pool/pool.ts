@@ -15,7 +15,9 @@ import {
   type ReadyMessage,
   type RunMessage,
   type WireExpr,
-  type WireResult,
+  type PackedError,
+  RESULT_SIZE,
+  type ResultsMessage,
   type WorkerMessage,
   unpackError,
 } from "./wire";
@@ -280,7 +282,9 @@ export class WorkerPool {
       }
     }
     try {
-      worker.transport.post({ type: "run", fns, tasks: batch.map((entry) => entry.wire) });
+      const message: unknown[] = [fns.length > 0 ? fns : null];
+      for (const entry of batch) message.push(entry.wire);
+      worker.transport.post(message as unknown as RunMessage);
     } catch {
       // Something in the batch cannot be cloned: fail those tasks, send the rest.
       for (const [id] of fns) worker.knownFunctions.delete(id);
@@ -301,21 +305,21 @@ export class WorkerPool {
   }
 
   onMessage(worker: PoolWorker, message: WorkerMessage): void {
-    if (message.type === "ready") {
-      worker.ready = true;
-      this.onReady(message);
-      return;
-    }
-    if (message.type === "crash") {
-      worker.crash = `crashed (${message.message})`;
+    if (!Array.isArray(message)) {
+      if (message.type === "ready") {
+        worker.ready = true;
+        this.onReady(message);
+      } else {
+        worker.crash = `crashed (${message.message})`;
+      }
       return;
     }
     const batch = worker.batch;
     if (batch === undefined || worker.retired) return;
     const workerId = worker.transport.workerId;
-    for (const result of message.results) {
+    for (let i = 0; i < message.length; i += RESULT_SIZE) {
       const entry = batch[worker.reported++];
-      entry.done(this.outcome(entry, result, workerId));
+      entry.done(this.outcome(entry, message, i, workerId));
     }
     if (worker.reported === batch.length) {
       worker.batch = undefined;
@@ -330,8 +334,11 @@ export class WorkerPool {
     this.resolveShipper(this.shipper);
   }
 
-  private outcome(entry: Entry, result: WireResult, workerId: number): TaskOutcome {
-    const [start, end, cpu, bytesIn, bytesOut] = result.timing;
+  /** The outcome at `results[at …]` (see ResultsMessage). */
+  private outcome(entry: Entry, results: ResultsMessage, at: number, workerId: number): TaskOutcome {
+    const [ok, value, start, end, cpu, bytesIn, bytesOut] = results.slice(at, at + RESULT_SIZE) as [
+      number, unknown, number, number, number, number, number,
+    ];
     entry.client.recordDuration(end - start);
     const timing = {
       startTime: start / 1000,
@@ -341,8 +348,8 @@ export class WorkerPool {
       bytesOut,
     };
     const node = entry.job.node;
-    if (result.ok) return { node, ok: true, value: result.value, workerId, timing };
-    const { error } = result;
+    if (ok === 1) return { node, ok: true, value, workerId, timing };
+    const error = value as PackedError;
     if (error.kind === "error" && error.unsendableResult) {
       return { node, ok: false, error: new TaskTransferError(entry.job.key, "result", unpackError(error)), workerId, timing };
     }

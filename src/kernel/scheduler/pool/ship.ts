@@ -212,9 +212,11 @@ function builtInPathOf(fn: AnyFunction): readonly string[] | undefined {
 export function toWire(expr: Expr, values: readonly unknown[], idOf: (fn: AnyFunction) => number): WireExpr {
   switch (expr.kind) {
     case "literal":
-      return [LITERAL, expr.value];
-    case "ref":
-      return [LITERAL, values[expr.index]];
+      return Array.isArray(expr.value) ? [LITERAL, expr.value] : expr.value;
+    case "ref": {
+      const value = values[expr.index];
+      return Array.isArray(value) ? [LITERAL, value] : value;
+    }
     case "call": {
       const wire: unknown[] = [CALL, idOf(expr.fn)];
       for (const arg of expr.args) wire.push(toWire(arg, values, idOf));

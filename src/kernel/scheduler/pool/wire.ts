@@ -10,19 +10,18 @@ export type FnSpec =
   /** Source text compiled in the worker; `method` marks object-literal method shorthand. */
   | { readonly kind: "source"; readonly source: string; readonly method: boolean };
 
-// A task expression with its references replaced by their values:
-// [LITERAL, value] | [CALL, function id, ...args] | [LIST, ...items].
+// Messages are flat arrays where they are per task: structured clone's cost grows with the
+// number of objects, and on a chain of tiny tasks that cost is the scheduler's latency.
+
+// A task expression with its references replaced by their values. A value that is not an array
+// stands for itself; arrays are [LITERAL, array value] | [CALL, function id, ...args] | [LIST, ...items].
 export const LITERAL = 0;
 export const CALL = 1;
 export const LIST = 2;
-export type WireExpr = readonly unknown[];
+export type WireExpr = unknown;
 
-/** Pool → worker. `fns` defines the function ids this worker has not seen yet. */
-export interface RunMessage {
-  readonly type: "run";
-  readonly fns: readonly (readonly [number, FnSpec])[];
-  readonly tasks: readonly WireExpr[];
-}
+/** Pool → worker: definitions of the function ids this worker has not seen yet (or null), then the tasks. */
+export type RunMessage = readonly [readonly (readonly [number, FnSpec])[] | null, ...WireExpr[]];
 
 /** Worker → pool, once at start-up. */
 export interface ReadyMessage {
@@ -33,26 +32,21 @@ export interface ReadyMessage {
   readonly globals: readonly string[];
 }
 
-/** Worker → pool: the outcomes of the next tasks of the current batch, in order. */
-export interface ResultsMessage {
-  readonly type: "results";
-  readonly results: readonly WireResult[];
-}
-
 /** Worker process → pool: an error escaped every task (thrown from a timer, say); the process exits next. */
 export interface CrashMessage {
   readonly type: "crash";
   readonly message: string;
 }
 
-export type WorkerMessage = ReadyMessage | ResultsMessage | CrashMessage;
+/**
+ * Worker → pool: the outcomes of the batch's next tasks, in order, RESULT_SIZE slots each:
+ * ok (1 or 0), the value or a PackedError, start and end (epoch ms), CPU ms of the worker thread
+ * (NaN if unknown), bytes in, bytes out.
+ */
+export type ResultsMessage = unknown[];
+export const RESULT_SIZE = 7;
 
-/** [start, end] epoch milliseconds, CPU milliseconds of the worker thread (NaN if unknown), bytes in, bytes out. */
-export type WireTiming = readonly [number, number, number, number, number];
-
-export type WireResult =
-  | { readonly ok: true; readonly value: unknown; readonly timing: WireTiming }
-  | { readonly ok: false; readonly error: PackedError; readonly timing: WireTiming };
+export type WorkerMessage = ReadyMessage | CrashMessage | ResultsMessage;
 
 /** A thrown value made safe for structured clone. */
 export type PackedError =

@@ -12,10 +12,9 @@ import {
   type FnSpec,
   LIST,
   LITERAL,
-  type PackedError,
   type RunMessage,
   type WireExpr,
-  type WireResult,
+  RESULT_SIZE,
   type WorkerMessage,
   packError,
 } from "./wire";
@@ -66,13 +65,20 @@ function resolve(spec: FnSpec): AnyFunction {
 }
 
 function toExpr(wire: WireExpr): Expr {
+  if (!Array.isArray(wire)) return { kind: "literal", value: wire };
   switch (wire[0]) {
     case LITERAL:
       return { kind: "literal", value: wire[1] };
-    case CALL:
-      return { kind: "call", fn: functions.get(wire[1] as number)!, args: wire.slice(2).map((arg) => toExpr(arg as WireExpr)) };
-    case LIST:
-      return { kind: "list", items: wire.slice(1).map((item) => toExpr(item as WireExpr)) };
+    case CALL: {
+      const args: Expr[] = [];
+      for (let i = 2; i < wire.length; i++) args.push(toExpr(wire[i]));
+      return { kind: "call", fn: functions.get(wire[1] as number)!, args };
+    }
+    case LIST: {
+      const items: Expr[] = [];
+      for (let i = 1; i < wire.length; i++) items.push(toExpr(wire[i]));
+      return { kind: "list", items };
+    }
     default:
       throw new Error(`tsdask worker: malformed task expression ${JSON.stringify(wire[0])}`);
   }
@@ -155,7 +161,8 @@ function estimateBytes(value: unknown, depth = 0): number {
 /** Results are sent when the batch ends, or sooner once a task has kept them waiting this long. */
 const REPORT_AFTER_MS = 2;
 
-let pending: WireResult[] = [];
+/** Outcomes not yet sent, RESULT_SIZE slots each (see ResultsMessage). */
+let pending: unknown[] = [];
 let lastReport = 0;
 
 function report(): void {
@@ -163,29 +170,30 @@ function report(): void {
   pending = [];
   lastReport = epochMs();
   try {
-    send({ type: "results", results });
+    send(results);
   } catch {
     // Some result cannot be cloned: send that one as an error, the others as they are.
-    send({ type: "results", results: results.map(sendable) });
+    for (let i = 0; i < results.length; i += RESULT_SIZE) {
+      if (results[i] !== 1) continue;
+      try {
+        structuredClone(results[i + 1]);
+      } catch (error) {
+        results[i] = 0;
+        results[i + 1] = packError(error, true);
+      }
+    }
+    send(results);
   }
 }
 
-function sendable(result: WireResult): WireResult {
-  if (!result.ok) return result;
-  try {
-    structuredClone(result.value);
-    return result;
-  } catch (error) {
-    return { ok: false, error: packError(error, true), timing: result.timing };
-  }
+function record(ok: boolean, value: unknown, start: number, cpuStart: number, bytesIn: number): void {
+  const end = epochMs();
+  const bytesOut = ok ? estimateBytes(value) : 0;
+  pending.push(ok ? 1 : 0, ok ? value : packError(value), start, end, threadCpuMs() - cpuStart, bytesIn, bytesOut);
+  if (end - lastReport > REPORT_AFTER_MS) report();
 }
 
-function record(result: WireResult): void {
-  pending.push(result);
-  if (result.timing[1] - lastReport > REPORT_AFTER_MS) report();
-}
-
-function runBatch(tasks: readonly WireExpr[], from: number): void {
+function runBatch(tasks: RunMessage, from: number): void {
   for (let i = from; i < tasks.length; i++) {
     const start = epochMs();
     const cpuStart = threadCpuMs();
@@ -194,38 +202,29 @@ function runBatch(tasks: readonly WireExpr[], from: number): void {
     try {
       value = evaluate(toExpr(tasks[i]), []);
     } catch (error) {
-      record(failure(error, start, cpuStart, bytesIn));
+      record(false, error, start, cpuStart, bytesIn);
       continue;
     }
     if (isThenable(value)) {
       value.then(
         (resolved) => {
-          record(success(resolved, start, cpuStart, bytesIn));
+          record(true, resolved, start, cpuStart, bytesIn);
           runBatch(tasks, i + 1);
         },
         (error: unknown) => {
-          record(failure(error, start, cpuStart, bytesIn));
+          record(false, error, start, cpuStart, bytesIn);
           runBatch(tasks, i + 1);
         },
       );
       return;
     }
-    record(success(value, start, cpuStart, bytesIn));
+    record(true, value, start, cpuStart, bytesIn);
   }
   if (pending.length > 0) report();
 }
 
-function success(value: unknown, start: number, cpuStart: number, bytesIn: number): WireResult {
-  return { ok: true, value, timing: [start, epochMs(), threadCpuMs() - cpuStart, bytesIn, estimateBytes(value)] };
-}
-
-function failure(error: unknown, start: number, cpuStart: number, bytesIn: number): WireResult {
-  const packed: PackedError = packError(error);
-  return { ok: false, error: packed, timing: [start, epochMs(), threadCpuMs() - cpuStart, bytesIn, 0] };
-}
-
 function onMessage(message: RunMessage): void {
-  for (const [id, spec] of message.fns) {
+  for (const [id, spec] of message[0] ?? []) {
     try {
       functions.set(id, resolve(spec));
     } catch (error) {
@@ -237,7 +236,7 @@ function onMessage(message: RunMessage): void {
     }
   }
   lastReport = epochMs();
-  runBatch(message.tasks, 0);
+  runBatch(message, 1);
 }
 
 function globalNames(): string[] {
