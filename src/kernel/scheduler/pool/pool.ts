@@ -154,6 +154,7 @@ export class WorkerPool {
   private keepsAlive = false;
   private readonly functionIds = new WeakMap<object, number>();
   private readonly functionSpecs: FnSpec[] = [];
+  private readonly idsBySpec = new Map<string, number>();
   private shipper: FunctionShipper | undefined;
   private readonly shipperReady: Promise<FunctionShipper>;
   private resolveShipper!: (shipper: FunctionShipper) => void;
@@ -193,7 +194,15 @@ export class WorkerPool {
     let id = this.functionIds.get(fn);
     if (id === undefined) {
       if (this.shipper === undefined) throw new Error(`The ${this.kind} pool is not ready yet (internal: prepare() was skipped)`);
-      id = this.functionSpecs.push(this.shipper.spec(fn, key)) - 1;
+      // Functions with the same spec (the same source, say, from re-running a notebook cell) share an id,
+      // so the table grows with distinct code rather than with function objects.
+      const spec = this.shipper.spec(fn, key);
+      const specKey = JSON.stringify(spec);
+      id = this.idsBySpec.get(specKey);
+      if (id === undefined) {
+        id = this.functionSpecs.push(spec) - 1;
+        this.idsBySpec.set(specKey, id);
+      }
       this.functionIds.set(fn, id);
     }
     return id;
