@@ -311,3 +311,26 @@ test("no worker process is left over after errors, aborts and deaths", async () 
   const expected = sizes.flatMap((size) => getPool("processes", size).workerIds).sort();
   assert.ok(await eventually(() => JSON.stringify(workerChildren()) === JSON.stringify(expected)), `children ${workerChildren()} vs pools ${expected}`);
 });
+
+test("no worker thread is left over after errors, aborts and deaths", async () => {
+  const osThreads = (): number => readdirSync("/proc/self/task").length;
+  const failThreeWays = async (): Promise<void> => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 200);
+    const outcomes = await Promise.allSettled([
+      get({ a: [spin, 5000], b: [() => { throw new Error("boom"); }] }, ["a", "b"], { scheduler: "threads", numWorkers: 2 }),
+      get({ a: [exitNow, 1] }, "a", { scheduler: "threads", numWorkers: 1 }),
+      get({ a: [spin, 5000], b: [spin, 5000] }, ["a", "b"], { scheduler: "threads", numWorkers: 2, signal: controller.signal }),
+    ]);
+    assert.deepEqual(outcomes.map((outcome) => outcome.status), ["rejected", "rejected", "rejected"]);
+    await get({ x: [inc, 1] }, "x", { scheduler: "threads", numWorkers: 2 });
+    await get({ x: [inc, 1] }, "x", { scheduler: "threads", numWorkers: 1 });
+  };
+  await failThreeWays(); // starts the pools and whatever threads Node starts lazily
+  assert.ok(await eventually(() => osThreads() === osThreads()), "thread count unsettled");
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const baseline = osThreads();
+  for (let round = 0; round < 3; round++) await failThreeWays();
+  assert.ok(await eventually(() => osThreads() <= baseline), `${osThreads()} OS threads, ${baseline} before`);
+});
+
