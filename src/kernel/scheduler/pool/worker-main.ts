@@ -188,16 +188,17 @@ function report(): void {
 
 function record(ok: boolean, value: unknown, start: number, cpuStart: number, bytesIn: number): void {
   const end = epochMs();
+  const cpu = threadCpuMs() - cpuStart;
   const bytesOut = ok ? estimateBytes(value) : 0;
-  pending.push(ok ? 1 : 0, ok ? value : packError(value), start, end, threadCpuMs() - cpuStart, bytesIn, bytesOut);
+  pending.push(ok ? 1 : 0, ok ? value : packError(value), start, end, cpu, bytesIn, bytesOut);
   if (end - lastReport > REPORT_AFTER_MS) report();
 }
 
 function runBatch(tasks: RunMessage, from: number): void {
   for (let i = from; i < tasks.length; i++) {
+    const bytesIn = estimateBytes(tasks[i]);
     const start = epochMs();
     const cpuStart = threadCpuMs();
-    const bytesIn = estimateBytes(tasks[i]);
     let value: unknown;
     try {
       value = evaluate(toExpr(tasks[i]), []);
