@@ -196,6 +196,31 @@ for (const kind of KINDS) {
       assert.equal(pool.workerIds.filter((id) => before.includes(id)).length, 1);
     });
 
+    test("a worker that runs out of memory fails its task and the computation ends", async () => {
+      // In a separate node with a small heap limit, which the workers inherit.
+      const script = `
+        const { get } = require(${JSON.stringify(join(ROOT, "build/src"))});
+        const hog = () => { const kept = []; for (;;) kept.push(new Array(1e5).fill(1)); };
+        get({ x: [hog] }, "x", { scheduler: ${JSON.stringify(kind)} }).then(
+          () => console.log("computed"),
+          (error) => console.log("rejected " + error.name + ": " + error.message),
+        );`;
+      const child = spawn(process.execPath, ["--max-old-space-size=100", "-e", script], { stdio: ["ignore", "pipe", "ignore"] });
+      let output = "";
+      child.stdout.on("data", (chunk: Buffer) => (output += chunk));
+      const code = await new Promise<number | null>((resolve) => {
+        const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+        child.on("exit", (exitCode) => {
+          clearTimeout(timer);
+          resolve(exitCode);
+        });
+      });
+      assert.equal(code, 0);
+      const how = kind === "threads" ? /crashed \(Worker terminated due to reaching memory limit/ : /was killed by SIGABRT/;
+      assert.match(output, /rejected WorkerDiedError: Task 'x' failed: its worker \d+ /);
+      assert.match(output, how);
+    });
+
     test("an error thrown outside any task (after it returned) crashes only its worker", async () => {
       const lateThrow = (): Promise<never> =>
         new Promise(() => {
