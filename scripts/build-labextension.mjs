@@ -6,7 +6,7 @@
 // main is the Node library, so the builder runs on a staging package (build/labextension) whose
 // main is the compiled extension and whose dependencies are empty (vega is bundled privately).
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -39,6 +39,21 @@ export function buildLabextension({ development = false } = {}) {
   const mode = development ? ["--development"] : [];
   node("node_modules/@jupyterlab/builder/lib/build-labextension.js", ...mode, "--core-path", join(stage, "core"), stage);
   return outputDir;
+}
+
+function newestChange(path) {
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  return Math.max(stat.mtimeMs, ...readdirSync(path).map((name) => newestChange(join(path, name))));
+}
+
+/** True when the built extension is missing or older than its sources (for the test runner). */
+export function labextensionIsStale() {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  const manifest = join(root, pkg.jupyterlab.outputDir, "package.json");
+  if (!existsSync(manifest)) return true;
+  const sources = ["src/labextension", "src/protocol", "package.json"].map((path) => newestChange(join(root, path)));
+  return Math.max(...sources) > statSync(manifest).mtimeMs;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
