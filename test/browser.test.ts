@@ -37,7 +37,7 @@ interface LabWindow {
   __xss?: unknown;
 }
 interface NotebookPanelLike {
-  context: { path: string };
+  context: { path: string; ready: Promise<void> };
   sessionContext: { ready: Promise<void>; session: { kernel: { status: string } | null } | null };
   content: { activeCellIndex: number; model: { cells: { get(i: number): { trusted: boolean } } } };
 }
@@ -79,6 +79,7 @@ async function openNotebook(path: string): Promise<void> {
     await app.commands.execute("docmanager:open", { path: p });
   }, path);
   await page.waitForFunction((p) => window.jupyterapp.shell.currentWidget?.context?.path === p, path);
+  await page.evaluate(() => window.jupyterapp.shell.currentWidget?.context.ready);
 }
 
 async function waitForIdleKernel(): Promise<void> {
@@ -126,6 +127,7 @@ test("JupyterLab loads the tsdask extension from the install prefix", async () =
   assert.ok(extensions.includes("tsdask"), `federated extensions: ${extensions.join(", ")}`);
   await openNotebook("widgets.ipynb");
   await waitForIdleKernel();
+  assert.ok(server.kernelPids().length > 0, "the tslab kernel process was not found");
   await startCell(0);
   await cell(0).locator(".jp-InputArea-prompt:has-text('[1]')").waitFor({ timeout: 60_000 });
 });
@@ -254,5 +256,10 @@ test("saved outputs render in a reopened, untrusted notebook", async () => {
   await page.waitForFunction(() => document.querySelectorAll(".jp-NotebookPanel:not(.lm-mod-hidden) .tsdask-plot svg .mark-rect path").length === 3);
   const labels = await cell(2).locator("svg .role-axis-label text").allTextContents();
   assert.ok(labels.includes("<b>bold?</b>"), `axis labels: ${labels.join(" | ")}`);
+  // An output from a newer tsdask says what is wrong instead of drawing garbage.
+  assert.match(
+    (await cell(3).locator(".tsdask-message").textContent()) ?? "",
+    /protocol version 2; this extension understands version 1/,
+  );
   await page.screenshot({ path: join(SHOTS, "saved-outputs.png") });
 });

@@ -113,7 +113,13 @@ export async function startJupyterLab(notebooks: readonly string[]): Promise<Lab
         await api("/api/shutdown", "POST").catch(() => undefined);
         await Promise.race([exited, sleep(15_000)]);
       }
-      if (running && child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      if (running && child.pid !== undefined) {
+        try {
+          process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // it exited just now
+        }
+      }
       await Promise.race([exited, sleep(5_000)]);
       rmSync(scratch, { recursive: true, force: true });
     },
