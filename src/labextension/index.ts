@@ -12,7 +12,7 @@ import { TsdaskRenderer } from "./renderer";
 const rendererFactory: IRenderMime.IRendererFactory = {
   safe: true,
   mimeTypes: [MIME_TYPE],
-  createRenderer: (options) => new TsdaskRenderer(options),
+  createRenderer: () => new TsdaskRenderer(),
 };
 
 const extension: IRenderMime.IExtension = {

@@ -52,7 +52,6 @@ function safeFileName(id: string): string {
 }
 
 export class PlotView {
-  readonly kind = "plot";
   readonly node = document.createElement("div");
   private embedded: { result: Result; shape: string; container: HTMLElement } | undefined;
   private last: PlotPayload | undefined;

@@ -33,7 +33,6 @@ class GroupRow {
 }
 
 export class ProgressView {
-  readonly kind = "progress";
   readonly node = element("div", "tsdask-progress");
   private readonly bar = element("div", "tsdask-progress-bar", this.node);
   private readonly fill = element("div", "tsdask-progress-fill", this.bar);

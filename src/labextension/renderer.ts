@@ -14,10 +14,9 @@ export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
   private latest: { id: string; seq: number } | undefined;
   private readonly message = document.createElement("pre");
 
-  constructor(options: IRenderMime.IRendererOptions) {
+  constructor() {
     super();
     this.addClass("tsdask-output");
-    this.node.dataset.mimeType = options.mimeType;
     this.message.className = "tsdask-message";
   }
 
@@ -30,8 +29,7 @@ export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
       this.showMessage(`tsdask cannot draw this output: ${error.message}`);
       return;
     }
-    // Updates can overtake each other between kernel and browser; a snapshot older than the one
-    // shown would move the bar backwards.
+    // A snapshot older than the one shown (a late or replayed message) must not move the bar back.
     const latest = this.latest;
     if (latest !== undefined && latest.id === payload.id && payload.seq < latest.seq) return;
     this.latest = { id: payload.id, seq: payload.seq };
