@@ -1,11 +1,13 @@
-// `npm start`: everything a fresh machine needs to try tsdask in JupyterLab, then JupyterLab itself.
-// 1. the project's .venv with JupyterLab (scripts/setup/python.mjs), 2. the built package
-// (npm install builds it; rebuilt here if missing), 3. `tsdask install --sys-prefix` into the venv:
-// the JupyterLab extension and the tslab kernel spec, 4. `jupyter lab` on notebooks/ with the quick start.
+// `npm start`: everything a fresh machine needs to try tsdask in JupyterLab, then JupyterLab itself:
+//   1. the project's .venv with JupyterLab (scripts/setup/python.mjs);
+//   2. the built package (npm install builds it; built here if missing, the extension rebuilt if stale);
+//   3. `tsdask install --sys-prefix` into the venv: the JupyterLab extension and the tslab kernel spec;
+//   4. `jupyter lab` on notebooks/ with the quick-start notebook.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildLabextension, labextensionIsStale } from "./build-labextension.mjs";
 import { ensurePythonEnv } from "./setup/python.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -13,9 +15,8 @@ const notebooks = join(root, "notebooks");
 const FIRST_NOTEBOOKS = ["quickstart.ipynb", "getting-started.ipynb"];
 
 const { python, jupyter } = ensurePythonEnv();
-if (!existsSync(join(root, "dist/cli/index.js")) || !existsSync(join(root, "dist/labextension/package.json"))) {
-  execFileSync("npm", ["run", "build"], { cwd: root, stdio: "inherit" });
-}
+if (!existsSync(join(root, "dist/cli/index.js"))) execFileSync("npm", ["run", "build"], { cwd: root, stdio: "inherit" });
+else if (labextensionIsStale()) buildLabextension();
 execFileSync(process.execPath, [join(root, "dist/cli/index.js"), "install", "--sys-prefix", "--python", python], {
   cwd: root,
   stdio: "inherit",
