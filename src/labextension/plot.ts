@@ -3,47 +3,9 @@
 // instead of re-embedding, so the plot neither blinks nor loses hover state.
 import type { Result, VisualizationSpec } from "vega-embed";
 import type { PlotPayload } from "../protocol";
+import { splitSpec } from "./spec";
 import { isDarkTheme, themeKey, vegaConfig, watchTheme } from "./theme";
 import { tooltipHtml } from "./tooltip";
-
-type Rows = readonly unknown[];
-type Json = Record<string, unknown>;
-
-/** A spec split into its shape (everything but the data rows) and its named datasets. */
-interface SplitSpec {
-  readonly spec: Json;
-  readonly datasets: ReadonlyMap<string, Rows>;
-  readonly shape: string;
-}
-
-const INLINE_PREFIX = "tsdask_inline_";
-
-/**
- * Moves every inline `data: {values: [...]}` into top-level named `datasets`, which Vega-Lite
- * compiles to Vega datasets of the same name, the handle `view.change` needs.
- */
-function splitSpec(source: Readonly<Json>): SplitSpec {
-  const spec = structuredClone(source) as Json;
-  const datasets = new Map<string, Rows>(Object.entries((spec.datasets ?? {}) as Record<string, Rows>));
-  let inline = 0;
-  const hoist = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(hoist);
-    if (typeof node !== "object" || node === null) return;
-    const fields = node as Json;
-    const data = fields.data as Json | undefined;
-    if (typeof data === "object" && data !== null && Array.isArray(data.values)) {
-      const name = `${INLINE_PREFIX}${inline++}`;
-      datasets.set(name, data.values);
-      const { values: _values, ...rest } = data;
-      fields.data = { ...rest, name };
-    }
-    for (const [key, value] of Object.entries(fields)) if (key !== "datasets") hoist(value);
-  };
-  hoist(spec);
-  spec.datasets = Object.fromEntries(datasets);
-  const shape = JSON.stringify([themeKey(), { ...spec, datasets: [...datasets.keys()] }]);
-  return { spec, datasets, shape };
-}
 
 let vegaEmbed: Promise<typeof import("vega-embed")> | undefined;
 
@@ -94,7 +56,7 @@ export class PlotView {
   }
 
   private async draw(payload: PlotPayload): Promise<void> {
-    const split = splitSpec(payload.spec);
+    const split = splitSpec(payload.spec, themeKey());
     const { default: embed, vega } = await (vegaEmbed ??= import("vega-embed"));
     const current = this.embedded;
     if (current !== undefined && current.shape === split.shape) {
