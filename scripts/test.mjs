@@ -1,22 +1,27 @@
 // The whole test suite: compile sources and tests, prepare what the tests need, run node's test runner.
 // Usage: npm test [-- <substring filter on test file paths>]
 import { execFileSync, spawnSync } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildLabextension, labextensionIsStale } from "./build-labextension.mjs";
 import { ensureChromium } from "./setup/chromium.mjs";
+import { ensureSelfLink } from "./setup/link-self.mjs";
 import { ensurePythonEnv } from "./setup/python.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: "inherit" });
 
+// build/ is wiped so a deleted test's stale output cannot run.
+rmSync(join(root, "build"), { recursive: true, force: true });
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"]);
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.test.json"]);
 // The browser tests load the built JupyterLab extension; rebuild it when its sources changed.
 if (labextensionIsStale()) buildLabextension();
 
 // Real parts for the notebook and browser tests: a Jupyter stack with the tslab kernel, and Chromium.
+// Notebooks import "tsdask" through node_modules/tsdask, made here too in case install scripts were skipped.
+ensureSelfLink();
 const python = ensurePythonEnv();
 const chromium = ensureChromium();
 const env = { ...python.env, TSDASK_PYTHON: python.python, TSDASK_JUPYTER: python.jupyter, TSDASK_CHROMIUM: chromium };
