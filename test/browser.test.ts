@@ -130,6 +130,8 @@ test("JupyterLab loads the tsdask extension from the install prefix", async () =
   assert.ok(server.kernelPids().length > 0, "the tslab kernel process was not found");
   await startCell(0);
   await cell(0).locator(".jp-InputArea-prompt:has-text('[1]')").waitFor({ timeout: 60_000 });
+  // The setup cell prints nothing; anything here is a compile or runtime error.
+  assert.deepEqual(await cell(0).locator(".jp-OutputArea-output").allTextContents(), []);
 });
 
 test("a progress bar appears, advances in place and reaches 100%", async () => {
@@ -150,6 +152,7 @@ test("a progress bar appears, advances in place and reaches 100%", async () => {
   assert.deepEqual([...seen].sort((a, b) => a - b), seen, "the bar went backwards");
   assert.equal(await progress.getAttribute("data-test-first-render"), "yes", "the view was rebuilt instead of patched");
   assert.equal(await cell(1).locator(".tsdask-output").count(), 1);
+  assert.equal(await cell(1).locator(".jp-RenderedText").count(), 0, "the text/plain fallback was shown instead");
   assert.equal(await progress.locator(".tsdask-progress-percent").textContent(), "100%");
   assert.equal(await progress.locator(".tsdask-progress-counts").textContent(), "40 / 40");
   assert.equal(await progress.locator(".tsdask-progress-state").textContent(), "Finished");

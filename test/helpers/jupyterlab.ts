@@ -3,7 +3,7 @@
 // tsdask installed into a temporary prefix by `tsdask install --prefix` (the user's install path).
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
@@ -61,6 +61,9 @@ export async function startJupyterLab(notebooks: readonly string[]): Promise<Lab
   ) as Record<"root" | "prefix" | "config" | "data" | "runtime" | "settings" | "workspaces", string>;
   for (const dir of Object.values(dirs)) mkdirSync(dir, { recursive: true });
   for (const notebook of notebooks) cpSync(notebook, join(dirs.root, basename(notebook)));
+  // Notebooks import "tsdask" as a user's would, from node_modules: link this checkout there.
+  mkdirSync(join(dirs.root, "node_modules"));
+  symlinkSync(ROOT, join(dirs.root, "node_modules/tsdask"), "dir");
   // No "get Jupyter news?" toast over the screenshots (and no fetch to the internet).
   const notification = join(dirs.settings, "@jupyterlab/apputils-extension");
   mkdirSync(notification, { recursive: true });
