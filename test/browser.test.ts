@@ -244,6 +244,8 @@ test("the dark theme recolours bars and plots", async () => {
   assert.ok(luminance(lightLabel) < 0.6 && luminance(darkLabel) > 0.5, `axis labels ${lightLabel} → ${darkLabel}`);
   await cell(1).scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(SHOTS, "dark-theme.png") });
+  await cell(4).scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(SHOTS, "dark-theme-plot.png") });
 });
 
 test("saved outputs render in a reopened, untrusted notebook", async () => {
