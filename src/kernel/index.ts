@@ -4,3 +4,4 @@ export * from "./graph";
 export * from "./scheduler";
 export * from "./callbacks";
 export * from "./collections";
+export * from "./diagnostics";
