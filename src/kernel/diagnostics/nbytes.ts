@@ -30,12 +30,11 @@ function sizeOf(value: unknown, seen: Set<object>): number {
     default:
       return 0; // undefined, symbol, function
   }
-  if (value === null) return 0;
+  if (value === null || seen.has(value)) return 0;
+  seen.add(value);
   if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof SharedArrayBuffer) {
     return value.byteLength;
   }
-  if (seen.has(value)) return 0;
-  seen.add(value);
   let total = 0;
   if (Array.isArray(value)) {
     total += 8 * value.length;

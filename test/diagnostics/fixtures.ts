@@ -1,0 +1,39 @@
+// Graphs and helpers shared by the diagnostics tests (ports of dask/diagnostics/tests).
+import assert from "node:assert/strict";
+import type { SchedulerName } from "../../src";
+
+export const add = (a: number, b: number): number => a + b;
+export const mul = (a: number, b: number): number => a * b;
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export const slowadd = async (a: number, b: number): Promise<number> => {
+  await sleep(100);
+  return a + b;
+};
+
+export const dsk = { a: 1, b: 2, c: [add, "a", "b"], d: [mul, "a", "b"], e: [mul, "c", "d"] };
+export const dsk2 = { a: 1, b: 2, c: [slowadd, "a", "b"] };
+
+/**
+ * The schedulers every test runs under. Dask runs these tests with the threaded and sync
+ * schedulers; this branch has only "sync" (get(…, {scheduler: "threads"}) throws "not
+ * available" here) — add "threads" and "processes" once the pool executors are merged.
+ */
+export const SCHEDULERS: readonly SchedulerName[] = ["sync"];
+
+/** A writable that records what is written; a terminal unless `isTTY` is false. */
+export class FakeOut {
+  text = "";
+  constructor(readonly isTTY = true) {}
+  write(chunk: string): boolean {
+    this.text += chunk;
+    return true;
+  }
+}
+
+/** Dask's check_bar_completed: one "100% Completed", and a full bar of `width` after the last \r. */
+export function checkBarCompleted(text: string, width = 40): void {
+  assert.equal(text.split("100% Completed").length - 1, 1, `one completed bar in ${JSON.stringify(text)}`);
+  const [bar, percent] = text.slice(text.lastIndexOf("\r") + 1).split("|").map((part) => part.trim());
+  assert.equal(bar, "[" + "#".repeat(width) + "]");
+  assert.equal(percent, "100% Completed");
+}
