@@ -79,7 +79,7 @@ function pageSize(): number {
 }
 
 /** CPU seconds of the calling thread, from the scheduler's nanosecond counter. */
-function threadCpuSeconds(): number {
+export function threadCpuSeconds(): number {
   try {
     return Number(readFileSync("/proc/thread-self/schedstat", "latin1").split(" ")[0]) / 1e9;
   } catch {
