@@ -5,6 +5,7 @@ import { readdirSync, rmSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureChromium } from "./setup/chromium.mjs";
+import { ensureSelfLink } from "./setup/link-self.mjs";
 import { ensurePythonEnv } from "./setup/python.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -16,6 +17,8 @@ run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsc
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.test.json"]);
 
 // Real parts for the notebook and browser tests: a Jupyter stack with the tslab kernel, and Chromium.
+// Notebooks import "tsdask" through node_modules/tsdask, made here too in case install scripts were skipped.
+ensureSelfLink();
 const python = ensurePythonEnv();
 const chromium = ensureChromium();
 const env = { ...python.env, TSDASK_PYTHON: python.python, TSDASK_JUPYTER: python.jupyter, TSDASK_CHROMIUM: chromium };

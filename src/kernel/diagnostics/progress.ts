@@ -3,7 +3,7 @@
 
 import { randomUUID } from "node:crypto";
 import { Callback } from "../callbacks/callback";
-import type { LiveDisplay } from "../display";
+import { type LiveDisplay, inNotebook, newLiveDisplay } from "../display";
 import type { Graph } from "../graph/graph";
 import { type Key, keyPrefix } from "../graph/keys";
 import type { State } from "../scheduler/state";
@@ -28,11 +28,12 @@ export interface ProgressBarOptions {
   readonly width?: number;
   /** Seconds between redraws (default 0.1). */
   readonly dt?: number;
-  /** Where the text bar goes (default process.stdout). Given explicitly, it is used even in a notebook. */
+  /** Where the text bar goes (default process.stdout). Given, it is used even in a notebook. */
   readonly out?: ProgressOutput;
   /**
-   * Opens the live notebook output the bar is shown in instead of text (called when the bar first
-   * draws); when it returns null the bar falls back to text.
+   * Opens the live output the bar is shown in instead of text, called when the bar first draws;
+   * when it returns null the bar falls back to text. Default in a tslab notebook: a new output
+   * in the running cell.
    */
   readonly display?: () => LiveDisplay | null;
 }
@@ -94,7 +95,8 @@ export class ProgressBar extends Callback {
     this.width = width;
     this.dt = dt;
     this.out = out;
-    this.display = display;
+    // In a tslab notebook the bar is a live output, unless text was asked for with `out`.
+    this.display = display ?? (out === undefined && inNotebook() ? () => newLiveDisplay() : undefined);
   }
 
   override start(): void {

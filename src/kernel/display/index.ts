@@ -1,14 +1,30 @@
-// The bridge to the notebook: finds the tslab kernel's own tslab instance and sends MIME
-// bundles as display_data / update_display_data, throttled and coalesced (tslab drops bursts).
-// Contract (implementation pending): see the interfaces below.
+// The bridge to the notebook: sends MIME bundles through the tslab kernel's own tslab as display_data /
+// update_display_data, throttled and coalesced (tslab drops bursts). Outside a kernel: false / null.
 import type { MimeBundle } from "../../protocol";
+import { checkOptions, type LiveDisplay, type LiveDisplayOptions, ThrottledDisplay } from "./live";
+import { kernelChannel } from "./tslab";
 
-/** One output area that can be replaced in place. */
-export interface LiveDisplay {
-  /** Replaces the output. Calls are coalesced: at most one send per interval, the last bundle wins. */
-  update(bundle: MimeBundle): void;
-  /** Sends the last bundle now (if one is pending) and resolves when it has been handed to the kernel. */
-  flush(): Promise<void>;
+export { DEFAULT_MIN_INTERVAL_MS, type LiveDisplay, type LiveDisplayOptions } from "./live";
+export type { MimeBundle };
+
+/** True when this code runs in a tslab kernel's main thread, where displays reach the notebook. */
+export function inNotebook(): boolean {
+  return kernelChannel() !== null;
 }
 
-export type { MimeBundle };
+/**
+ * A new output area in the running cell, updated in place at a bounded rate; null outside a
+ * notebook. Nothing is shown until the first `update`.
+ */
+export function newLiveDisplay(options: LiveDisplayOptions = {}): LiveDisplay | null {
+  const interval = checkOptions(options);
+  const channel = kernelChannel();
+  return channel === null ? null : new ThrottledDisplay(channel.newSlot(), interval);
+}
+
+/** Shows `bundle` once in the running cell; false (nothing shown) outside a notebook. */
+export function display(bundle: MimeBundle): boolean {
+  const live = newLiveDisplay();
+  live?.update(bundle);
+  return live !== null;
+}

@@ -2,6 +2,7 @@
 // and runs the loop; plus interrupt handling for the notebook kernel.
 
 import { type Callback, activeCallbacks } from "../callbacks/callback";
+import { inNotebook } from "../display";
 import { Graph, type GraphInput } from "../graph/graph";
 import type { Key } from "../graph/keys";
 import { type Executor, SyncExecutor } from "./executor";
@@ -75,28 +76,25 @@ function validateOptions(options: GetOptions): void {
 // A kernel interrupt (SIGINT) aborts the computations running in a tslab kernel. In a plain
 // Node script Ctrl-C keeps its default meaning (exit), so a stuck synchronous task can still be killed.
 const interruptible = new Set<AbortController>();
+let listeningForSigint = false;
+
 function onSigint(): void {
   for (const controller of interruptible) controller.abort(new Error("Interrupted (SIGINT)"));
   interruptible.clear();
-  process.off("SIGINT", onSigint);
-}
-
-function insideTslab(): boolean {
-  return (globalThis as { __tslab__?: unknown }).__tslab__ !== undefined;
 }
 
 function listenForInterrupt(): { signal: AbortSignal; stop(): void } {
   const controller = new AbortController();
-  if (!insideTslab()) return { signal: controller.signal, stop() {} };
-  if (interruptible.size === 0) process.on("SIGINT", onSigint);
+  if (!inNotebook()) return { signal: controller.signal, stop() {} };
+  if (!listeningForSigint) {
+    // One listener for the kernel's lifetime, added outside the cell's synchronous part: while that
+    // runs, Node's vm has taken the SIGINT listeners away, and adding or removing one then leaves
+    // the kernel to die on the next interrupt (seen with tslab 1.0.22 on Node 20).
+    listeningForSigint = true;
+    setImmediate(() => process.on("SIGINT", onSigint));
+  }
   interruptible.add(controller);
-  return {
-    signal: controller.signal,
-    stop() {
-      interruptible.delete(controller);
-      if (interruptible.size === 0) process.off("SIGINT", onSigint);
-    },
-  };
+  return { signal: controller.signal, stop: () => interruptible.delete(controller) };
 }
 
 export { AbortError };

@@ -1,0 +1,146 @@
+// Reaching the tslab kernel this process is running as, and publishing MIME bundles on its
+// iopub channel. Everything here depends on how tslab 1.0.x is built; see the notes per function.
+
+import { randomBytes } from "node:crypto";
+import { createRequire } from "node:module";
+import type { MimeBundle } from "../../protocol";
+
+/** One output area in the notebook: the first `show` creates it, later ones replace it in place. */
+export interface OutputSlot {
+  /** Throws what tslab throws: notably `EBUSY` when its zeromq socket is still writing. */
+  show(bundle: MimeBundle): void;
+}
+
+/** The kernel's output channel. */
+export interface DisplayChannel {
+  /** How bundles travel: "bundle" sends them whole; "raw" only one MIME type each (see below). */
+  readonly mode: "bundle" | "raw";
+  newSlot(): OutputSlot;
+}
+
+/** The part of tslab's public module (`import * as tslab from "tslab"`) we use. */
+interface TslabPublic {
+  newDisplay(): { raw(contentType: string, value: string): unknown };
+}
+
+/** tslab's display message content: what its iopub writer puts on the wire. */
+interface DisplayContent {
+  data: MimeBundle;
+  metadata: Record<string, unknown>;
+  transient: { display_id?: string };
+}
+
+/**
+ * tslab's internal `dist/jupyter` module. tslab sets `lastWriteDisplayData` at the start of every
+ * execute_request to a writer that publishes display_data (or update_display_data when `update`)
+ * with that request as parent. It is null until the first cell runs.
+ */
+interface TslabJupyter {
+  lastWriteDisplayData: ((content: DisplayContent, update: boolean) => void) | null;
+}
+
+let cached: DisplayChannel | null | undefined;
+
+/** The running kernel's display channel, or null when this process is not a tslab kernel. */
+export function kernelChannel(): DisplayChannel | null {
+  if (cached === undefined) cached = findChannel();
+  return cached;
+}
+
+/** Looks the channel up afresh (kernelChannel caches it: the kernel does not change). */
+export function findChannel(): DisplayChannel | null {
+  const tslab = kernelTslab();
+  if (tslab === null) return null;
+  const jupyter = jupyterModuleOf(tslab);
+  return jupyter !== null ? bundleChannel(jupyter) : rawChannel(tslab);
+}
+
+/**
+ * The kernel's own tslab instance. tslab's executor puts its `require` on `globalThis.__tslab__`
+ * and that require answers "tslab" with the kernel's instance, whatever copy a plain
+ * `require("tslab")` from this file would find (a nested copy throws "Not ready": its writer
+ * was never set). Neither `require.main` nor the process's cwd is as safe: the main module is the
+ * launching tslab, which may have handed over to another copy (the one nearest the notebook), and a
+ * kernel started from a global install has no tslab under its cwd. Worker threads and plain Node
+ * processes have no `__tslab__`.
+ */
+function kernelTslab(): TslabPublic | null {
+  const hook = (globalThis as { __tslab__?: { require?: unknown } }).__tslab__;
+  if (typeof hook?.require !== "function") return null;
+  try {
+    const tslab: unknown = (hook.require as (id: string) => unknown)("tslab");
+    return typeof (tslab as Partial<TslabPublic> | null)?.newDisplay === "function" ? (tslab as TslabPublic) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * tslab's public `display` API sends one MIME type per message, as a string, with no metadata:
+ * it cannot send our payload as a JSON object next to its text fallback. The writer behind it,
+ * `dist/jupyter`'s `lastWriteDisplayData`, takes a whole bundle. It is undocumented, so we take it
+ * only from the same install as the kernel's public module (found through the module cache) and
+ * only if it has the expected shape; otherwise the caller falls back to the public API.
+ */
+function jupyterModuleOf(tslab: TslabPublic): TslabJupyter | null {
+  const entry = Object.values(require.cache).find((module) => module?.exports === tslab);
+  if (entry === undefined) return null;
+  try {
+    const jupyter: unknown = createRequire(entry.filename)("./jupyter");
+    return jupyter !== null && typeof jupyter === "object" && "lastWriteDisplayData" in jupyter
+      ? (jupyter as TslabJupyter)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+function bundleChannel(jupyter: TslabJupyter): DisplayChannel {
+  return {
+    mode: "bundle",
+    newSlot() {
+      const displayId = randomBytes(8).toString("hex");
+      let shown = false;
+      return {
+        show(bundle) {
+          // Read the writer at each send: tslab replaces it for every execute_request, and the
+          // newest one routes output to the cell running now (updates still find theirs by id).
+          const write = jupyter.lastWriteDisplayData;
+          if (write === null) throw new Error("tslab is not ready to display (no cell has run yet)");
+          write({ data: bundle, metadata: {}, transient: { display_id: displayId } }, shown);
+          shown = true;
+        },
+      };
+    },
+  };
+}
+
+/**
+ * The fallback through tslab's public API: one MIME type per message, so each bundle is reduced
+ * to its first (richest) entry, JSON values sent as JSON text. The labextension accepts our
+ * payload as text too; a plain frontend then sees only that entry.
+ */
+function rawChannel(tslab: TslabPublic): DisplayChannel {
+  return {
+    mode: "raw",
+    newSlot() {
+      let display: ReturnType<TslabPublic["newDisplay"]> | null = null;
+      let shown = false;
+      return {
+        show(bundle) {
+          const [mime, value] = Object.entries(bundle)[0] ?? ["text/plain", ""];
+          display ??= tslab.newDisplay();
+          try {
+            display.raw(mime, typeof value === "string" ? value : JSON.stringify(value));
+          } catch (error) {
+            // tslab's Display marks itself shown before sending; if the first send failed, the
+            // output does not exist and later updates to it would go nowhere: start afresh.
+            if (!shown) display = null;
+            throw error;
+          }
+          shown = true;
+        },
+      };
+    },
+  };
+}
