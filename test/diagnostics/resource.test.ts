@@ -59,7 +59,10 @@ for (const scheduler of SCHEDULERS) {
         rprof.unregister();
       }
       assert.equal(rprof.running, false);
-      assert.ok(rprof.startTime! <= rprof.results[0].time && rprof.results.at(-1)!.time <= rprof.endTime! + 1e-3);
+      assert.ok(rprof.startTime! <= rprof.results[0].time && rprof.results.at(-1)!.time <= rprof.endTime!);
+      const snapshot = rprof.snapshot();
+      assert.equal(snapshot.kind, "resources");
+      assert.ok(snapshot.startTime <= rprof.results[0].time && rprof.results.at(-1)!.time <= snapshot.endTime);
     });
 
     test("opts.callbacks", async () => {
@@ -84,9 +87,11 @@ for (const scheduler of SCHEDULERS) {
       assert.ok(during.length >= 4, `${during.length} samples during the task`);
       // The machine's cores are shared with other work, so compare with the share the task got, not 100%.
       assert.ok(share > 15, `the busy task got ${share.toFixed(1)}% of a core`);
-      for (const r of during) assert.ok(r.cpu > share / 2, `cpu ${r.cpu.toFixed(1)}% while busy (task got ${share.toFixed(1)}%)`);
+      const cpus = during.map((r) => r.cpu.toFixed(1)).join(", ");
+      // One 0.1 s interval can be starved by the other work; most must show the task's load.
+      assert.ok(during.filter((r) => r.cpu > share / 2).length >= 4, `cpu ${cpus} while busy (task got ${share.toFixed(1)}%)`);
       const mean = during.reduce((sum, r) => sum + r.cpu, 0) / during.length;
-      assert.ok(Math.abs(mean - share) < share * 0.35, `mean ${mean.toFixed(1)}% vs ${share.toFixed(1)}%`);
+      assert.ok(Math.abs(mean - share) < share * 0.4, `mean ${mean.toFixed(1)}% vs ${share.toFixed(1)}%: ${cpus}`);
     });
 
     test("the first sample is a real measurement and stopping is prompt", async () => {

@@ -69,8 +69,9 @@ export class ResourceProfiler extends Recorder<null> implements Visualizable {
   }
 
   override finish(dsk: Graph, state: State): void {
-    super.finish(dsk, state);
+    // Collect first: the span then ends after the final sample.
     if (!this.inBlock && this.computing > 0 && --this.computing === 0) this.collect(P.PAUSE);
+    super.finish(dsk, state);
   }
 
   /** Stops and ends the sampler thread (it is started again when needed). Safe to call twice. */
@@ -97,7 +98,9 @@ export class ResourceProfiler extends Recorder<null> implements Visualizable {
 
   snapshot(): ProfileSnapshot {
     const { results } = this;
-    return { kind: "resources", results: [...results], ...this.span(results[0]?.time, results.at(-1)?.time) };
+    const span = this.span(results[0]?.time, results.at(-1)?.time);
+    // A block's end time is read before its profilers stop, so its final sample may come a moment later.
+    return { kind: "resources", results: [...results], ...span, endTime: Math.max(span.endTime, results.at(-1)?.time ?? 0) };
   }
 
   private begin(time: number): void {
