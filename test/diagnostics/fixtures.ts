@@ -1,22 +1,19 @@
 // Graphs and helpers shared by the diagnostics tests (ports of dask/diagnostics/tests).
 import assert from "node:assert/strict";
 import type { SchedulerName } from "../../src";
+import { add, mul, slowadd } from "./tasks";
 
-export const add = (a: number, b: number): number => a + b;
-export const mul = (a: number, b: number): number => a * b;
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-export const slowadd = async (a: number, b: number): Promise<number> => {
-  await sleep(100);
-  return a + b;
-};
 
 export const dsk = { a: 1, b: 2, c: [add, "a", "b"], d: [mul, "a", "b"], e: [mul, "c", "d"] };
 export const dsk2 = { a: 1, b: 2, c: [slowadd, "a", "b"] };
 
 /**
- * The schedulers every test runs under. Dask runs these tests with the threaded and sync
+ * The schedulers the scheduler-independent tests run under (their task functions come from
+ * ./tasks so the pools can ship them). Dask runs these tests with the threaded and sync
  * schedulers; this branch has only "sync" (get(…, {scheduler: "threads"}) throws "not
- * available" here) — add "threads" and "processes" once the pool executors are merged.
+ * available" here): add "threads" and "processes" once the pool executors are merged — the
+ * tests pass with them (checked against the executors branch).
  */
 export const SCHEDULERS: readonly SchedulerName[] = ["sync"];
 

@@ -6,7 +6,8 @@ import { Graph } from "../../src/kernel/graph/graph";
 import type { Executor, TaskJob, TaskOutcome } from "../../src/kernel/scheduler/executor";
 import { evaluate } from "../../src/kernel/graph/spec";
 import { runLoop } from "../../src/kernel/scheduler/loop";
-import { SCHEDULERS, add, dsk, dsk2, sleep } from "./fixtures";
+import { SCHEDULERS, dsk, dsk2, sleep } from "./fixtures";
+import { add, div, length, zeros } from "./tasks";
 
 for (const scheduler of SCHEDULERS) {
   describe(`Profiler (${scheduler})`, () => {
@@ -25,17 +26,14 @@ for (const scheduler of SCHEDULERS) {
       for (const r of results) {
         assert.ok(Array.isArray(r.task) && typeof r.task[0] === "function", "task is the graph's task spec");
         assert.ok(prof.startTime! <= r.startTime && r.startTime <= r.endTime && r.endTime <= prof.endTime!);
-        assert.equal(r.workerId, null);
+        if (scheduler === "sync") assert.equal(r.workerId, null);
+        else assert.notEqual(r.workerId, null);
       }
       prof.clear();
       assert.deepEqual(prof.results, []);
     });
 
     test("R2: failed tasks leave no record", async () => {
-      const div = (x: number, y: number): number => {
-        if (y === 0) throw new RangeError("division by zero");
-        return x / y;
-      };
       await assert.rejects(withCallbacks(prof, () => get({ x: [div, 1, 1], y: [div, "x", 2], z: [div, "y", 0] }, "z", { scheduler })), RangeError);
       assert.deepEqual(prof.results.map((r) => Object.keys(r).sort()), [0, 1].map(() => ["endTime", "key", "startTime", "task", "workerId"]));
       assert.deepEqual(prof.results.map((r) => r.key), ["x", "y"]);
@@ -150,7 +148,7 @@ for (const scheduler of SCHEDULERS) {
 
     test("nbytes as the metric", async () => {
       const cprof = new CacheProfiler({ metric: nbytes });
-      await withCallbacks(cprof, () => get({ x: [() => new Float64Array(1000)], y: [(a: Float64Array) => a.length, "x"] }, "y", { scheduler }));
+      await withCallbacks(cprof, () => get({ x: [zeros, 1000], y: [length, "x"] }, "y", { scheduler }));
       assert.deepEqual(cprof.results.map((r) => [r.key, r.metric]), [["x", 8000], ["y", 8]]);
       assert.equal(cprof.metricName, "nbytes");
     });
