@@ -3,7 +3,7 @@
 // requested, sync scheduler — beside Dask's diagnostics (bench/dask_diagnostics.py) in the same run.
 // Target: all four together add ≤ 5 µs per task.
 // Figures: main-thread CPU time (steady on a shared machine) and wall time, µs per task.
-// Run: npx tsc -p tsconfig.test.json && node build/bench/diagnostics.js [rounds] [gets]
+// Run: npm run bench -- diagnostics  (or node build/bench/diagnostics.js [rounds] [gets])
 
 import { CacheProfiler, type Callback, Profiler, ProgressBar, ResourceProfiler, get, withCallbacks } from "../src";
 import { threadCpuSeconds } from "../src/kernel/diagnostics/sampler";
