@@ -15,6 +15,9 @@ export interface ResourceProfilerOptions {
   readonly dt?: number;
 }
 
+/** A profiler dropped while its sampler thread waits (used per call and never closed) takes the thread with it. */
+const abandoned = new FinalizationRegistry<Worker>((worker) => void worker.terminate());
+
 /** Longest a stop waits for the sampler's last sample (it normally answers within milliseconds). */
 const STOP_TIMEOUT_MS = 2000;
 
@@ -76,9 +79,7 @@ export class ResourceProfiler extends Recorder<null> implements Visualizable {
 
   /** Stops and ends the sampler thread (it is started again when needed). Safe to call twice. */
   close(): void {
-    const thread = this.thread;
-    this.thread = undefined;
-    thread?.stop(P.STOP);
+    this.detach()?.stop(P.STOP);
   }
 
   override unregister(): void {
@@ -104,22 +105,32 @@ export class ResourceProfiler extends Recorder<null> implements Visualizable {
   }
 
   private begin(time: number): void {
-    this.thread ??= new SamplerThread(this.dt);
+    if (this.thread === undefined) {
+      this.thread = new SamplerThread(this.dt);
+      abandoned.register(this, this.thread.worker, this.thread);
+    }
     this.thread.begin(time);
   }
 
   private collect(command: typeof P.PAUSE | typeof P.STOP): void {
-    const thread = this.thread;
+    const thread = command === P.STOP ? this.detach() : this.thread;
     if (thread === undefined) return;
-    if (command === P.STOP) this.thread = undefined;
     let samples: [number, number, number][];
     try {
       samples = thread.stop(command);
     } catch (error) {
-      this.thread = undefined; // a failed sampler has ended; the next start makes a new one
+      if (this.thread === thread) this.detach(); // a failed sampler has ended; the next start makes a new one
       throw error;
     }
     for (const [time, mem, cpu] of samples) this.results.push({ time, mem, cpu });
+  }
+
+  /** Takes the sampler thread away from this profiler, for stopping it. */
+  private detach(): SamplerThread | undefined {
+    const thread = this.thread;
+    this.thread = undefined;
+    if (thread !== undefined) abandoned.unregister(thread);
+    return thread;
   }
 }
 
@@ -129,7 +140,7 @@ class SamplerThread {
   private readonly ints = new Int32Array(this.control, 0, 4);
   private readonly floats = new Float64Array(this.control, 16, 2);
   private readonly port: MessagePort;
-  private readonly worker: Worker;
+  readonly worker: Worker;
   private failure: Error | undefined = undefined;
 
   constructor(dt: number) {
