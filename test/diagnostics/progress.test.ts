@@ -128,6 +128,19 @@ describe("ProgressBar, on the calling thread", () => {
   });
 });
 
+test("in a log, a run longer than 5 s gets one progress line per 5 s, then the final one", async () => {
+  const out = new FakeOut(false);
+  const graph: Record<string, unknown> = {};
+  for (let i = 0; i < 11; i++) graph[`nap-${i}`] = [nap, i, 500];
+  await withCallbacks(new ProgressBar({ out, width: 11 }), () => get(graph, Object.keys(graph)));
+  const lines = out.text.split("\n");
+  assert.equal(lines.pop(), "");
+  assert.ok(!out.text.includes("\r"));
+  assert.equal(lines.length, 2, JSON.stringify(out.text));
+  assert.match(lines[0], /^\[#{7,10} *\] \| [7-9]\d% Completed \| 5\.\d\d s$/);
+  assert.match(lines[1], /^\[#{11}\] \| 100% Completed \| 5\.\d\d s$/);
+});
+
 describe("ProgressBar in a notebook (fake LiveDisplay)", () => {
   class FakeDisplay implements LiveDisplay {
     bundles: MimeBundle[] = [];

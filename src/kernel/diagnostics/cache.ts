@@ -56,7 +56,7 @@ export class CacheProfiler extends Recorder<CacheRun> implements Visualizable {
     return { cached: new Map(), released: 0 };
   }
 
-  protected endRun(run: CacheRun | undefined, time: number): void {
+  protected override endRun(run: CacheRun | undefined, time: number): void {
     if (run === undefined) return;
     // Requested results (and, after an error, whatever was cached) leave the cache with the computation.
     for (const [key, entry] of run.cached) this.record(key, entry, time);

@@ -30,8 +30,6 @@ export class Profiler extends Recorder<Dispatches> implements Visualizable {
     return { key: undefined, time: 0, earlier: new Map() };
   }
 
-  protected endRun(): void {}
-
   override clear(): void {
     super.clear();
     this.results = [];

@@ -48,8 +48,6 @@ export class ResourceProfiler extends Recorder<null> implements Visualizable {
     return null;
   }
 
-  protected endRun(): void {}
-
   override clear(): void {
     super.clear();
     this.results = [];
