@@ -6,3 +6,4 @@ export * from "./callbacks";
 export * from "./collections";
 export * from "./diagnostics";
 export * from "./display";
+export * from "./diagnostics/visualize";

@@ -1,0 +1,142 @@
+// The Profiler's plot: one rectangle per task on its worker's row, coloured by task group; above
+// DETAIL_LIMIT tasks, per-worker time bins coloured by the bin's dominant group and shaded by how busy it was.
+
+import { formatKey } from "../../graph/keys";
+import type { TaskData } from "../types";
+import { seconds, timeAxis } from "./frame";
+import { taskFunctionName } from "./groups";
+import { DETAIL_LIMIT, type PlotContext, type VegaLiteSpec, binCount } from "./plot";
+
+/** The label of a worker row; the sync scheduler runs tasks on the main thread (worker id null). */
+export function workerLabel(workerId: TaskData["workerId"]): string {
+  return workerId === null ? "main" : String(workerId);
+}
+
+/** Worker rows, busiest first (Dask's order), with each task's row index. */
+export function workerRows(tasks: readonly TaskData[]): { labels: string[]; rowOf: Int32Array } {
+  const busy = new Map<string, number>();
+  const labelOf = tasks.map((task) => workerLabel(task.workerId));
+  tasks.forEach((task, i) => busy.set(labelOf[i], (busy.get(labelOf[i]) ?? 0) + (task.endTime - task.startTime)));
+  const labels = [...busy].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([label]) => label);
+  const index = new Map(labels.map((label, i) => [label, i]));
+  const rowOf = Int32Array.from(labelOf, (label) => index.get(label) as number);
+  return { labels, rowOf };
+}
+
+export function tasksPlot(tasks: readonly TaskData[], groups: readonly string[], context: PlotContext): VegaLiteSpec {
+  const rows = workerRows(tasks);
+  const detailed = tasks.length <= DETAIL_LIMIT;
+  const values = detailed ? taskMarks(tasks, groups, rows, context) : binnedMarks(tasks, groups, rows, context);
+  const color = {
+    field: "color",
+    type: "nominal",
+    title: "Task group",
+    scale: context.colors.scale,
+    legend: { symbolLimit: context.colors.domain.length },
+  };
+  const encoding: Record<string, unknown> = {
+    x: timeAxis(context.frame, context.bottom),
+    x2: { field: "t2" },
+    y: {
+      field: "worker",
+      type: "nominal",
+      title: "Worker",
+      // Empty profilers still get a row, so the plot keeps its axes instead of collapsing.
+      scale: { domain: rows.labels.length > 0 ? rows.labels : ["main"] },
+      axis: { ticks: false, domain: false },
+    },
+    color,
+    tooltip: detailed
+      ? [
+          { field: "key", type: "nominal", title: "Key" },
+          { field: "group", type: "nominal", title: "Group" },
+          { field: "fn", type: "nominal", title: "Function" },
+          { field: "worker", type: "nominal", title: "Worker" },
+          { field: "t", type: "quantitative", title: "Start (s)", format: ".6~f" },
+          { field: "dur", type: "quantitative", title: "Duration (s)", format: ".3~g" },
+        ]
+      : [
+          { field: "worker", type: "nominal", title: "Worker" },
+          { field: "t", type: "quantitative", title: "From (s)", format: ".3~f" },
+          { field: "t2", type: "quantitative", title: "To (s)", format: ".3~f" },
+          { field: "color", type: "nominal", title: "Mostly" },
+          { field: "busy", type: "quantitative", title: "Busy", format: ".0%" },
+          { field: "started", type: "quantitative", title: "Tasks started" },
+        ],
+  };
+  if (!detailed) {
+    encoding.opacity = { field: "busy", type: "quantitative", scale: { domain: [0, 1], range: [0.15, 1] }, legend: null };
+  }
+  return {
+    width: context.width,
+    height: context.height,
+    data: { values },
+    mark: detailed ? { type: "rect", stroke: "white", strokeWidth: 0.5, strokeOpacity: 0.6 } : { type: "rect" },
+    encoding,
+    ...(detailed ? {} : { title: { text: `${tasks.length} tasks, shown in time bins`, fontSize: 11, fontWeight: "normal", anchor: "end" } }),
+  };
+}
+
+function taskMarks(tasks: readonly TaskData[], groups: readonly string[], rows: ReturnType<typeof workerRows>, context: PlotContext): object[] {
+  const { origin } = context.frame;
+  return tasks.map((task, i) => ({
+    t: seconds(task.startTime - origin),
+    t2: seconds(task.endTime - origin),
+    dur: task.endTime - task.startTime,
+    worker: rows.labels[rows.rowOf[i]],
+    key: formatKey(task.key),
+    group: groups[i],
+    fn: taskFunctionName(task.task),
+    color: context.colors.colorGroup(groups[i]),
+  }));
+}
+
+/**
+ * Per worker and time bin: the busy fraction and the colour group with the most busy time.
+ * Profiler intervals on one worker do not overlap, so the work is O(tasks + workers × bins).
+ */
+function binnedMarks(tasks: readonly TaskData[], groups: readonly string[], rows: ReturnType<typeof workerRows>, context: PlotContext): object[] {
+  const { origin, span } = context.frame;
+  const bins = binCount(context.width);
+  const binWidth = span / bins;
+  const colorIndex = new Map(context.colors.domain.map((group, i) => [group, i]));
+  const colorsCount = context.colors.domain.length;
+  const workers = rows.labels.length;
+  // busy[(worker * bins + bin) * colorsCount + color] = seconds
+  const busy = new Float64Array(workers * bins * colorsCount);
+  const started = new Uint32Array(workers * bins);
+  const binAt = (t: number): number => Math.min(bins - 1, Math.max(0, Math.floor(t / binWidth)));
+  tasks.forEach((task, i) => {
+    const start = task.startTime - origin;
+    const end = task.endTime - origin;
+    const color = colorIndex.get(context.colors.colorGroup(groups[i])) as number;
+    const row = rows.rowOf[i];
+    started[row * bins + binAt(start)] += 1;
+    for (let bin = binAt(start), last = binAt(end); bin <= last; bin++) {
+      const overlap = Math.min(end, (bin + 1) * binWidth) - Math.max(start, bin * binWidth);
+      if (overlap > 0) busy[(row * bins + bin) * colorsCount + color] += overlap;
+    }
+  });
+  const values: object[] = [];
+  for (let row = 0; row < workers; row++) {
+    for (let bin = 0; bin < bins; bin++) {
+      const cell = (row * bins + bin) * colorsCount;
+      let total = 0;
+      let top = 0;
+      for (let c = 0; c < colorsCount; c++) {
+        total += busy[cell + c];
+        if (busy[cell + c] > busy[cell + top]) top = c;
+      }
+      if (total <= 0 && started[row * bins + bin] === 0) continue;
+      values.push({
+        t: seconds(bin * binWidth),
+        t2: seconds((bin + 1) * binWidth),
+        worker: rows.labels[row],
+        color: context.colors.domain[top],
+        busy: Math.min(1, total / binWidth),
+        started: started[row * bins + bin],
+      });
+    }
+  }
+  return values;
+}
