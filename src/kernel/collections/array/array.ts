@@ -15,7 +15,7 @@ export type Chunks = readonly (readonly number[])[];
  * How to cut an array: one block size for every axis (`1000`), one per axis (`[1000, 500]`),
  * or the explicit sizes (`[[600, 400], [500]]`). Omitted: blocks of about 128 MiB.
  */
-export type ChunksInput = number | readonly number[] | readonly (readonly number[])[];
+export type ChunksInput = number | readonly (number | readonly number[])[];
 
 /** One layer of the graph: the tasks (or values) behind the blocks of one array. */
 export type Layer = ReadonlyMap<Key, unknown>;

@@ -11,7 +11,7 @@ export type Seed = readonly [number, number, number, number];
 export function seedFromHex(hex: string): Seed {
   if (!/^[0-9a-f]{32}$/.test(hex)) throw new Error(`A chunk seed needs 32 hex digits, got ${JSON.stringify(hex)}`);
   const words = [0, 8, 16, 24].map((at) => parseInt(hex.slice(at, at + 8), 16) >>> 0);
-  if (words.every((word) => word === 0)) words[0] = 1;
+  if (!words.some((word) => word !== 0)) words[0] = 1;
   return words as unknown as Seed;
 }
 
