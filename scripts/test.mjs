@@ -1,7 +1,7 @@
 // The whole test suite: compile sources and tests, prepare what the tests need, run node's test runner.
 // Usage: npm test [-- <substring filter on test file paths>]
 import { execFileSync, spawnSync } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureChromium } from "./setup/chromium.mjs";
@@ -10,6 +10,8 @@ import { ensurePythonEnv } from "./setup/python.mjs";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: "inherit" });
 
+// build/ is wiped so a deleted test's stale output cannot run.
+rmSync(join(root, "build"), { recursive: true, force: true });
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"]);
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.test.json"]);
 

@@ -75,12 +75,12 @@ export const HOOK_NAMES = ["start", "startState", "pretask", "posttask", "finish
 interface Scope {
   /** Callbacks of the enclosing withCallbacks blocks, outermost first. */
   readonly callbacks: readonly Callback[];
-  /** True inside a running task: a nested computation sees no outer callbacks. */
-  readonly insideTask: boolean;
+  /** False inside a running task: computations it starts ignore registered callbacks too. */
+  readonly seesRegistered: boolean;
 }
 
 const scopes = new AsyncLocalStorage<Scope>();
-const INSIDE_TASK: Scope = { callbacks: [], insideTask: true };
+const INSIDE_TASK: Scope = { callbacks: [], seesRegistered: false };
 
 /**
  * Dask's `with cb1, cb2:` block. The callbacks apply to computations started inside `fn`
@@ -92,7 +92,7 @@ export function withCallbacks<T>(callbacks: Callback | readonly Callback[], fn: 
     if (!(cb instanceof Callback)) throw new TypeError(`withCallbacks takes Callback objects, got ${typeof cb}`);
   }
   const outer = scopes.getStore();
-  const scope: Scope = { callbacks: [...(outer?.insideTask ? [] : outer?.callbacks ?? []), ...added], insideTask: false };
+  const scope: Scope = { callbacks: [...(outer?.callbacks ?? []), ...added], seesRegistered: outer?.seesRegistered ?? true };
   const started: Callback[] = [];
   const endBlock = (): Promise<void> | void => {
     const pending: Promise<void>[] = [];
@@ -134,10 +134,8 @@ export function withCallbacks<T>(callbacks: Callback | readonly Callback[], fn: 
 export function activeCallbacks(own: readonly Callback[] | undefined): Callback[] {
   const scope = scopes.getStore();
   const seen = new Set<Callback>(own ?? []);
-  if (scope === undefined || !scope.insideTask) {
-    for (const cb of scope?.callbacks ?? []) seen.add(cb);
-    for (const cb of registered) seen.add(cb);
-  }
+  for (const cb of scope?.callbacks ?? []) seen.add(cb);
+  if (scope?.seesRegistered ?? true) for (const cb of registered) seen.add(cb);
   return [...seen];
 }
 

@@ -5,8 +5,15 @@ import { keyOfCollection, quote } from "../graph/spec";
 import { type GetOptions, get } from "../scheduler/get";
 import { tokenize } from "./tokenize";
 
-/** An argument to a delayed function: a value, or a Delayed that will produce it. */
-export type MaybeDelayed<T> = T | Delayed<T>;
+/** An argument to a delayed function: a value, a Delayed that will produce it, or arrays/objects of those. */
+export type MaybeDelayed<T> =
+  | T
+  | Delayed<T>
+  | (T extends readonly (infer U)[]
+      ? readonly MaybeDelayed<U>[]
+      : T extends Record<string, unknown>
+        ? { [K in keyof T]: MaybeDelayed<T[K]> }
+        : never);
 type DelayedArgs<A extends unknown[]> = { [I in keyof A]: MaybeDelayed<A[I]> };
 
 /** A value not computed yet: one task, plus the Delayed values it needs. */

@@ -30,12 +30,15 @@ export interface LoopOptions {
 /** Longest stretch of synchronous tasks before the loop lets timers and I/O run. */
 const YIELD_EVERY_MS = 20;
 
-const EMPTY_STATE = Object.freeze({}) as State;
+/** What finish() sees when the graph was rejected before a state existed (Dask passes `{}`). */
+function emptyState(graph: Graph): State {
+  return new SchedulerState(buildPlan(graph, [])).view;
+}
 
 export async function runLoop(options: LoopOptions): Promise<unknown> {
   const { graph, executor, callbacks, signal } = options;
   const started: Callback[] = [];
-  let state: State = EMPTY_STATE;
+  let state: State | undefined;
   let scheduler: SchedulerState | undefined;
   let succeeded = false;
   const outcomes: TaskOutcome[] = [];
@@ -103,6 +106,7 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
     let finishFailed = false;
     for (const cb of started) {
       try {
+        state ??= emptyState(graph);
         cb.finish?.(graph, state, !succeeded);
       } catch (error) {
         if (!finishFailed) [finishError, finishFailed] = [error, true];

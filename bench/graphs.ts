@@ -1,0 +1,56 @@
+// The graphs every scheduler benchmark uses, built the same way on the Dask side (bench/dask_*.py).
+
+import type { Key } from "../src";
+
+export interface BenchGraph {
+  readonly name: string;
+  readonly graph: Map<Key, unknown> | Record<string, unknown>;
+  readonly keys: Key[];
+  readonly tasks: number;
+}
+
+/** Does nothing; returns null so no result is kept alive by accident. */
+export function noop(..._args: unknown[]): null {
+  return null;
+}
+
+/** x0 ← x1 ← … ← x(n-1): each task depends on the one before. */
+export function chain(n: number): BenchGraph {
+  const graph: Record<string, unknown> = { "x-0": [noop] };
+  for (let i = 1; i < n; i++) graph[`x-${i}`] = [noop, `x-${i - 1}`];
+  return { name: `chain of ${n}`, graph, keys: [`x-${n - 1}`], tasks: n };
+}
+
+/** `width` independent chains of `depth` tasks, tuple keys ("x", level, i); all last levels requested. */
+export function independent(width: number, depth: number): BenchGraph {
+  const graph = new Map<Key, unknown>();
+  const keys: Key[] = [];
+  for (let i = 0; i < width; i++) {
+    graph.set(["x", 0, i], [noop]);
+    for (let level = 1; level < depth; level++) graph.set(["x", level, i], [noop, ["x", level - 1, i]]);
+    keys.push(["x", depth - 1, i]);
+  }
+  return { name: `${width}×${depth} independent`, graph, keys, tasks: width * depth };
+}
+
+/** A binary tree reduction over `leaves` leaf tasks. */
+export function treeReduction(leaves: number): BenchGraph {
+  const graph: Record<string, unknown> = {};
+  let level: string[] = [];
+  for (let i = 0; i < leaves; i++) {
+    graph[`leaf-${i}`] = [noop];
+    level.push(`leaf-${i}`);
+  }
+  for (let depth = 0; level.length > 1; depth++) {
+    const next: string[] = [];
+    for (let i = 0; i < level.length; i += 2) {
+      const key = `sum-${depth}-${i / 2}`;
+      graph[key] = i + 1 < level.length ? [noop, level[i], level[i + 1]] : [noop, level[i]];
+      next.push(key);
+    }
+    level = next;
+  }
+  return { name: `tree reduction over ${leaves}`, graph, keys: level, tasks: Object.keys(graph).length };
+}
+
+export const STANDARD_GRAPHS = (): BenchGraph[] => [chain(10_000), independent(2000, 5), treeReduction(10_000)];

@@ -1,0 +1,43 @@
+// Shared by the benchmarks: timing, running the Dask side in the project's Python, and printing.
+
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+
+const root = join(__dirname, "..", "..");
+
+/** Best wall time in seconds of `repeats` runs after one warm-up. */
+export async function bestOf(repeats: number, run: () => Promise<unknown>): Promise<number> {
+  await run();
+  let best = Infinity;
+  for (let i = 0; i < repeats; i++) {
+    const t0 = performance.now();
+    await run();
+    best = Math.min(best, (performance.now() - t0) / 1000);
+  }
+  return best;
+}
+
+/** Runs bench/<script> with the project's Python (see scripts/setup/python.mjs) and parses its JSON output. */
+export function runPython<T>(script: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}): T {
+  const python = process.env.TSDASK_PYTHON ?? join(root, ".venv/bin/python");
+  const stdout = execFileSync(python, [join(root, "bench", script), ...args], {
+    cwd: join(root, "bench"),
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const lastLine = stdout.trim().split("\n").pop() ?? "";
+  return JSON.parse(lastLine) as T;
+}
+
+/** Prints rows as an aligned table. */
+export function printTable(header: readonly string[], rows: readonly (readonly (string | number)[])[]): void {
+  const cells = [header, ...rows].map((row) => row.map((cell) => (typeof cell === "number" ? format(cell) : cell)));
+  const widths = header.map((_, i) => Math.max(...cells.map((row) => row[i].length)));
+  for (const row of cells) console.log(row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join("  "));
+}
+
+function format(value: number): string {
+  return Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 1 ? value.toFixed(2) : value.toFixed(3);
+}

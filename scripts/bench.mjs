@@ -1,0 +1,22 @@
+// Benchmarks: compile, prepare the Python side (Dask, NumPy), run bench/<name>.ts files.
+// Usage: npm run bench [-- <name>]   (no name: every benchmark)
+import { execFileSync } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ensurePythonEnv } from "./setup/python.mjs";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.test.json"], { cwd: root, stdio: "inherit" });
+const python = ensurePythonEnv();
+const env = { ...python.env, TSDASK_PYTHON: python.python };
+
+const wanted = process.argv[2];
+const benches = readdirSync(join(root, "build/bench"))
+  .filter((name) => name.endsWith(".js") && !["graphs.js", "harness.js"].includes(name))
+  .filter((name) => wanted === undefined || name === `${wanted}.js`);
+if (benches.length === 0) throw new Error(`No benchmark named ${wanted}`);
+for (const name of benches) {
+  console.log(`\n=== bench/${name.replace(/\.js$/, ".ts")}`);
+  execFileSync(process.execPath, ["--max-old-space-size=8192", join(root, "build/bench", name)], { cwd: root, stdio: "inherit", env });
+}
