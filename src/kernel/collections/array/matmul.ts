@@ -1,12 +1,43 @@
-// The block product kernel. No npm library beat a hand-written loop here (see bench/array.ts):
-// ml-matrix's mmul and @stdlib/blas's dgemm are plain triple loops, and no maintained WASM BLAS
-// installs from npm. This one packs a 4-row strip of A and a 4-column panel of B so the inner
-// loop keeps a 4×4 tile of C in local variables: 8 loads per 32 multiply-adds.
+// The block product kernel: a 4×4-tile matrix product in WebAssembly SIMD (asm/gemm.ts, built by
+// scripts/build-wasm.mjs). No npm library was close (see bench/array.ts): ml-matrix's mmul and
+// @stdlib/blas's dgemm are plain scalar loops, and no maintained WASM BLAS installs from npm.
+// The same tiling in plain JavaScript measured 1.5–3× slower than this (JavaScript has no SIMD).
 
 import { type Chunk, allocate } from "./chunk";
+import { GEMM_WASM_BASE64 } from "./gemm-wasm";
 
-/** Panel depth: a 4-wide panel of B (8 KB at 256 deep) stays in L1 while a strip of A streams past. */
+/** Slice of the inner dimension per packing: a 4-wide panel of B (8 KB at 256 deep) stays in L1. */
 const DEPTH = 256;
+/** Rows per call into WebAssembly; many short calls let V8 move the kernel to its optimising tier early. */
+const STRIP = 64;
+/** The first 64 KiB belong to the module's own data. */
+const BASE = 65536;
+
+// The tsconfig's libraries (ES2022 + @types/node) do not declare WebAssembly; the part used here:
+declare const WebAssembly: {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { readonly exports: unknown };
+};
+
+interface GemmKernel {
+  readonly memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
+  packPanels(b: number, panels: number, p0: number, depth: number, n: number): void;
+  multiplyStrips(a: number, c: number, strip: number, panels: number, p0: number, depth: number, k: number, n: number, i0: number, i1: number): void;
+}
+
+/** One instance per thread (each worker makes its own on first use). */
+let kernel: GemmKernel | undefined;
+
+function gemmKernel(): GemmKernel {
+  if (kernel === undefined) {
+    const module = new WebAssembly.Module(Buffer.from(GEMM_WASM_BASE64, "base64"));
+    const abort = (): never => {
+      throw new Error("matmul: the WebAssembly kernel aborted");
+    };
+    kernel = new WebAssembly.Instance(module, { env: { abort } }).exports as unknown as GemmKernel;
+  }
+  return kernel;
+}
 
 /** The matrix product of two blocks; a 1-d block is a row (on the left) or a column (on the right). */
 export function matmul(left: Chunk, right: Chunk): Chunk {
@@ -24,83 +55,27 @@ export function matmul(left: Chunk, right: Chunk): Chunk {
   return { shape, data: out };
 }
 
-/** c += a · b for row-major a (m×k), b (k×n), c (m×n). */
+/** c += a · b for row-major a (m×k), b (k×n), c (m×n), computed in the WebAssembly kernel's memory. */
 export function multiplyInto(a: Float64Array, b: Float64Array, c: Float64Array, m: number, k: number, n: number): void {
-  const panels = Math.ceil(n / 4);
-  const packedB = new Float64Array(panels * 4 * Math.min(DEPTH, k));
-  const packedA = new Float64Array(4 * Math.min(DEPTH, k));
+  const gemm = gemmKernel();
+  const even = (count: number): number => count + (count % 2); // keeps every region 16-byte aligned
+  const depth = Math.min(DEPTH, k);
+  const at = { a: BASE, b: 0, c: 0, strip: 0, panels: 0, end: 0 };
+  at.b = at.a + even(m * k) * 8;
+  at.c = at.b + even(k * n) * 8;
+  at.strip = at.c + even(m * n) * 8;
+  at.panels = at.strip + (4 * depth + 16) * 8;
+  at.end = at.panels + Math.ceil(n / 4) * 4 * depth * 8;
+  const missing = at.end - gemm.memory.buffer.byteLength;
+  if (missing > 0) gemm.memory.grow(Math.ceil(missing / 65536));
+  const heap = new Float64Array(gemm.memory.buffer);
+  heap.set(a, at.a / 8);
+  heap.set(b, at.b / 8);
+  heap.set(c, at.c / 8);
   for (let p0 = 0; p0 < k; p0 += DEPTH) {
-    const depth = Math.min(DEPTH, k - p0);
-    packColumns(b, packedB, p0, depth, n);
-    for (let i0 = 0; i0 < m; i0 += 4) {
-      const rows = Math.min(4, m - i0);
-      packRows(a, packedA, i0, rows, p0, depth, k);
-      for (let panel = 0; panel < panels; panel++) {
-        tile(packedA, packedB, panel * depth * 4, depth, c, i0, rows, panel * 4, n);
-      }
-    }
+    const slice = Math.min(DEPTH, k - p0);
+    gemm.packPanels(at.b, at.panels, p0, slice, n);
+    for (let i0 = 0; i0 < m; i0 += STRIP) gemm.multiplyStrips(at.a, at.c, at.strip, at.panels, p0, slice, k, n, i0, Math.min(m, i0 + STRIP));
   }
-}
-
-/** Copies rows p0 … p0+depth of b into 4-column panels, each laid out [p][0..3], zero-padded. */
-function packColumns(b: Float64Array, packed: Float64Array, p0: number, depth: number, n: number): void {
-  const panels = Math.ceil(n / 4);
-  for (let panel = 0; panel < panels; panel++) {
-    const j0 = panel * 4;
-    const base = panel * depth * 4;
-    const width = Math.min(4, n - j0);
-    for (let p = 0; p < depth; p++) {
-      const from = (p0 + p) * n + j0;
-      const to = base + p * 4;
-      for (let q = 0; q < 4; q++) packed[to + q] = q < width ? b[from + q] : 0;
-    }
-  }
-}
-
-/** Copies a 4-row strip of a (columns p0 … p0+depth) laid out [p][0..3], zero-padded. */
-function packRows(a: Float64Array, packed: Float64Array, i0: number, rows: number, p0: number, depth: number, k: number): void {
-  for (let p = 0; p < depth; p++) {
-    for (let r = 0; r < 4; r++) packed[p * 4 + r] = r < rows ? a[(i0 + r) * k + p0 + p] : 0;
-  }
-}
-
-function tile(
-  pa: Float64Array,
-  pb: Float64Array,
-  base: number,
-  depth: number,
-  c: Float64Array,
-  i0: number,
-  rows: number,
-  j0: number,
-  n: number,
-): void {
-  let c00 = 0, c01 = 0, c02 = 0, c03 = 0, c10 = 0, c11 = 0, c12 = 0, c13 = 0;
-  let c20 = 0, c21 = 0, c22 = 0, c23 = 0, c30 = 0, c31 = 0, c32 = 0, c33 = 0;
-  for (let p = 0; p < depth; p++) {
-    const x = p * 4;
-    const y = base + x;
-    const a0 = pa[x], a1 = pa[x + 1], a2 = pa[x + 2], a3 = pa[x + 3];
-    const b0 = pb[y], b1 = pb[y + 1], b2 = pb[y + 2], b3 = pb[y + 3];
-    c00 += a0 * b0; c01 += a0 * b1; c02 += a0 * b2; c03 += a0 * b3;
-    c10 += a1 * b0; c11 += a1 * b1; c12 += a1 * b2; c13 += a1 * b3;
-    c20 += a2 * b0; c21 += a2 * b1; c22 += a2 * b2; c23 += a2 * b3;
-    c30 += a3 * b0; c31 += a3 * b1; c32 += a3 * b2; c33 += a3 * b3;
-  }
-  if (rows === 4 && j0 + 4 <= n) {
-    let o = i0 * n + j0;
-    c[o] += c00; c[o + 1] += c01; c[o + 2] += c02; c[o + 3] += c03;
-    o += n;
-    c[o] += c10; c[o + 1] += c11; c[o + 2] += c12; c[o + 3] += c13;
-    o += n;
-    c[o] += c20; c[o + 1] += c21; c[o + 2] += c22; c[o + 3] += c23;
-    o += n;
-    c[o] += c30; c[o + 1] += c31; c[o + 2] += c32; c[o + 3] += c33;
-    return;
-  }
-  const sums = [c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33];
-  const width = Math.min(4, n - j0);
-  for (let r = 0; r < rows; r++) {
-    for (let q = 0; q < width; q++) c[(i0 + r) * n + j0 + q] += sums[r * 4 + q];
-  }
+  c.set(heap.subarray(at.c / 8, at.c / 8 + m * n));
 }
