@@ -1,5 +1,5 @@
-// AssemblyScript source of the block-product kernel (WebAssembly with 128-bit SIMD).
-// scripts/build-wasm.mjs compiles it into src/kernel/collections/array/gemm-wasm.ts; the
+// AssemblyScript source of the block-product kernel (WebAssembly with 128-bit SIMD), part of asm/index.ts.
+// scripts/build-wasm.mjs compiles asm/index.ts into src/kernel/collections/array/wasm-binary.ts; the
 // JavaScript side (matmul.ts) copies the operands into this module's memory and calls
 // packPanels once per slice of the inner dimension, then multiplyStrips over row strips.
 // Why: JavaScript has no SIMD, and V8 compiles this to SSE/AVX pairs of f64 lanes.

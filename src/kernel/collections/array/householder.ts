@@ -1,10 +1,12 @@
 // QR kernels for tall-skinny QR: Householder reflections on a column-major copy of the block,
-// so every inner loop runs over contiguous memory. Hand-written because the npm options measured
+// so every inner loop runs over contiguous memory; the updates, nearly all the work, run in
+// WebAssembly SIMD (asm/householder.ts). Hand-written because the npm options measured
 // far slower (ml-matrix's QrDecomposition walks row arrays column by column; see bench/array.ts)
 // and because stacked triangular factors (TSQR's second stage) have a known sparsity that a
 // general QR cannot exploit: here each reflection touches only the rows that can be non-zero.
 
 import { type Chunk, allocate } from "./chunk";
+import { scratch } from "./wasm";
 
 /**
  * Rows touched by reflection k, as [start, end) pairs; the first pair starts at row k. For a dense
@@ -34,7 +36,13 @@ export function qrStacked(blocks: readonly Chunk[]): Chunk[] {
 }
 
 function factor(rowMajor: Float64Array, m: number, n: number, support: Support): Chunk[] {
-  const work = toColumnMajor(rowMajor, m, n);
+  const rangeCount = support(0).length / 2;
+  // The matrix, Q, and the current reflection's row ranges (i32 pairs: one double's room each).
+  const { kernels, offsets, heap } = scratch([m * n, m * n, rangeCount]);
+  const [atWork, atQ, atRows] = offsets;
+  const work = heap.subarray(atWork / 8, atWork / 8 + m * n);
+  const rowRanges = new Int32Array(heap.buffer, atRows, 2 * rangeCount);
+  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) work[j * m + i] = rowMajor[i * n + j];
   const taus = new Float64Array(n);
   const diagonal = new Float64Array(n);
   for (let k = 0; k < n; k++) {
@@ -42,9 +50,10 @@ function factor(rowMajor: Float64Array, m: number, n: number, support: Support):
     const [tau, beta] = makeReflector(work, k * m, k, rows);
     taus[k] = tau;
     diagonal[k] = beta;
-    // v's leading entry is 1 by construction; storing it lets the loops treat all rows alike.
+    // v's leading entry is 1 by construction; storing it lets the kernel treat all rows alike.
     work[k * m + k] = 1;
-    if (tau !== 0) reflect(work, work, k * m, m, tau, rows, k + 1, n);
+    rowRanges.set(rows);
+    if (tau !== 0) kernels.reflect(atWork, atWork + k * m * 8, m, tau, atRows, rangeCount, k + 1, n);
   }
   const r = allocate(n * n);
   for (let i = 0; i < n; i++) {
@@ -53,10 +62,12 @@ function factor(rowMajor: Float64Array, m: number, n: number, support: Support):
   }
   // Q = H0 H1 … H(n-1) applied to the first n columns of the identity, last reflection first:
   // reflection k leaves columns < k alone, so only columns k … n are touched.
-  const q = new Float64Array(m * n);
+  const q = heap.subarray(atQ / 8, atQ / 8 + m * n);
+  q.fill(0);
   for (let j = 0; j < n; j++) q[j * m + j] = 1;
   for (let k = n - 1; k >= 0; k--) {
-    if (taus[k] !== 0) reflect(q, work, k * m, m, taus[k], support(k), k, n);
+    rowRanges.set(support(k));
+    if (taus[k] !== 0) kernels.reflect(atQ, atWork + k * m * 8, m, taus[k], atRows, rangeCount, k, n);
   }
   return [
     { shape: [m, n], data: toRowMajor(q, m, n) },
@@ -82,63 +93,6 @@ function makeReflector(work: Float64Array, offset: number, k: number, rows: read
     for (let i = at === 0 ? rows[0] + 1 : rows[at]; i < rows[at + 1]; i++) work[offset + i] *= scale;
   }
   return [(beta - alpha) / beta, beta];
-}
-
-/**
- * Applies H = I − tau v vᵀ (v is column `vOffset` of `vectors`) to columns from … to of `target`
- * (column-major, m rows), over the reflection's rows only. Four columns share each pass over v.
- */
-function reflect(
-  target: Float64Array,
-  vectors: Float64Array,
-  vOffset: number,
-  m: number,
-  tau: number,
-  rows: readonly number[],
-  from: number,
-  to: number,
-): void {
-  let j = from;
-  for (; j + 4 <= to; j += 4) {
-    const o0 = j * m, o1 = o0 + m, o2 = o1 + m, o3 = o2 + m;
-    let w0 = 0, w1 = 0, w2 = 0, w3 = 0;
-    for (let at = 0; at < rows.length; at += 2) {
-      for (let i = rows[at]; i < rows[at + 1]; i++) {
-        const v = vectors[vOffset + i];
-        w0 += v * target[o0 + i];
-        w1 += v * target[o1 + i];
-        w2 += v * target[o2 + i];
-        w3 += v * target[o3 + i];
-      }
-    }
-    w0 *= tau; w1 *= tau; w2 *= tau; w3 *= tau;
-    for (let at = 0; at < rows.length; at += 2) {
-      for (let i = rows[at]; i < rows[at + 1]; i++) {
-        const v = vectors[vOffset + i];
-        target[o0 + i] -= w0 * v;
-        target[o1 + i] -= w1 * v;
-        target[o2 + i] -= w2 * v;
-        target[o3 + i] -= w3 * v;
-      }
-    }
-  }
-  for (; j < to; j++) {
-    const o = j * m;
-    let w = 0;
-    for (let at = 0; at < rows.length; at += 2) {
-      for (let i = rows[at]; i < rows[at + 1]; i++) w += vectors[vOffset + i] * target[o + i];
-    }
-    w *= tau;
-    for (let at = 0; at < rows.length; at += 2) {
-      for (let i = rows[at]; i < rows[at + 1]; i++) target[o + i] -= w * vectors[vOffset + i];
-    }
-  }
-}
-
-function toColumnMajor(data: Float64Array, m: number, n: number): Float64Array {
-  const out = new Float64Array(m * n);
-  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) out[j * m + i] = data[i * n + j];
-  return out;
 }
 
 function toRowMajor(data: Float64Array, m: number, n: number): Float64Array {
