@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { type Key, type SchedulerName, keyPrefix } from "../src";
 import * as da from "../src/kernel/collections/array";
 import * as kernels from "../src/kernel/collections/array/kernels";
-import { qr as qrBlock, qrStacked } from "../src/kernel/collections/array/householder";
+import { householderQ, qr as qrBlock, qrReflectors, qrStacked } from "../src/kernel/collections/array/householder";
 import { matmul } from "../src/kernel/collections/array/matmul";
 
 // The lead adds "threads" and "processes" here once those executors are merged; in this branch
@@ -202,7 +202,7 @@ for (const scheduler of schedulers) {
     });
 
     test("linalg.qr: q·r = a, qᵀq = I, r upper-triangular; layers grouped as tsqr", async () => {
-      const cases: [number, number, da.ChunksInput][] = [[40, 6, [10, 6]], [23, 5, [[5, 10, 8], 5]], [12, 4, [12, 4]]];
+      const cases: [number, number, da.ChunksInput][] = [[40, 6, [10, 6]], [23, 5, [[5, 10, 8], 5]], [12, 4, [12, 4]], [120, 17, [[40, 41, 39], 17]]];
       for (const [rows, cols, chunks] of cases) {
         const a = da.random.random([rows, cols], { chunks, seed: 3 });
         const [q, r] = da.linalg.qr(a);
@@ -267,7 +267,7 @@ for (const scheduler of schedulers) {
 
 describe("chunk kernels", () => {
   test("every function in an array graph is a module export, and data is shared memory", () => {
-    const exported = new Set<unknown>([...Object.values(kernels), matmul, qrBlock, qrStacked]);
+    const exported = new Set<unknown>([...Object.values(kernels), matmul, qrReflectors, householderQ, qrStacked]);
     const a = da.random.normal([20, 4], { chunks: [10, 4], seed: 1 });
     const [q, r] = da.linalg.qr(a);
     const graph = q.dot(r).add(a).mean({ axis: 0 }).dask;
@@ -322,7 +322,7 @@ test("different operations give different layer names", () => {
   assert.equal(names.size, 8);
 });
 
-test("the committed WebAssembly kernel is built from asm/gemm.ts", () => {
+test("the committed WebAssembly kernels are built from asm/", () => {
   // Exits non-zero, with a message naming the stale file, when the two disagree.
   execFileSync(process.execPath, [join(__dirname, "../../scripts/build-wasm.mjs"), "--check"], { stdio: "pipe" });
 });

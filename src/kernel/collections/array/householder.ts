@@ -17,33 +17,64 @@ type Support = (k: number) => readonly number[];
 
 /** The reduced QR factorisation [q (m×n), r (n×n)] of an m×n block with m ≥ n. */
 export function qr(block: Chunk): Chunk[] {
-  const [m, n] = block.shape;
-  if (block.shape.length !== 2 || m < n) throw new Error(`qr: needs a 2-d block with rows ≥ columns, got shape (${block.shape})`);
-  return factor(block.data, m, n, (k) => [k, m]);
+  const [reflectors, taus, r] = qrReflectors(block);
+  return [householderQ(reflectors, taus), r];
 }
 
-/** The QR factorisation of upper-triangular n×n blocks stacked on top of one another. */
+/**
+ * TSQR's first stage without forming q: [reflectors, taus, r]. Row k of `reflectors` (n×m) holds
+ * reflection k's vector in columns k … m (entry k is 1); `householderQ` turns them into q later,
+ * so forming the q factors can overlap the second stage.
+ */
+export function qrReflectors(block: Chunk): Chunk[] {
+  const [m, n] = block.shape;
+  if (block.shape.length !== 2 || m < n) throw new Error(`qr: needs a 2-d block with rows ≥ columns, got shape (${block.shape})`);
+  const { reflectors, taus, r } = factor(block.data, m, n, dense(m));
+  return [
+    { shape: [n, m], data: reflectors },
+    { shape: [n], data: taus },
+    { shape: [n, n], data: r },
+  ];
+}
+
+/** q (m×n) from `qrReflectors`' reflections. */
+export function householderQ(reflectors: Chunk, taus: Chunk): Chunk {
+  const [n, m] = reflectors.shape;
+  return { shape: [m, n], data: formQ(reflectors.data, taus.data, m, n, dense(m)) };
+}
+
+/** The QR factorisation [q, r] of upper-triangular n×n blocks stacked on top of one another. */
 export function qrStacked(blocks: readonly Chunk[]): Chunk[] {
   const n = blocks[0].shape[1];
   const count = blocks.length;
   const stacked = allocate(count * n * n);
   blocks.forEach((block, b) => stacked.set(block.data, b * n * n));
-  return factor(stacked, count * n, n, (k) => {
+  const support: Support = (k) => {
     const ranges = [k, k + 1];
     for (let b = 1; b < count; b++) ranges.push(b * n, b * n + k + 1);
     return ranges;
-  });
+  };
+  const { reflectors, taus, r } = factor(stacked, count * n, n, support);
+  return [
+    { shape: [count * n, n], data: formQ(reflectors, taus, count * n, n, support) },
+    { shape: [n, n], data: r },
+  ];
 }
 
-function factor(rowMajor: Float64Array, m: number, n: number, support: Support): Chunk[] {
+function dense(m: number): Support {
+  return (k) => [k, m];
+}
+
+/** Householder reduction of a row-major m×n matrix: the reflections (column-major), their taus, and R. */
+function factor(rowMajor: Float64Array, m: number, n: number, support: Support): { reflectors: Float64Array; taus: Float64Array; r: Float64Array } {
   const rangeCount = support(0).length / 2;
-  // The matrix, Q, and the current reflection's row ranges (i32 pairs: one double's room each).
-  const { kernels, offsets, heap } = scratch([m * n, m * n, rangeCount]);
-  const [atWork, atQ, atRows] = offsets;
+  // The matrix and the current reflection's row ranges (i32 pairs: one double's room each).
+  const { kernels, offsets, heap } = scratch([m * n, rangeCount]);
+  const [atWork, atRows] = offsets;
   const work = heap.subarray(atWork / 8, atWork / 8 + m * n);
   const rowRanges = new Int32Array(heap.buffer, atRows, 2 * rangeCount);
   for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) work[j * m + i] = rowMajor[i * n + j];
-  const taus = new Float64Array(n);
+  const taus = allocate(n);
   const diagonal = new Float64Array(n);
   for (let k = 0; k < n; k++) {
     const rows = support(k);
@@ -60,8 +91,21 @@ function factor(rowMajor: Float64Array, m: number, n: number, support: Support):
     r[i * n + i] = diagonal[i];
     for (let j = i + 1; j < n; j++) r[i * n + j] = work[j * m + i];
   }
-  // Q = H0 H1 … H(n-1) applied to the first n columns of the identity, last reflection first:
-  // reflection k leaves columns < k alone, so only columns k … n are touched.
+  const reflectors = allocate(m * n);
+  reflectors.set(work);
+  return { reflectors, taus, r };
+}
+
+/**
+ * Q = H0 H1 … H(n-1) applied to the first n columns of the identity, last reflection first:
+ * reflection k leaves columns < k alone, so only columns k … n are touched. Returns Q row-major.
+ */
+function formQ(reflectors: Float64Array, taus: Float64Array, m: number, n: number, support: Support): Float64Array {
+  const rangeCount = support(0).length / 2;
+  const { kernels, offsets, heap } = scratch([m * n, m * n, rangeCount]);
+  const [atWork, atQ, atRows] = offsets;
+  heap.set(reflectors, atWork / 8);
+  const rowRanges = new Int32Array(heap.buffer, atRows, 2 * rangeCount);
   const q = heap.subarray(atQ / 8, atQ / 8 + m * n);
   q.fill(0);
   for (let j = 0; j < n; j++) q[j * m + j] = 1;
@@ -69,10 +113,7 @@ function factor(rowMajor: Float64Array, m: number, n: number, support: Support):
     rowRanges.set(support(k));
     if (taus[k] !== 0) kernels.reflect(atQ, atWork + k * m * 8, m, taus[k], atRows, rangeCount, k, n);
   }
-  return [
-    { shape: [m, n], data: toRowMajor(q, m, n) },
-    { shape: [n, n], data: r },
-  ];
+  return toRowMajor(q, m, n);
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Key } from "../../graph/keys";
 import { tokenize } from "../tokenize";
 import { ChunkedArray, type Layer, tuple } from "./array";
 import { getitem, sliceRows } from "./kernels";
-import { qrStacked, qr as qrBlock } from "./householder";
+import { householderQ, qrReflectors, qrStacked } from "./householder";
 import { matmul } from "./matmul";
 
 /**
@@ -36,14 +36,16 @@ export function qr(a: ChunkedArray): [ChunkedArray, ChunkedArray] {
     return name;
   };
 
+  // Stage 1 keeps each block's reflections and forms its q in a separate task, so those tasks
+  // can run beside stage 2 (one serial task) instead of before it.
   const st1 = addLayer("_QR_st1", (layer, name) => {
-    for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [qrBlock, a.blockKey([i, 0])]);
+    for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [qrReflectors, a.blockKey([i, 0])]);
   });
   const q1 = addLayer("_Q_st1", (layer, name) => {
-    for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [getitem, [st1, i, 0], 0]);
+    for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [householderQ, [getitem, [st1, i, 0], 0], [getitem, [st1, i, 0], 1]]);
   });
   const r1 = addLayer("_R_st1", (layer, name) => {
-    for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [getitem, [st1, i, 0], 1]);
+    for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [getitem, [st1, i, 0], 2]);
   });
   if (blocks === 1) {
     const q = a.derive(q1, a.chunks, layers.get(q1)!, [a], layers);
