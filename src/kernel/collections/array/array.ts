@@ -4,7 +4,7 @@
 import type { Key } from "../../graph/keys";
 import { type GetOptions, get } from "../../scheduler/get";
 import { tokenize } from "../tokenize";
-import type { Chunk } from "./chunk";
+import { type Chunk, allocate } from "./chunk";
 import * as kernels from "./kernels";
 import { matmul } from "./matmul";
 
@@ -152,10 +152,13 @@ export class ChunkedArray {
     return { shape: this.shape, data };
   }
 
-  /** Computes the blocks and returns an array whose graph holds them as values. */
+  /**
+   * Computes the blocks and returns an array whose graph holds them as values, in shared memory
+   * (blocks that came back from worker processes are copied there), so thread workers get them without copies.
+   */
   async persist(options?: GetOptions): Promise<ChunkedArray> {
     const blocks = await this.computeBlocks(options);
-    const layer = new Map<Key, unknown>(blocks.map(([index, block]) => [this.blockKey(index), block]));
+    const layer = new Map<Key, unknown>(blocks.map(([index, block]) => [this.blockKey(index), shared(block)]));
     return new ChunkedArray(this.name, this.chunks, new Map([[this.name, layer]]));
   }
 
@@ -344,6 +347,13 @@ function reduce(array: ChunkedArray, op: "sum" | "mean", axisOption: number | un
   for (const { out, parts } of groups.values()) aggregates.set([outName, ...out], [kernels.sumBlocks, parts, divisor]);
   const outChunks = axis === null ? [] : array.chunks.filter((_, at) => at !== axis);
   return array.derive(outName, outChunks, aggregates, [array], new Map([[partialName, partials]]));
+}
+
+function shared(block: Chunk): Chunk {
+  if (block.data.buffer instanceof SharedArrayBuffer) return block;
+  const data = allocate(block.data.length);
+  data.set(block.data);
+  return { shape: block.shape, data };
 }
 
 function checkBlock(value: unknown, key: Key, expected: readonly number[]): Chunk {

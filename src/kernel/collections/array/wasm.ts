@@ -1,6 +1,7 @@
 // The WebAssembly chunk kernels (asm/, compiled into wasm-binary.ts): one instance per thread,
 // made on first use, and a scratch area in its memory that the JavaScript side fills and reads.
 
+import { setFlagsFromString } from "node:v8";
 import { KERNELS_WASM_BASE64 } from "./wasm-binary";
 
 // The tsconfig's libraries (ES2022 + @types/node) do not declare WebAssembly; the part used here:
@@ -23,7 +24,19 @@ let instance: WasmKernels | undefined;
 
 export function wasmKernels(): WasmKernels {
   if (instance === undefined) {
-    const module = new WebAssembly.Module(Buffer.from(KERNELS_WASM_BASE64, "base64"));
+    // V8 first runs WebAssembly through its baseline compiler and moves hot functions to the
+    // optimising one in the background; in a busy worker pool that move can lag by seconds, with
+    // the kernels running about 8× slower meanwhile. These kernels are tiny and always hot, so
+    // compile them optimised up front; the flags are read only while compiling, and restored.
+    setFlagsFromString("--no-liftoff");
+    setFlagsFromString("--no-wasm-lazy-compilation");
+    let module: object;
+    try {
+      module = new WebAssembly.Module(Buffer.from(KERNELS_WASM_BASE64, "base64"));
+    } finally {
+      setFlagsFromString("--liftoff");
+      setFlagsFromString("--wasm-lazy-compilation");
+    }
     const abort = (): never => {
       throw new Error("A WebAssembly array kernel aborted");
     };
