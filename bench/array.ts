@@ -6,7 +6,8 @@
 // Kernel choice (measured on this machine while choosing, 1000×1000, one thread, same run, a busy
 // machine): ml-matrix 6.15 mmul 1.80 s and QrDecomposition + Q 8.4 s; @stdlib/blas dgemm 4.26 s;
 // a plain JavaScript i-k-j loop 1.57 s, a packed 4×4-tile JavaScript loop 0.9–1.1 s (QR with it:
-// 2.2–3.7 s); the same tiling in WebAssembly SIMD (AssemblyScript, asm/) 0.3–0.5 s (QR 0.6–0.9 s).
+// 2.2–3.7 s); the same tiling in WebAssembly SIMD (AssemblyScript, asm/) 0.16–0.5 s (QR 0.4–0.9 s);
+// a 6×4 tile was no faster than 4×4.
 // No maintained WASM BLAS installs from npm (emlapack is a 2017 CLAPACK build without SIMD),
 // so the kernels are hand-written in AssemblyScript.
 
