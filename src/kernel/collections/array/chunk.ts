@@ -12,10 +12,6 @@ export function allocate(length: number): Float64Array {
   return new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT));
 }
 
-export function chunkOf(shape: readonly number[], data: Float64Array): Chunk {
-  return { shape, data };
-}
-
 export function sizeOf(shape: readonly number[]): number {
   let size = 1;
   for (const extent of shape) size *= extent;

@@ -99,8 +99,9 @@ export function fromArray(values: ArrayLike<number>, shape: Shape, options: Crea
   if (values.length !== expected) {
     throw new RangeError(`fromArray: ${values.length} values do not fill shape ${tuple(dims)} (${expected} elements)`);
   }
-  const data = values instanceof Float64Array && values.buffer instanceof SharedArrayBuffer ? values : Float64Array.from(values, Number);
-  const source = { shape: dims, data: data.buffer instanceof SharedArrayBuffer ? data : copyToShared(data) };
+  // Shared memory already is used as it is (like Dask's from_array, the graph refers to it).
+  const shared = values instanceof Float64Array && values.buffer instanceof SharedArrayBuffer;
+  const source = { shape: dims, data: shared ? values : copyToShared(values) };
   const normalized = normalizeChunks(options.chunks, dims);
   const token = tokenize(source.data, dims, normalized);
   const original = `array-original-${token}`;
@@ -116,7 +117,7 @@ export function fromArray(values: ArrayLike<number>, shape: Shape, options: Crea
   return new ChunkedArray(name, normalized, new Map([[original, originalLayer], [name, layer]]));
 }
 
-function copyToShared(data: Float64Array): Float64Array {
+function copyToShared(data: ArrayLike<number>): Float64Array {
   const shared = allocate(data.length);
   shared.set(data);
   return shared;
