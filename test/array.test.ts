@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { type Key, type SchedulerName, keyPrefix } from "../src";
 import * as da from "../src/kernel/collections/array";
 import * as kernels from "../src/kernel/collections/array/kernels";
-import { householderQ, qr as qrBlock, qrReflectors, qrStacked } from "../src/kernel/collections/array/householder";
+import { applyQ, householderQ, qr as qrBlock, qrReflectors, qrStacked } from "../src/kernel/collections/array/householder";
 import { matmul } from "../src/kernel/collections/array/matmul";
 
 // The lead adds "threads" and "processes" here once those executors are merged; in this branch
@@ -268,7 +268,7 @@ for (const scheduler of schedulers) {
 
 describe("chunk kernels", () => {
   test("every function in an array graph is a module export, and data is shared memory", () => {
-    const exported = new Set<unknown>([...Object.values(kernels), matmul, qrReflectors, householderQ, qrStacked]);
+    const exported = new Set<unknown>([...Object.values(kernels), matmul, qrReflectors, householderQ, applyQ, qrStacked]);
     const a = da.random.normal([20, 4], { chunks: [10, 4], seed: 1 });
     const [q, r] = da.linalg.qr(a);
     const graph = q.dot(r).add(a).mean({ axis: 0 }).dask;
@@ -294,6 +294,17 @@ describe("chunk kernels", () => {
       assertClose(out.data, refMatmul(reference(m, k, a), reference(k, n, b)).data, 1e-12, `${m}×${k}×${n}`);
     }
     assert.throws(() => matmul({ shape: [2, 3], data: new Float64Array(6) }, { shape: [2, 2], data: new Float64Array(4) }), /inner dimensions differ/);
+  });
+
+  test("applyQ multiplies by q without forming it", () => {
+    const [m, n] = [13, 6];
+    const block = { shape: [m, n], data: Float64Array.from({ length: m * n }, (_, i) => Math.sin(i * 1.7)) };
+    const small = { shape: [n, n], data: Float64Array.from({ length: n * n }, (_, i) => Math.cos(i)) };
+    const [reflectors, taus] = qrReflectors(block);
+    const q = householderQ(reflectors, taus);
+    const out = applyQ(reflectors, taus, small);
+    assert.deepEqual(out.shape, [m, n]);
+    assertClose(out.data, refMatmul(reference(m, n, q.data), reference(n, n, small.data)).data, 1e-12, "applyQ");
   });
 
   test("the structured QR of stacked triangles gives the same R (up to signs) as a dense QR", () => {

@@ -23,8 +23,8 @@ export function qr(block: Chunk): Chunk[] {
 
 /**
  * TSQR's first stage without forming q: [reflectors, taus, r]. Row k of `reflectors` (n×m) holds
- * reflection k's vector in columns k … m (entry k is 1); `householderQ` turns them into q later,
- * so forming the q factors can overlap the second stage.
+ * reflection k's vector in columns k … m (entry k is 1); `householderQ` turns them into q, and
+ * `applyQ` multiplies by q without forming it.
  */
 export function qrReflectors(block: Chunk): Chunk[] {
   const [m, n] = block.shape;
@@ -41,6 +41,27 @@ export function qrReflectors(block: Chunk): Chunk[] {
 export function householderQ(reflectors: Chunk, taus: Chunk): Chunk {
   const [n, m] = reflectors.shape;
   return { shape: [m, n], data: formQ(reflectors.data, taus.data, m, n, dense(m)) };
+}
+
+/**
+ * q · small for q from `qrReflectors` (m×n) and a small n×n block, without forming q: the
+ * reflections applied, last first, to `small` padded with zero rows. TSQR's third stage, where
+ * it costs less than forming q and multiplying.
+ */
+export function applyQ(reflectors: Chunk, taus: Chunk, small: Chunk): Chunk {
+  const [n, m] = reflectors.shape;
+  const { kernels, offsets, heap } = scratch([m * n, m * n, 1]);
+  const [atReflectors, atTarget, atRows] = offsets;
+  heap.set(reflectors.data, atReflectors / 8);
+  const target = heap.subarray(atTarget / 8, atTarget / 8 + m * n);
+  target.fill(0);
+  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) target[j * m + i] = small.data[i * n + j];
+  const rowRanges = new Int32Array(heap.buffer, atRows, 2);
+  for (let k = n - 1; k >= 0; k--) {
+    rowRanges.set([k, m]);
+    if (taus.data[k] !== 0) kernels.reflect(atTarget, atReflectors + k * m * 8, m, taus.data[k], atRows, 1, 0, n);
+  }
+  return { shape: [m, n], data: toRowMajor(target, m, n) };
 }
 
 /** The QR factorisation [q, r] of upper-triangular n×n blocks stacked on top of one another. */

@@ -4,8 +4,7 @@ import type { Key } from "../../graph/keys";
 import { tokenize } from "../tokenize";
 import { ChunkedArray, type Layer, tuple } from "./array";
 import { getitem, sliceRows } from "./kernels";
-import { householderQ, qrReflectors, qrStacked } from "./householder";
-import { matmul } from "./matmul";
+import { applyQ, householderQ, qrReflectors, qrStacked } from "./householder";
 
 /**
  * The QR factorisation of a tall-and-skinny array (one block across the columns, each block at
@@ -36,18 +35,16 @@ export function qr(a: ChunkedArray): [ChunkedArray, ChunkedArray] {
     return name;
   };
 
-  // Stage 1 keeps each block's reflections and forms its q in a separate task, so those tasks
-  // can run beside stage 2 (one serial task) instead of before it.
+  // Stage 1 keeps each block's Householder reflections instead of forming its q: stage 3 applies
+  // them to its slice of the stage-2 q, which costs less than forming q and multiplying.
   const st1 = addLayer("_QR_st1", (layer, name) => {
     for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [qrReflectors, a.blockKey([i, 0])]);
-  });
-  const q1 = addLayer("_Q_st1", (layer, name) => {
-    for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [householderQ, [getitem, [st1, i, 0], 0], [getitem, [st1, i, 0], 1]]);
   });
   const r1 = addLayer("_R_st1", (layer, name) => {
     for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [getitem, [st1, i, 0], 2]);
   });
   if (blocks === 1) {
+    const q1 = addLayer("_Q_st1", (layer, name) => layer.set([name, 0, 0], [householderQ, [getitem, [st1, 0, 0], 0], [getitem, [st1, 0, 0], 1]]));
     const q = a.derive(q1, a.chunks, layers.get(q1)!, [a], layers);
     const r = a.derive(r1, [[n], [n]], layers.get(r1)!, [a], layers);
     return [q, r];
@@ -60,7 +57,7 @@ export function qr(a: ChunkedArray): [ChunkedArray, ChunkedArray] {
   });
   const r = addLayer("_R", (layer, name) => layer.set([name, 0, 0], [getitem, [st2, 0, 0], 1]));
   const q = addLayer("_Q_st3", (layer, name) => {
-    for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [matmul, [q1, i, 0], [q2, i, 0]]);
+    for (let i = 0; i < blocks; i++) layer.set([name, i, 0], [applyQ, [getitem, [st1, i, 0], 0], [getitem, [st1, i, 0], 1], [q2, i, 0]]);
   });
   return [a.derive(q, a.chunks, layers.get(q)!, [a], layers), a.derive(r, [[n], [n]], layers.get(r)!, [a], layers)];
 }
