@@ -286,7 +286,7 @@ describe("chunk kernels", () => {
   });
 
   test("matmul kernel matches the reference on sizes that are not multiples of its tile", () => {
-    for (const [m, k, n] of [[1, 1, 1], [5, 3, 7], [9, 300, 6], [13, 257, 11]]) {
+    for (const [m, k, n] of [[1, 1, 1], [5, 3, 7], [9, 300, 6], [13, 257, 11], [70, 520, 9]]) {
       const a = Float64Array.from({ length: m * k }, (_, i) => Math.sin(i));
       const b = Float64Array.from({ length: k * n }, (_, i) => Math.cos(i));
       const out = matmul({ shape: [m, k], data: a }, { shape: [k, n], data: b });
