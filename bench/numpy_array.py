@@ -11,18 +11,10 @@ import time
 
 import numpy as np
 
+from dask_graphs import best_of
+
 mode = sys.argv[1]
 repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-
-
-def best_of(n, fn):
-    fn()
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 out = {"numpy": np.__version__, "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default")}

@@ -1,13 +1,10 @@
 // `tsdask/array` as a user reaches it: Node's require and tslab's TypeScript 5.0 (node10 module
 // resolution, which ignores "exports") both go through array/package.json to dist/.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { cellDiagnostics, inUserProject } from "./helpers/tslab-cell";
 
-type Ts = typeof import("typescript");
-const ts = require("@tslab/typescript-for-tslab") as Ts;
 const root = join(__dirname, "..", "..");
 
 const cell = `
@@ -25,31 +22,12 @@ main();
 `;
 
 test("require('tsdask/array') and its types resolve through array/package.json", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "tsdask-array-"));
-  try {
-    mkdirSync(join(dir, "node_modules"));
-    symlinkSync(root, join(dir, "node_modules", "tsdask"), "dir");
+  await inUserProject(async (dir) => {
     const resolved = require.resolve("tsdask/array", { paths: [dir] });
     assert.equal(resolved, join(root, "dist/kernel/collections/array/index.js"));
     const da = require(resolved) as typeof import("../src/kernel/collections/array");
     const out = await da.ones([2, 3], { chunks: 2 }).sum({ axis: 1 }).compute();
     assert.deepEqual([...out.data], [3, 3]);
-
-    const file = join(dir, "cell.ts");
-    writeFileSync(file, cell);
-    const program = ts.createProgram([file], {
-      module: ts.ModuleKind.CommonJS,
-      target: ts.ScriptTarget.ES2022,
-      lib: ["lib.es2022.d.ts"],
-      moduleResolution: ts.ModuleResolutionKind.NodeJs,
-      esModuleInterop: true,
-      noEmit: true,
-      typeRoots: [join(root, "node_modules/@types")],
-      types: ["node"],
-    });
-    const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
-    assert.deepEqual(diagnostics, []);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+    assert.deepEqual(cellDiagnostics(dir, cell), []);
+  });
 });
