@@ -48,7 +48,8 @@ STANDARD_GRAPHS = [
 
 
 def best_of(repeats, run):
-    """Best wall time in seconds of `repeats` runs (the least disturbed by the machine)."""
+    """Best wall time in seconds of `repeats` runs after one warm-up (the least disturbed by the machine)."""
+    run()
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()

@@ -2,6 +2,7 @@
 
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
+import { type SchedulerName, get } from "../src";
 
 const root = join(__dirname, "..", "..");
 
@@ -15,6 +16,24 @@ export async function bestOf(repeats: number, run: () => Promise<unknown>): Prom
     best = Math.min(best, (performance.now() - t0) / 1000);
   }
   return best;
+}
+
+/** Wall time in seconds of one run. */
+export async function timeOnce(run: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await run();
+  return (performance.now() - t0) / 1000;
+}
+
+/** Whether this build has the scheduler (threads and processes arrive with the pool executors). */
+export async function hasScheduler(scheduler: SchedulerName): Promise<boolean> {
+  try {
+    await get({ x: 1 }, "x", { scheduler });
+    return true;
+  } catch (error) {
+    if (error instanceof Error && /not available/.test(error.message)) return false;
+    throw error;
+  }
 }
 
 /** Runs bench/<script> with the project's Python (see scripts/setup/python.mjs) and parses its JSON output. */

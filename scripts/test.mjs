@@ -4,6 +4,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { readdirSync, rmSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildLabextension, labextensionIsStale } from "./build-labextension.mjs";
 import { ensureChromium } from "./setup/chromium.mjs";
 import { ensureSelfLink } from "./setup/link-self.mjs";
 import { ensurePythonEnv } from "./setup/python.mjs";
@@ -15,6 +16,8 @@ const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: "inherit"
 rmSync(join(root, "build"), { recursive: true, force: true });
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"]);
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.test.json"]);
+// The browser tests load the built JupyterLab extension; rebuild it when its sources changed.
+if (labextensionIsStale()) buildLabextension();
 
 // Real parts for the notebook and browser tests: a Jupyter stack with the tslab kernel, and Chromium.
 // Notebooks import "tsdask" through node_modules/tsdask, made here too in case install scripts were skipped.

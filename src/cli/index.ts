@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The `tsdask` command: `tsdask demo` computes a small graph in the terminal with a callback
-// that prints keys (Dask's "Custom Callbacks" example).
+// that prints keys (Dask's "Custom Callbacks" example); `tsdask install` / `uninstall` set up JupyterLab.
 
 import { Callback, type Key, formatKey, get, withCallbacks } from "../kernel";
+import { UsageError, install, parseTarget, uninstall } from "./install";
 
 class PrintKeys extends Callback {
   override pretask(key: Key): void {
@@ -20,20 +21,54 @@ async function demo(): Promise<void> {
   console.log(`Result: e = ${result}`);
 }
 
-const commands: Record<string, () => Promise<void>> = { demo };
+const INSTALL_OPTIONS = "[--sys-prefix (default) | --user | --prefix DIR] [--python PYTHON]";
+
+async function installCommand(args: readonly string[]): Promise<void> {
+  const { labextension, kernelSpec } = install(parseTarget(args));
+  console.log(`Installed the JupyterLab extension: ${labextension}`);
+  console.log(`Installed the tslab kernel spec:    ${kernelSpec}`);
+  console.log("Restart JupyterLab (or reload its page) to load the extension.");
+}
+
+async function uninstallCommand(args: readonly string[]): Promise<void> {
+  const { labextension, kernelSpec } = uninstall(parseTarget(args));
+  console.log(`Removed ${labextension}`);
+  console.log(`Removed ${kernelSpec}`);
+}
+
+const commands: Record<string, (args: readonly string[]) => Promise<void>> = {
+  demo,
+  install: installCommand,
+  uninstall: uninstallCommand,
+};
+
+function usage(): string {
+  return [
+    "Usage:",
+    "  tsdask demo                 compute a small graph in the terminal",
+    `  tsdask install ${INSTALL_OPTIONS}`,
+    "                              add the JupyterLab extension and the tslab kernel to Jupyter",
+    `  tsdask uninstall ${INSTALL_OPTIONS}`,
+  ].join("\n");
+}
 
 async function main(argv: readonly string[]): Promise<void> {
-  const [name = "demo"] = argv;
+  const [name = "demo", ...args] = argv;
   const command = commands[name];
   if (command === undefined) {
-    console.error(`Unknown command "${name}". Commands: ${Object.keys(commands).join(", ")}`);
+    console.error(`Unknown command "${name}".\n${usage()}`);
     process.exitCode = 2;
     return;
   }
-  await command();
+  await command(args);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError) {
+    console.error(`tsdask: ${error.message}\n${usage()}`);
+    process.exitCode = 2;
+    return;
+  }
   console.error(error);
   process.exitCode = 1;
 });

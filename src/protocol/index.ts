@@ -35,7 +35,12 @@ export interface ProgressPayload extends PayloadBase {
 
 export interface PlotPayload extends PayloadBase {
   readonly kind: "plot";
-  /** A Vega-Lite 6 specification (data inlined, bounded in size by kernel-side aggregation). */
+  /**
+   * A Vega-Lite 6 specification (data inlined, bounded in size by kernel-side aggregation).
+   * Rows go in `data.values` or in top-level named `datasets`; nothing is loaded from URLs.
+   * An update whose spec differs from the shown one only in those rows is streamed into the
+   * live view (a Vega changeset); any other change re-embeds the plot.
+   */
   readonly spec: Readonly<Record<string, unknown>>;
 }
 

@@ -4,10 +4,17 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Graph } from "../graph/graph";
 import type { Key } from "../graph/keys";
+import type { TaskTiming } from "../scheduler/executor";
 import type { State } from "../scheduler/state";
+import { now } from "../diagnostics/types";
 
 /** The id of the thread or process that ran a task; `null` with the sync scheduler. */
 export type WorkerId = number | string | null;
+
+/** What the scheduler knows about a finished task beyond its result: the worker's own timing, when measured. */
+export interface TaskInfo {
+  readonly timing?: TaskTiming;
+}
 
 /** The hooks, in the order they fire. Each is optional. */
 export interface CallbackHooks {
@@ -17,16 +24,23 @@ export interface CallbackHooks {
   startState?(dsk: Graph, state: State): void;
   /** When a task is dispatched. */
   pretask?(key: Key, dsk: Graph, state: State): void;
-  /** When a task's result is back and the state updated. */
-  posttask?(key: Key, result: unknown, dsk: Graph, state: State, workerId: WorkerId): void;
-  /** On every way out: success, task error, callback error, abort. */
-  finish?(dsk: Graph, state: State, errored: boolean): void;
+  /**
+   * When a task's result is back and the state updated. `info.timing` holds the start and end
+   * the worker measured (threads, processes), truer than the dispatch/arrival times seen here.
+   */
+  posttask?(key: Key, result: unknown, dsk: Graph, state: State, workerId: WorkerId, info: TaskInfo): void;
+  /** On every way out: success, task error, callback error, abort; `error` is what stopped it. */
+  finish?(dsk: Graph, state: State, errored: boolean, error?: unknown): void;
 }
 
-/** Hooks for the life of a `withCallbacks` block, used by profilers to time the block. */
+/**
+ * Hooks for the life of a `withCallbacks` block, used by profilers to time the block. `time`
+ * (epoch seconds, see `now()`) is read once per block, so every profiler of a block shares
+ * one start and one end and their plots line up (Dask #9478).
+ */
 export interface BlockHooks {
-  blockStart?(): void;
-  blockEnd?(): void | Promise<void>;
+  blockStart?(time: number): void;
+  blockEnd?(time: number): void | Promise<void>;
 }
 
 const registered = new Set<Callback>();
@@ -96,16 +110,18 @@ export function withCallbacks<T>(callbacks: Callback | readonly Callback[], fn: 
   const started: Callback[] = [];
   const endBlock = (): Promise<void> | void => {
     const pending: Promise<void>[] = [];
+    const endTime = now();
     for (const cb of started.reverse()) {
-      const result = cb.blockEnd?.();
+      const result = cb.blockEnd?.(endTime);
       if (result !== undefined) pending.push(result);
     }
     if (pending.length > 0) return Promise.all(pending).then(() => undefined);
   };
   let result: T;
   try {
+    const startTime = now();
     for (const cb of added) {
-      cb.blockStart?.();
+      cb.blockStart?.(startTime);
       started.push(cb);
     }
     result = scopes.run(scope, fn);

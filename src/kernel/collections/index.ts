@@ -1,3 +1,4 @@
-// Collections that build graphs for you: delayed function calls (and, later, chunked arrays).
+// Collections that build graphs for you: delayed function calls and chunked arrays.
 export { delayed, compute, Delayed, type DelayedOptions, type MaybeDelayed } from "./delayed";
 export { tokenize } from "./tokenize";
+export * as array from "./array";

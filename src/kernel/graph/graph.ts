@@ -66,6 +66,9 @@ export class Graph {
   /** The task spec (or literal) stored under `key`. */
   get(key: Key): unknown {
     if (this.object !== undefined) return typeof key === "string" ? this.object[key] : undefined;
+    // Callbacks pass the graph's own key instances: an identity hit skips building the key's id.
+    const map = this.map!;
+    if (map.has(key)) return map.get(key);
     const own = this.canonicalKey(key);
     return own === undefined ? undefined : this.map!.get(own);
   }

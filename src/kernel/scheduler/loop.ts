@@ -41,6 +41,7 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
   let state: State | undefined;
   let scheduler: SchedulerState | undefined;
   let succeeded = false;
+  let failure: unknown;
   const outcomes: TaskOutcome[] = [];
   let wake: (() => void) | undefined;
   const onOutcome = (outcome: TaskOutcome): void => {
@@ -88,7 +89,8 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
         const outcome = outcomes[i];
         if (!outcome.ok) throw outcome.error;
         scheduler.finishTask(outcome.node, outcome.value);
-        for (const cb of posttasks) cb.posttask!(keys[outcome.node], outcome.value, graph, state, outcome.workerId);
+        // The outcome doubles as the TaskInfo (it carries `timing`): no allocation per task.
+        for (const cb of posttasks) cb.posttask!(keys[outcome.node], outcome.value, graph, state, outcome.workerId, outcome);
       }
       outcomes.length = 0;
       // Let timers (progress bars), abort signals and interrupts through during long synchronous runs.
@@ -99,6 +101,9 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
     }
     succeeded = true;
     return collect(plan, plan.request, values);
+  } catch (error) {
+    failure = error;
+    throw error;
   } finally {
     signal?.removeEventListener("abort", onAbort);
     if (!succeeded && scheduler !== undefined && scheduler.running > 0) executor.cancelRunning?.();
@@ -108,7 +113,7 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
     for (const cb of started) {
       try {
         state ??= emptyState(graph);
-        cb.finish?.(graph, state, !succeeded);
+        cb.finish?.(graph, state, !succeeded, failure);
       } catch (error) {
         if (!finishFailed) [finishError, finishFailed] = [error, true];
       }

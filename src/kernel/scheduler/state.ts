@@ -216,7 +216,8 @@ class NodeMap<V> implements ReadonlyMap<Key, V> {
     }
   }
   *keys(): IterableIterator<Key> {
-    for (const [key] of this.entries()) yield key;
+    // Not via entries(): values may be costly to build (the key sets of `waiting`).
+    for (let node = 0; node < this.keyOf.length; node++) if (this.contains(node)) yield this.keyOf[node];
   }
   *values(): IterableIterator<V> {
     for (const [, value] of this.entries()) yield value;

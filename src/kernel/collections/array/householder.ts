@@ -1,0 +1,164 @@
+// QR kernels for tall-skinny QR: Householder reflections on a column-major copy of the block,
+// so every inner loop runs over contiguous memory; the updates, nearly all the work, run in
+// WebAssembly SIMD (asm/householder.ts). Hand-written because the npm options measured
+// far slower (ml-matrix's QrDecomposition walks row arrays column by column; see bench/array.ts)
+// and because stacked triangular factors (TSQR's second stage) have a known sparsity that a
+// general QR cannot exploit: here each reflection touches only the rows that can be non-zero.
+
+import { type Chunk, allocate } from "./chunk";
+import { scratch } from "./wasm";
+
+/**
+ * Rows touched by reflection k, as [start, end) pairs; the first pair starts at row k. For a dense
+ * block it is rows k … m; for B stacked n×n upper-triangular blocks, row k of the first block and
+ * rows 0 … k of every other one (the rest are zero and stay zero).
+ */
+type Support = (k: number) => readonly number[];
+
+/** The reduced QR factorisation [q (m×n), r (n×n)] of an m×n block with m ≥ n. */
+export function qr(block: Chunk): Chunk[] {
+  const [reflectors, taus, r] = qrReflectors(block);
+  return [householderQ(reflectors, taus), r];
+}
+
+/**
+ * TSQR's first stage without forming q: [reflectors, taus, r]. Row k of `reflectors` (n×m) holds
+ * reflection k's vector in columns k … m (entry k is 1); `householderQ` turns them into q, and
+ * `applyQ` multiplies by q without forming it.
+ */
+export function qrReflectors(block: Chunk): Chunk[] {
+  const [m, n] = block.shape;
+  if (block.shape.length !== 2 || m < n) throw new Error(`qr: needs a 2-d block with rows ≥ columns, got shape (${block.shape})`);
+  const { reflectors, taus, r } = factor(block.data, m, n, dense(m));
+  return [
+    { shape: [n, m], data: reflectors },
+    { shape: [n], data: taus },
+    { shape: [n, n], data: r },
+  ];
+}
+
+/** q (m×n) from `qrReflectors`' reflections. */
+export function householderQ(reflectors: Chunk, taus: Chunk): Chunk {
+  const [n, m] = reflectors.shape;
+  return { shape: [m, n], data: formQ(reflectors.data, taus.data, m, n, dense(m)) };
+}
+
+/**
+ * q · small for q from `qrReflectors` (m×n) and a small n×n block, without forming q: the
+ * reflections applied, last first, to `small` padded with zero rows. TSQR's third stage, where
+ * it costs less than forming q and multiplying.
+ */
+export function applyQ(reflectors: Chunk, taus: Chunk, small: Chunk): Chunk {
+  const [n, m] = reflectors.shape;
+  const { kernels, offsets, heap } = scratch([m * n, m * n, 1]);
+  const [atReflectors, atTarget, atRows] = offsets;
+  heap.set(reflectors.data, atReflectors / 8);
+  const target = heap.subarray(atTarget / 8, atTarget / 8 + m * n);
+  target.fill(0);
+  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) target[j * m + i] = small.data[i * n + j];
+  const rowRanges = new Int32Array(heap.buffer, atRows, 2);
+  for (let k = n - 1; k >= 0; k--) {
+    rowRanges.set([k, m]);
+    if (taus.data[k] !== 0) kernels.reflect(atTarget, atReflectors + k * m * 8, m, taus.data[k], atRows, 1, 0, n);
+  }
+  return { shape: [m, n], data: toRowMajor(target, m, n) };
+}
+
+/** The QR factorisation [q, r] of upper-triangular n×n blocks stacked on top of one another. */
+export function qrStacked(blocks: readonly Chunk[]): Chunk[] {
+  const n = blocks[0].shape[1];
+  const count = blocks.length;
+  const stacked = allocate(count * n * n);
+  blocks.forEach((block, b) => stacked.set(block.data, b * n * n));
+  const support: Support = (k) => {
+    const ranges = [k, k + 1];
+    for (let b = 1; b < count; b++) ranges.push(b * n, b * n + k + 1);
+    return ranges;
+  };
+  const { reflectors, taus, r } = factor(stacked, count * n, n, support);
+  return [
+    { shape: [count * n, n], data: formQ(reflectors, taus, count * n, n, support) },
+    { shape: [n, n], data: r },
+  ];
+}
+
+function dense(m: number): Support {
+  return (k) => [k, m];
+}
+
+/** Householder reduction of a row-major m×n matrix: the reflections (column-major), their taus, and R. */
+function factor(rowMajor: Float64Array, m: number, n: number, support: Support): { reflectors: Float64Array; taus: Float64Array; r: Float64Array } {
+  const rangeCount = support(0).length / 2;
+  // The matrix and the current reflection's row ranges (i32 pairs: one double's room each).
+  const { kernels, offsets, heap } = scratch([m * n, rangeCount]);
+  const [atWork, atRows] = offsets;
+  const work = heap.subarray(atWork / 8, atWork / 8 + m * n);
+  const rowRanges = new Int32Array(heap.buffer, atRows, 2 * rangeCount);
+  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) work[j * m + i] = rowMajor[i * n + j];
+  const taus = allocate(n);
+  const diagonal = new Float64Array(n);
+  for (let k = 0; k < n; k++) {
+    const rows = support(k);
+    const [tau, beta] = makeReflector(work, k * m, k, rows);
+    taus[k] = tau;
+    diagonal[k] = beta;
+    // v's leading entry is 1 by construction; storing it lets the kernel treat all rows alike.
+    work[k * m + k] = 1;
+    rowRanges.set(rows);
+    if (tau !== 0) kernels.reflect(atWork, atWork + k * m * 8, m, tau, atRows, rangeCount, k + 1, n);
+  }
+  const r = allocate(n * n);
+  for (let i = 0; i < n; i++) {
+    r[i * n + i] = diagonal[i];
+    for (let j = i + 1; j < n; j++) r[i * n + j] = work[j * m + i];
+  }
+  const reflectors = allocate(m * n);
+  reflectors.set(work);
+  return { reflectors, taus, r };
+}
+
+/**
+ * Q = H0 H1 … H(n-1) applied to the first n columns of the identity, last reflection first:
+ * reflection k leaves columns < k alone, so only columns k … n are touched. Returns Q row-major.
+ */
+function formQ(reflectors: Float64Array, taus: Float64Array, m: number, n: number, support: Support): Float64Array {
+  const rangeCount = support(0).length / 2;
+  const { kernels, offsets, heap } = scratch([m * n, m * n, rangeCount]);
+  const [atWork, atQ, atRows] = offsets;
+  heap.set(reflectors, atWork / 8);
+  const rowRanges = new Int32Array(heap.buffer, atRows, 2 * rangeCount);
+  const q = heap.subarray(atQ / 8, atQ / 8 + m * n);
+  q.fill(0);
+  for (let j = 0; j < n; j++) q[j * m + j] = 1;
+  for (let k = n - 1; k >= 0; k--) {
+    rowRanges.set(support(k));
+    if (taus[k] !== 0) kernels.reflect(atQ, atWork + k * m * 8, m, taus[k], atRows, rangeCount, k, n);
+  }
+  return toRowMajor(q, m, n);
+}
+
+/**
+ * Turns column k (at `offset`) into a Householder vector in place: v with v[k] = 1 below the
+ * scaling, and returns [tau, beta] where H = I − tau v vᵀ maps the column to beta·e_k.
+ */
+function makeReflector(work: Float64Array, offset: number, k: number, rows: readonly number[]): [number, number] {
+  const alpha = work[offset + k];
+  let tail = 0;
+  for (let at = 0; at < rows.length; at += 2) {
+    for (let i = at === 0 ? rows[0] + 1 : rows[at]; i < rows[at + 1]; i++) tail += work[offset + i] * work[offset + i];
+  }
+  if (tail === 0) return [0, alpha];
+  const norm = Math.sqrt(alpha * alpha + tail);
+  const beta = alpha >= 0 ? -norm : norm;
+  const scale = 1 / (alpha - beta);
+  for (let at = 0; at < rows.length; at += 2) {
+    for (let i = at === 0 ? rows[0] + 1 : rows[at]; i < rows[at + 1]; i++) work[offset + i] *= scale;
+  }
+  return [(beta - alpha) / beta, beta];
+}
+
+function toRowMajor(data: Float64Array, m: number, n: number): Float64Array {
+  const out = allocate(m * n);
+  for (let j = 0; j < n; j++) for (let i = 0; i < m; i++) out[i * n + j] = data[j * m + i];
+  return out;
+}

@@ -1,0 +1,184 @@
+// ResourceProfiler: memory and CPU of the kernel process and all its descendants over time
+// (Dask's ResourceData), sampled on a separate thread.
+
+import { join } from "node:path";
+import type { Graph } from "../graph/graph";
+import type { State } from "../scheduler/state";
+import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from "node:worker_threads";
+import { processCpuMicros } from "./sampler";
+import * as P from "./sampler-protocol";
+import { Recorder } from "./recorder";
+import { type ProfileSnapshot, type ResourceData, type Visualizable, now } from "./types";
+
+export interface ResourceProfilerOptions {
+  /** Seconds between samples (default 1). */
+  readonly dt?: number;
+}
+
+/** A profiler dropped while its sampler thread waits (used per call and never closed) takes the thread with it. */
+const abandoned = new FinalizationRegistry<Worker>((worker) => void worker.terminate());
+
+/** Longest a stop waits for the sampler's last sample (it normally answers within milliseconds). */
+const STOP_TIMEOUT_MS = 2000;
+
+/**
+ * Samples memory (MB) and CPU (% of one core, summed over processes) every `dt` seconds.
+ * In a withCallbacks block it samples for the whole block, Dask's way, and its results appear
+ * when the block ends; registered or per-call, it samples from each computation's start to its
+ * finish. The sampler thread is never counted, never keeps Node running, and ends with `close()`,
+ * `unregister()` or the end of the block.
+ */
+export class ResourceProfiler extends Recorder<null> implements Visualizable {
+  results: ResourceData[] = [];
+  readonly dt: number;
+  private thread: SamplerThread | undefined = undefined;
+  /** Computations outside a block that are running now; sampling pauses when none is. */
+  private computing = 0;
+
+  constructor(options: ResourceProfilerOptions = {}) {
+    super();
+    const { dt = 1 } = options;
+    if (typeof dt !== "number" || !(dt > 0) || !Number.isFinite(dt)) {
+      throw new TypeError(`ResourceProfiler option dt must be a number of seconds > 0, got ${dt}`);
+    }
+    this.dt = dt;
+  }
+
+  protected newRun(): null {
+    return null;
+  }
+
+  override clear(): void {
+    super.clear();
+    this.results = [];
+  }
+
+  override blockStart(time: number): void {
+    const outermost = !this.inBlock;
+    super.blockStart(time);
+    if (outermost) this.begin(time);
+  }
+
+  override blockEnd(time: number): void {
+    super.blockEnd(time);
+    if (!this.inBlock) this.collect(P.STOP);
+  }
+
+  override start(): void {
+    super.start();
+    if (!this.inBlock && this.computing++ === 0) this.begin(now());
+  }
+
+  override finish(dsk: Graph, state: State): void {
+    // Collect first: the span then ends after the final sample.
+    if (!this.inBlock && this.computing > 0 && --this.computing === 0) this.collect(P.PAUSE);
+    super.finish(dsk, state);
+  }
+
+  /** Stops and ends the sampler thread (it is started again when needed). Safe to call twice. */
+  close(): void {
+    this.detach()?.stop(P.STOP);
+  }
+
+  override unregister(): void {
+    super.unregister();
+    this.close();
+  }
+
+  override [Symbol.dispose](): void {
+    super[Symbol.dispose]();
+    this.close();
+  }
+
+  /** True while the sampler thread exists (between a start and `close()` or a block's end). */
+  get running(): boolean {
+    return this.thread !== undefined;
+  }
+
+  snapshot(): ProfileSnapshot {
+    const { results } = this;
+    const span = this.span(results[0]?.time, results.at(-1)?.time);
+    // A block's end time is read before its profilers stop, so its final sample may come a moment later.
+    return { kind: "resources", results: [...results], ...span, endTime: Math.max(span.endTime, results.at(-1)?.time ?? 0) };
+  }
+
+  private begin(time: number): void {
+    if (this.thread === undefined) {
+      this.thread = new SamplerThread(this.dt);
+      abandoned.register(this, this.thread.worker, this.thread);
+    }
+    this.thread.begin(time);
+  }
+
+  private collect(command: typeof P.PAUSE | typeof P.STOP): void {
+    const thread = command === P.STOP ? this.detach() : this.thread;
+    if (thread === undefined) return;
+    let samples: [number, number, number][];
+    try {
+      samples = thread.stop(command);
+    } catch (error) {
+      if (this.thread === thread) this.detach(); // a failed sampler has ended; the next start makes a new one
+      throw error;
+    }
+    for (const [time, mem, cpu] of samples) this.results.push({ time, mem, cpu });
+  }
+
+  /** Takes the sampler thread away from this profiler, for stopping it. */
+  private detach(): SamplerThread | undefined {
+    const thread = this.thread;
+    this.thread = undefined;
+    if (thread !== undefined) abandoned.unregister(thread);
+    return thread;
+  }
+}
+
+/** The main thread's side of one sampler thread. */
+class SamplerThread {
+  private readonly control = new SharedArrayBuffer(P.CONTROL_BYTES);
+  private readonly ints = new Int32Array(this.control, 0, 4);
+  private readonly floats = new Float64Array(this.control, 16, 2);
+  private readonly port: MessagePort;
+  readonly worker: Worker;
+  private failure: Error | undefined = undefined;
+
+  constructor(dt: number) {
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    const data: P.SamplerThreadData = { control: this.control, port: port2, dt };
+    this.worker = new Worker(join(__dirname, "sampler-worker.js"), { workerData: data, transferList: [port2] });
+    this.worker.on("error", (error) => (this.failure = error));
+    this.worker.unref();
+  }
+
+  /** Starts a sampling session whose first interval begins at `time`. */
+  begin(time: number): void {
+    this.floats[P.BASE_TIME] = time;
+    this.floats[P.BASE_CPU] = processCpuMicros();
+    Atomics.add(this.ints, P.SESSION, 1); // after the baseline: the sampler reads it when it sees the new session
+    Atomics.store(this.ints, P.COMMAND, P.RUN);
+    Atomics.notify(this.ints, P.COMMAND);
+  }
+
+  /** Pauses (or stops for good) and returns the samples taken since the last call, the final one included. */
+  stop(command: typeof P.PAUSE | typeof P.STOP): [number, number, number][] {
+    const ack = Atomics.load(this.ints, P.ACK);
+    Atomics.store(this.ints, P.COMMAND, command);
+    Atomics.notify(this.ints, P.COMMAND);
+    // The sampler answers after one last sample (a millisecond or so; longer only while it boots).
+    if (ack !== P.FAILED) Atomics.wait(this.ints, P.ACK, ack, STOP_TIMEOUT_MS);
+    const samples: [number, number, number][] = [];
+    let error: string | undefined;
+    for (let message = receiveMessageOnPort(this.port); message !== undefined; message = receiveMessageOnPort(this.port)) {
+      const value = message.message as [number, number, number] | { error: string };
+      if (Array.isArray(value)) samples.push(value);
+      else error = value.error;
+    }
+    if (command === P.STOP) {
+      this.port.close();
+      void this.worker.terminate();
+    }
+    const failure = error ?? this.failure?.message;
+    if (failure !== undefined) throw new Error(`ResourceProfiler: the sampler thread failed: ${failure}`);
+    return samples;
+  }
+}

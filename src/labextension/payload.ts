@@ -1,0 +1,92 @@
+// Checks an output's data against the protocol before anything is drawn: outputs come from
+// kernels and from saved notebooks of unknown origin, so nothing is assumed about their shape.
+import {
+  type Payload,
+  type PlotPayload,
+  type ProgressGroup,
+  type ProgressPayload,
+  type ProgressState,
+  PROTOCOL_VERSION,
+} from "../protocol";
+
+/** Raised for data this extension cannot draw; the message is shown in place of the output. */
+export class PayloadError extends Error {}
+
+const STATES: readonly ProgressState[] = ["running", "finished", "errored", "cancelled"];
+
+type Fields = Readonly<Record<string, unknown>>;
+
+function isFields(value: unknown): value is Fields {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function count(fields: Fields, name: string): number {
+  const value = fields[name];
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new PayloadError(`"${name}" must be a non-negative number, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function text(fields: Fields, name: string): string {
+  const value = fields[name];
+  if (typeof value !== "string") throw new PayloadError(`"${name}" must be a string, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function progressGroup(value: unknown, index: number): ProgressGroup {
+  if (!isFields(value)) throw new PayloadError(`groups[${index}] must be an object`);
+  return { name: text(value, "name"), done: count(value, "done"), total: count(value, "total") };
+}
+
+function progress(fields: Fields, base: { id: string; seq: number }): ProgressPayload {
+  const state = fields.state;
+  if (!STATES.includes(state as ProgressState)) {
+    throw new PayloadError(`"state" must be one of ${STATES.join(", ")}, got ${JSON.stringify(state)}`);
+  }
+  const groups = fields.groups ?? [];
+  if (!Array.isArray(groups)) throw new PayloadError(`"groups" must be an array`);
+  return {
+    version: PROTOCOL_VERSION,
+    kind: "progress",
+    ...base,
+    done: count(fields, "done"),
+    total: count(fields, "total"),
+    elapsed: count(fields, "elapsed"),
+    state: state as ProgressState,
+    groups: groups.map(progressGroup),
+  };
+}
+
+function plot(fields: Fields, base: { id: string; seq: number }): PlotPayload {
+  if (!isFields(fields.spec)) throw new PayloadError(`"spec" must be a Vega-Lite specification object`);
+  return { version: PROTOCOL_VERSION, kind: "plot", ...base, spec: fields.spec };
+}
+
+/** The payload in an output's data: an object, or its JSON text (what tslab's display.raw sends). */
+export function parsePayload(data: unknown): Payload {
+  let value = data;
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      throw new PayloadError("the output is a string that is not JSON");
+    }
+  }
+  if (!isFields(value)) throw new PayloadError("the output is not a JSON object");
+  if (value.version !== PROTOCOL_VERSION) {
+    throw new PayloadError(
+      `this output uses protocol version ${JSON.stringify(value.version)}; ` +
+        `this extension understands version ${PROTOCOL_VERSION}. Install matching tsdask versions (npx tsdask install).`,
+    );
+  }
+  const base = { id: text(value, "id"), seq: count(value, "seq") };
+  switch (value.kind) {
+    case "progress":
+      return progress(value, base);
+    case "plot":
+      return plot(value, base);
+    default:
+      throw new PayloadError(`unknown output kind ${JSON.stringify(value.kind)}`);
+  }
+}
