@@ -8,10 +8,8 @@ import * as kernels from "../src/kernel/collections/array/kernels";
 import { applyQ, householderQ, qr as qrBlock, qrReflectors, qrStacked } from "../src/kernel/collections/array/householder";
 import { matmul } from "../src/kernel/collections/array/matmul";
 
-// The lead adds "threads" and "processes" here once those executors are merged; in this branch
-// `get(..., {scheduler: "threads"})` does not exist yet. (Every test below also passed on both
-// in a scratch merge with the executors branch.)
-const schedulers: SchedulerName[] = ["sync"];
+// Every array test runs on each scheduler: chunk kernels travel to pool workers by reference.
+const schedulers: SchedulerName[] = ["sync", "threads", "processes"];
 
 type Matrix = { rows: number; cols: number; data: Float64Array };
 

@@ -10,12 +10,9 @@ export const dsk2 = { a: 1, b: 2, c: [slowadd, "a", "b"] };
 
 /**
  * The schedulers the scheduler-independent tests run under (their task functions come from
- * ./tasks so the pools can ship them). Dask runs these tests with the threaded and sync
- * schedulers; this branch has only "sync" (get(…, {scheduler: "threads"}) throws "not
- * available" here): add "threads" and "processes" once the pool executors are merged — the
- * tests pass with them (checked against the executors branch).
+ * ./tasks so the pools can ship them). Dask runs these tests with the threaded and sync schedulers.
  */
-export const SCHEDULERS: readonly SchedulerName[] = ["sync"];
+export const SCHEDULERS: readonly SchedulerName[] = ["sync", "threads", "processes"];
 
 /** A writable that records what is written; a terminal unless `isTTY` is false. */
 export class FakeOut {
