@@ -11,6 +11,8 @@ import { toWire } from "./ship";
 /** Batches aim at this much work per worker message, so message costs stay small next to the work. */
 const TARGET_BATCH_MS = 0.5;
 const MAX_BATCH = 32;
+/** Tasks this short have their results awaited awake (a NaN mean, no task seen yet, is not short). */
+const QUICK_TASK_MS = 0.05;
 
 export class PoolExecutor implements Executor, PoolClient {
   /** Mean task duration (ms, exponentially weighted); NaN until a task has run. */
@@ -26,6 +28,10 @@ export class PoolExecutor implements Executor, PoolClient {
   get batchSize(): number {
     if (Number.isNaN(this.meanTaskMs)) return 1;
     return Math.max(1, Math.min(MAX_BATCH, Math.floor(TARGET_BATCH_MS / Math.max(this.meanTaskMs, 1e-3))));
+  }
+
+  get quickTasks(): boolean {
+    return this.meanTaskMs < QUICK_TASK_MS;
   }
 
   recordDuration(ms: number): void {

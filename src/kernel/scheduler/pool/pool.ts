@@ -5,7 +5,7 @@
 
 import { type ChildProcess, fork } from "node:child_process";
 import { join } from "node:path";
-import { Worker } from "node:worker_threads";
+import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
 import type { Key } from "../../graph/keys";
 import { formatKey } from "../../graph/keys";
 import type { TaskJob, TaskOutcome } from "../executor";
@@ -52,6 +52,8 @@ export class TaskTransferError extends Error {
 /** Whoever submitted a task: told its outcome, asked how many of its tasks to batch. */
 export interface PoolClient {
   readonly batchSize: number;
+  /** Its tasks take microseconds: worth waiting for their results awake (see POLL_MS). */
+  readonly quickTasks: boolean;
   recordDuration(ms: number): void;
 }
 
@@ -69,7 +71,16 @@ interface Transport {
   post(message: RunMessage): void;
   stop(): void;
   setKeepsAlive(keep: boolean): void;
+  /** Takes a message that has arrived, without waiting (threads only). */
+  poll?(): WorkerMessage | undefined;
 }
+
+/**
+ * How long the calling thread waits, awake, for the results of quick tasks before it lets the
+ * event loop sleep: waking a sleeping thread costs tens of µs on an idle machine, more than a
+ * small task's round trip. Workers do the same for their next batch (worker-main's POLL_MS).
+ */
+const POLL_MS = 0.1;
 
 const WORKER_SCRIPT = join(__dirname, "worker-main.js");
 
@@ -110,15 +121,28 @@ class PoolWorker {
   constructor(pool: WorkerPool, kind: PoolKind, keepsAlive: boolean) {
     const onMessage = (message: WorkerMessage): void => pool.onMessage(this, message);
     if (kind === "threads") {
-      const worker = new Worker(WORKER_SCRIPT);
-      worker.on("message", onMessage);
+      const { port1, port2 } = new MessageChannel();
+      const worker = new Worker(WORKER_SCRIPT, { workerData: { port: port2 }, transferList: [port2] });
+      port1.on("message", onMessage);
       worker.on("error", (error) => (this.crash = `crashed (${error.message})`));
       worker.on("exit", (code) => pool.onExit(this, this.crash ?? `exited with code ${code}`));
       this.transport = {
         workerId: worker.threadId,
-        post: (message) => worker.postMessage(message),
-        stop: () => void worker.terminate(),
-        setKeepsAlive: (keep) => (keep ? worker.ref() : worker.unref()),
+        post: (message) => port1.postMessage(message),
+        stop: () => {
+          port1.close();
+          void worker.terminate();
+        },
+        setKeepsAlive: (keep) => {
+          if (keep) {
+            worker.ref();
+            port1.ref();
+          } else {
+            worker.unref();
+            port1.unref();
+          }
+        },
+        poll: () => receiveMessageOnPort(port1)?.message as WorkerMessage | undefined,
       };
     } else {
       const child: ChildProcess = fork(WORKER_SCRIPT, [], { serialization: "advanced", execArgv: workerExecArgv() });
@@ -150,6 +174,7 @@ export class WorkerPool {
   private readonly workers: PoolWorker[] = [];
   private queue: Entry[] = [];
   private flushScheduled = false;
+  private polling = false;
   private waitingForReady = 0;
   private keepsAlive = false;
   private readonly functionIds = new WeakMap<object, number>();
@@ -279,6 +304,25 @@ export class WorkerPool {
       idle--;
     }
     this.updateKeepAlive();
+    if (!this.polling) this.pollQuickResults();
+  }
+
+  /** Waits up to POLL_MS, awake, for a result of quick tasks, and handles the first that comes. */
+  private pollQuickResults(): void {
+    const waiting = this.workers.filter((worker) => worker.batch?.[0].client.quickTasks && worker.transport.poll !== undefined);
+    if (waiting.length === 0) return;
+    this.polling = true;
+    try {
+      const end = performance.now() + POLL_MS;
+      do {
+        for (const worker of waiting) {
+          const message = worker.transport.poll!();
+          if (message !== undefined) return this.onMessage(worker, message);
+        }
+      } while (performance.now() < end);
+    } finally {
+      this.polling = false;
+    }
   }
 
   private run(worker: PoolWorker, batch: Entry[]): void {

@@ -5,7 +5,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { parentPort, threadId } from "node:worker_threads";
+import { type MessagePort, receiveMessageOnPort, threadId, workerData } from "node:worker_threads";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
 import {
   CALL,
@@ -21,10 +21,12 @@ import {
 
 type AnyFunction = (...args: unknown[]) => unknown;
 
-const isThread = parentPort !== null;
+/** A thread talks to its pool over a port of its own, which it can also poll synchronously. */
+const port = (workerData as { port?: MessagePort } | null)?.port ?? null;
+const isThread = port !== null;
 
 function send(message: WorkerMessage): void {
-  if (parentPort !== null) parentPort.postMessage(message);
+  if (port !== null) port.postMessage(message);
   else if (process.connected) process.send!(message, undefined, undefined, exitIfOrphaned);
 }
 
@@ -194,7 +196,8 @@ function record(ok: boolean, value: unknown, start: number, cpuStart: number, by
   if (end - lastReport > REPORT_AFTER_MS) report();
 }
 
-function runBatch(tasks: RunMessage, from: number): void {
+/** Runs the batch's tasks from `from` on; false if it is waiting for a task's promise. */
+function runBatch(tasks: RunMessage, from: number): boolean {
   for (let i = from; i < tasks.length; i++) {
     const bytesIn = estimateBytes(tasks[i]);
     const start = epochMs();
@@ -217,14 +220,39 @@ function runBatch(tasks: RunMessage, from: number): void {
           runBatch(tasks, i + 1);
         },
       );
-      return;
+      return false;
     }
     record(true, value, start, cpuStart, bytesIn);
   }
   if (pending.length > 0) report();
+  return true;
 }
 
+/**
+ * After a quick batch the next one often follows within microseconds (a chain of small tasks).
+ * A thread waits for it awake this long: waking a sleeping thread costs tens of µs on an idle machine.
+ */
+const POLL_MS = 0.1;
+
 function onMessage(message: RunMessage): void {
+  for (let next: RunMessage | undefined = message; next !== undefined; ) {
+    const started = epochMs();
+    if (!runMessage(next) || port === null || epochMs() - started > POLL_MS) return;
+    next = poll(port);
+  }
+}
+
+function poll(from: MessagePort): RunMessage | undefined {
+  const end = epochMs() + POLL_MS;
+  do {
+    const received = receiveMessageOnPort(from);
+    if (received !== undefined) return received.message as RunMessage;
+  } while (epochMs() < end);
+  return undefined;
+}
+
+/** Defines the message's new functions and runs its tasks; false if a task's promise is pending. */
+function runMessage(message: RunMessage): boolean {
   for (const [id, spec] of message[0] ?? []) {
     try {
       functions.set(id, resolve(spec));
@@ -237,7 +265,7 @@ function onMessage(message: RunMessage): void {
     }
   }
   lastReport = epochMs();
-  runBatch(message, 1);
+  return runBatch(message, 1);
 }
 
 function globalNames(): string[] {
@@ -248,8 +276,8 @@ function globalNames(): string[] {
   return [...names];
 }
 
-if (parentPort !== null) {
-  parentPort.on("message", onMessage);
+if (port !== null) {
+  port.on("message", onMessage);
 } else if (process.send !== undefined) {
   process.on("message", onMessage as (message: unknown) => void);
   // The pool went away (the calling process exited or was killed): so do we.
