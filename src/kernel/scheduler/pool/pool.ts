@@ -80,7 +80,7 @@ interface Transport {
  * event loop sleep: waking a sleeping thread costs tens of µs on an idle machine, more than a
  * small task's round trip. Workers do the same for their next batch (worker-main's POLL_MS).
  */
-const POLL_MS = 0.1;
+const POLL_MS = 0.03;
 
 const WORKER_SCRIPT = join(__dirname, "worker-main.js");
 

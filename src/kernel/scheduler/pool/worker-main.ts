@@ -232,7 +232,7 @@ function runBatch(tasks: RunMessage, from: number): boolean {
  * After a quick batch the next one often follows within microseconds (a chain of small tasks).
  * A thread waits for it awake this long: waking a sleeping thread costs tens of µs on an idle machine.
  */
-const POLL_MS = 0.1;
+const POLL_MS = 0.05;
 
 function onMessage(message: RunMessage): void {
   for (let next: RunMessage | undefined = message; next !== undefined; ) {
