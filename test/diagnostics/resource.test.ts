@@ -4,7 +4,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { ResourceProfiler, get, now, withCallbacks } from "../../src";
-import { PidusageSampler, epochSeconds, processCpuMicros } from "../../src/kernel/diagnostics/sampler";
+import { PidusageSampler, processCpuMicros } from "../../src/kernel/diagnostics/sampler";
 import { SCHEDULERS, dsk2, sleep } from "./fixtures";
 import { busy } from "./tasks";
 
@@ -146,7 +146,7 @@ test("a registered ResourceProfiler never keeps a script from exiting", () => {
 
 test("the pidusage fallback (other platforms) measures this process", async () => {
   const sampler = new PidusageSampler();
-  await sampler.restart({ time: epochSeconds(), cpuMicros: processCpuMicros() });
+  await sampler.restart({ time: now(), cpuMicros: processCpuMicros() });
   busy(100);
   const sample = await sampler.sample();
   assert.ok(sample.mem > 10 && sample.cpu > 10, JSON.stringify(sample));

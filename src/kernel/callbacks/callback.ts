@@ -6,7 +6,7 @@ import type { Graph } from "../graph/graph";
 import type { Key } from "../graph/keys";
 import type { TaskTiming } from "../scheduler/executor";
 import type { State } from "../scheduler/state";
-import { now } from "../diagnostics/types";
+import { now } from "../clock";
 
 /** The id of the thread or process that ran a task; `null` with the sync scheduler. */
 export type WorkerId = number | string | null;

@@ -4,7 +4,8 @@
 // `finish` hook) without waiting out a `dt`.
 
 import { workerData } from "node:worker_threads";
-import { type Sample, epochSeconds, newSampler } from "./sampler";
+import { now } from "../clock";
+import { type Sample, newSampler } from "./sampler";
 import * as P from "./sampler-protocol";
 
 const { control, port, dt } = workerData as P.SamplerThreadData;
@@ -31,14 +32,14 @@ async function run(): Promise<void> {
       next = floats[P.BASE_TIME] + Math.min(dt, P.FIRST_SAMPLE_AFTER);
     }
     if (command === P.RUN) {
-      const wait = next - epochSeconds();
+      const wait = next - now();
       if (wait > 0) {
         Atomics.wait(ints, P.COMMAND, P.RUN, wait * 1000);
         continue;
       }
       post(await sampler.sample());
       // After a slow sample, carry on from now: never a burst of catch-up samples.
-      next = Math.max(next + dt, epochSeconds());
+      next = Math.max(next + dt, now());
       continue;
     }
     // Pause or stop: one last sample up to this moment, so even a short run gets a real one.

@@ -9,6 +9,7 @@
 
 import { readFileSync, readdirSync } from "node:fs";
 import pidusage from "pidusage";
+import { now } from "../clock";
 
 /** One measurement: MB (bytes/1e6) and % of one core since the previous one. */
 export interface Sample {
@@ -29,9 +30,6 @@ export interface Sampler {
   sample(): Sample | Promise<Sample>;
 }
 
-export function epochSeconds(): number {
-  return (performance.timeOrigin + performance.now()) / 1000;
-}
 
 export function processCpuMicros(): number {
   const { user, system } = process.cpuUsage();
@@ -106,7 +104,7 @@ export class ProcSampler implements Sampler {
 
   sample(): Sample {
     const last = this.last!;
-    const time = epochSeconds();
+    const time = now();
     const cpuMicros = processCpuMicros();
     const samplerCpu = threadCpuSeconds();
     // This process: everything but the sampler thread's own work.
@@ -130,7 +128,7 @@ export class ProcSampler implements Sampler {
   /** Ticks since boot at epoch time `time`, comparable with a process's start time. */
   private uptimeTicks(time: number): number {
     const uptime = Number(readFileSync("/proc/uptime", "latin1").split(" ")[0]);
-    return Math.floor((uptime - (epochSeconds() - time)) * TICKS_PER_SECOND);
+    return Math.floor((uptime - (now() - time)) * TICKS_PER_SECOND);
   }
 
   /** The live, non-zombie descendants of this process, with their /proc stat. */
@@ -184,7 +182,7 @@ export class PidusageSampler implements Sampler {
 
   async sample(): Promise<Sample> {
     const children = await this.children();
-    const time = epochSeconds();
+    const time = now();
     const cpuMicros = processCpuMicros();
     const last = this.last!;
     let cpu = (100 * (cpuMicros - last.cpuMicros)) / 1e6 / Math.max(time - last.time, 1e-9);

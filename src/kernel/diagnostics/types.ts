@@ -46,7 +46,4 @@ export interface Visualizable {
   snapshot(): ProfileSnapshot;
 }
 
-/** The current time in epoch seconds, with sub-millisecond precision, the same in every thread. */
-export function now(): number {
-  return (performance.timeOrigin + performance.now()) / 1000;
-}
+export { now } from "../clock";

@@ -6,6 +6,7 @@ import { closeSync, openSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { type MessagePort, receiveMessageOnPort, threadId, workerData } from "node:worker_threads";
+import { nowMs as epochMs } from "../../clock";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
 import {
   CALL,
@@ -88,10 +89,6 @@ function toExpr(wire: WireExpr): Expr {
 
 // ---- Measurements ----------------------------------------------------------------------------
 
-/** Epoch milliseconds; agrees across threads and processes (timeOrigin is per thread, the sum is absolute). */
-function epochMs(): number {
-  return performance.timeOrigin + performance.now();
-}
 
 /** CPU milliseconds used so far by this thread, or NaN when the platform cannot tell. */
 const threadCpuMs: () => number = (() => {
