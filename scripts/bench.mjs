@@ -18,5 +18,5 @@ const benches = readdirSync(join(root, "build/bench"))
 if (benches.length === 0) throw new Error(`No benchmark named ${wanted}`);
 for (const name of benches) {
   console.log(`\n=== bench/${name.replace(/\.js$/, ".ts")}`);
-  execFileSync(process.execPath, ["--max-old-space-size=8192", join(root, "build/bench", name)], { cwd: root, stdio: "inherit", env });
+  execFileSync(process.execPath, ["--max-old-space-size=8192", "--expose-gc", join(root, "build/bench", name)], { cwd: root, stdio: "inherit", env });
 }
