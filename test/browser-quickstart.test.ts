@@ -64,7 +64,8 @@ before(async () => {
   mkdirSync(SHOTS, { recursive: true });
   server = await startJupyterLab([clearedCopy()]);
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  // Tall and wide enough for the whole stacked plot with its legends (the screenshots show it all).
+  page = await browser.newPage({ viewport: { width: 1500, height: 1300 } });
   page.on("pageerror", (error) => {
     if (error.stack?.includes("/extensions/tsdask/")) pageErrors.push(error.stack);
   });
@@ -111,6 +112,7 @@ function subViews(plot: Locator): Promise<SubView[]> {
 
 test("the quick start runs in JupyterLab; its progress bar advances live and finishes", { timeout: 240_000 }, async () => {
   await lab.openLab(page, server.baseUrl, server.token);
+  await page.evaluate(() => window.jupyterapp.commands.execute("application:toggle-left-area")); // the file browser
   await lab.openNotebook(page, NOTEBOOK);
   await lab.waitForIdleKernel(page);
   assert.equal(await page.locator(".tsdask-output").count(), 0, "the copy under test still had outputs");
