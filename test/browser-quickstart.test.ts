@@ -80,6 +80,16 @@ after(async () => {
 
 const cell = (start: string): Locator => lab.cell(page, cellIndex(start));
 
+/**
+ * A screenshot of one element. Scrolling it into view first lets the notebook settle: offscreen
+ * cells (content-visibility: auto) take their real height as they appear, which moves the element.
+ */
+async function shoot(element: Locator, name: string): Promise<void> {
+  await element.scrollIntoViewIfNeeded();
+  await page.waitForTimeout(300);
+  await element.screenshot({ path: join(SHOTS, `quickstart-${name}.png`) });
+}
+
 /** One stacked plot of a rendered Vega view: its marks and its x axis as the SVG shows them. */
 interface SubView {
   rects: number;
@@ -161,7 +171,7 @@ test("visualize([prof, rprof, cprof]) shows three stacked plots with their marks
   // The single profiler's plot above it is one view with the same rectangles.
   const single = await subViews(cell("await prof.visualize()").locator(".tsdask-plot"));
   assert.deepEqual(single.map((view) => view.rects), [tasks]);
-  await plot.screenshot({ path: join(SHOTS, "quickstart-visualize.png") });
+  await shoot(plot, "visualize");
 });
 
 test("hovering a task shows its key; zooming the top plot zooms all three", async () => {
@@ -196,7 +206,7 @@ test("hovering a task shows its key; zooming the top plot zooms all three", asyn
     assert.notDeepEqual(view.xTicks, before[i]!.xTicks, `plot ${i}'s x tick labels did not change`);
   });
   assert.equal(new Set(domains(after)).size, 1, `zoomed domains differ: ${domains(after).join(" / ")}`);
-  await plot.screenshot({ path: join(SHOTS, "quickstart-zoomed.png") });
+  await shoot(plot, "zoomed");
 });
 
 test("a task key that is markup shows as text in the real bar and plot, and runs nothing", async () => {
@@ -241,7 +251,6 @@ test("the dark theme recolours the real bar and plots", async () => {
   const views = await subViews(plot);
   assert.equal(views.length, 3);
   assert.ok(views[0]!.rects > 0);
-  await cell("const a = da.random.normal").scrollIntoViewIfNeeded();
-  await page.screenshot({ path: join(SHOTS, "quickstart-dark-progress.png") });
-  await plot.screenshot({ path: join(SHOTS, "quickstart-dark.png") });
+  await shoot(cell("const a = da.random.normal"), "dark-progress");
+  await shoot(plot, "dark");
 });
