@@ -4,43 +4,12 @@ import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import type { Browser, Locator, Page } from "playwright-core";
-import { type LabServer, ROOT, launchChromium, startJupyterLab } from "./helpers/jupyterlab";
+import type { Browser, Page } from "playwright-core";
+import { type LabServer, ROOT, launchChromium, startJupyterLab, stopLab } from "./helpers/jupyterlab";
+import * as lab from "./helpers/lab-page";
 
 const EVIL = "<img src=x onerror=window.__xss=1>";
 const SHOTS = join(ROOT, "test-output");
-
-// The browser globals the page functions below use. They are declared here rather than through
-// the DOM lib, because the test build also compiles the Node library, whose types the DOM lib changes.
-interface PageElement {
-  getAttribute(name: string): string | null;
-  setAttribute(name: string, value: string): void;
-  readonly textContent: string | null;
-}
-declare const document: {
-  readonly body: { readonly dataset: Readonly<Record<string, string | undefined>> };
-  querySelector(selector: string): PageElement | null;
-  querySelectorAll(selector: string): { readonly length: number };
-  getElementById(id: string): PageElement | null;
-};
-declare const window: LabWindow;
-declare function getComputedStyle(element: PageElement): Readonly<Record<"color" | "backgroundColor" | "fill", string>>;
-
-/** What the page exposes with --LabApp.expose_app_in_browser (only the parts used here). */
-interface LabWindow {
-  jupyterapp: {
-    started: Promise<void>;
-    restored: Promise<void>;
-    commands: { execute(id: string, args?: object): Promise<unknown> };
-    shell: { currentWidget: NotebookPanelLike | null };
-  };
-  __xss?: unknown;
-}
-interface NotebookPanelLike {
-  context: { path: string; ready: Promise<void> };
-  sessionContext: { ready: Promise<void>; session: { kernel: { status: string } | null } | null };
-  content: { activeCellIndex: number; model: { cells: { get(i: number): { trusted: boolean } } } };
-}
 
 let server: LabServer;
 let browser: Browser;
@@ -60,64 +29,11 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  const kernels = server?.kernelPids() ?? [];
-  await server?.stop();
-  const orphans = kernels.filter((pid) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-  assert.deepEqual(orphans, [], "kernel processes outlived the server");
+  assert.deepEqual(await stopLab(server), [], "kernel processes outlived the server");
 });
 
-async function openNotebook(path: string): Promise<void> {
-  await page.evaluate(async (p) => {
-    const app = window.jupyterapp;
-    await app.commands.execute("docmanager:open", { path: p });
-  }, path);
-  await page.waitForFunction((p) => window.jupyterapp.shell.currentWidget?.context?.path === p, path);
-  await page.evaluate(() => window.jupyterapp.shell.currentWidget?.context.ready);
-}
-
-async function waitForIdleKernel(): Promise<void> {
-  await page.evaluate(() => window.jupyterapp.shell.currentWidget?.sessionContext.ready);
-  await page.waitForFunction(
-    () => window.jupyterapp.shell.currentWidget?.sessionContext.session?.kernel?.status === "idle",
-    undefined,
-    { timeout: 60_000 },
-  );
-}
-
-/** Starts running one cell and returns at once, so the test can watch its outputs change. */
-async function startCell(index: number): Promise<void> {
-  await page.evaluate((i) => {
-    const app = window.jupyterapp;
-    const panel = app.shell.currentWidget;
-    if (panel === null) throw new Error("no notebook is open");
-    panel.content.activeCellIndex = i;
-    void app.commands.execute("notebook:run-cell");
-  }, index);
-}
-
-function cell(index: number): Locator {
-  return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell").nth(index);
-}
-
-function luminance(rgb: string): number {
-  const [r = 0, g = 0, b = 0] = (rgb.match(/[\d.]+/g) ?? []).map(Number);
-  return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
-}
-
-const color = (locator: Locator, property: "color" | "backgroundColor" | "fill"): Promise<string> =>
-  locator.evaluate((el, prop) => getComputedStyle(el)[prop], property);
-
 test("JupyterLab loads the tsdask extension from the install prefix", async () => {
-  await page.goto(`${server.baseUrl}/lab?token=${server.token}`);
-  await page.waitForFunction(() => window.jupyterapp !== undefined, undefined, { timeout: 60_000 });
-  await page.evaluate(() => window.jupyterapp.restored);
+  await lab.openLab(page, server.baseUrl, server.token);
   const extensions = await page.evaluate(() => {
     const config = JSON.parse(document.getElementById("jupyter-config-data")?.textContent ?? "{}") as {
       federated_extensions?: { name: string }[];
@@ -125,18 +41,18 @@ test("JupyterLab loads the tsdask extension from the install prefix", async () =
     return (config.federated_extensions ?? []).map((extension) => extension.name);
   });
   assert.ok(extensions.includes("tsdask"), `federated extensions: ${extensions.join(", ")}`);
-  await openNotebook("widgets.ipynb");
-  await waitForIdleKernel();
+  await lab.openNotebook(page, "widgets.ipynb");
+  await lab.waitForIdleKernel(page);
   assert.ok(server.kernelPids().length > 0, "the tslab kernel process was not found");
-  await startCell(0);
-  await cell(0).locator(".jp-InputArea-prompt:has-text('[1]')").waitFor({ timeout: 60_000 });
+  await lab.startCell(page, 0);
+  await lab.cell(page, 0).locator(".jp-InputArea-prompt:has-text('[1]')").waitFor({ timeout: 60_000 });
   // The setup cell prints nothing; anything here is a compile or runtime error.
-  assert.deepEqual(await cell(0).locator(".jp-OutputArea-output").allTextContents(), []);
+  assert.deepEqual(await lab.cell(page, 0).locator(".jp-OutputArea-output").allTextContents(), []);
 });
 
 test("a progress bar appears, advances in place and reaches 100%", async () => {
-  await startCell(1);
-  const progress = cell(1).locator(".tsdask-progress");
+  await lab.startCell(page, 1);
+  const progress = lab.cell(page, 1).locator(".tsdask-progress");
   await progress.waitFor({ timeout: 30_000 });
   // Tag the DOM node: if an update rebuilt the view, the tag would be gone.
   await progress.evaluate((el) => el.setAttribute("data-test-first-render", "yes"));
@@ -151,8 +67,8 @@ test("a progress bar appears, advances in place and reaches 100%", async () => {
   assert.ok(inBetween.size >= 3, `expected the bar to move through several values, saw ${seen.join(", ")}`);
   assert.deepEqual([...seen].sort((a, b) => a - b), seen, "the bar went backwards");
   assert.equal(await progress.getAttribute("data-test-first-render"), "yes", "the view was rebuilt instead of patched");
-  assert.equal(await cell(1).locator(".tsdask-output").count(), 1);
-  assert.equal(await cell(1).locator(".jp-RenderedText").count(), 0, "the text/plain fallback was shown instead");
+  assert.equal(await lab.cell(page, 1).locator(".tsdask-output").count(), 1);
+  assert.equal(await lab.cell(page, 1).locator(".jp-RenderedText").count(), 0, "the text/plain fallback was shown instead");
   assert.equal(await progress.locator(".tsdask-progress-percent").textContent(), "100%");
   assert.equal(await progress.locator(".tsdask-progress-counts").textContent(), "40 / 40");
   assert.equal(await progress.locator(".tsdask-progress-state").textContent(), "Finished");
@@ -170,22 +86,22 @@ test("a progress bar appears, advances in place and reaches 100%", async () => {
 });
 
 test("finished, errored and cancelled bars look different", async () => {
-  await startCell(2);
-  const bars = cell(2).locator(".tsdask-progress");
+  await lab.startCell(page, 2);
+  const bars = lab.cell(page, 2).locator(".tsdask-progress");
   await page.waitForFunction(() => document.querySelectorAll(".tsdask-progress").length >= 3);
   assert.deepEqual(await bars.evaluateAll((els) => els.map((el) => el.getAttribute("data-state"))), ["errored", "cancelled"]);
-  assert.deepEqual(await cell(2).locator(".tsdask-progress-state").allTextContents(), ["Errored", "Cancelled"]);
+  assert.deepEqual(await lab.cell(page, 2).locator(".tsdask-progress-state").allTextContents(), ["Errored", "Cancelled"]);
   const fills = [
-    await color(cell(1).locator(".tsdask-progress-fill"), "backgroundColor"),
-    await color(bars.nth(0).locator(".tsdask-progress-fill"), "backgroundColor"),
-    await color(bars.nth(1).locator(".tsdask-progress-fill"), "backgroundColor"),
+    await lab.color(lab.cell(page, 1).locator(".tsdask-progress-fill"), "backgroundColor"),
+    await lab.color(bars.nth(0).locator(".tsdask-progress-fill"), "backgroundColor"),
+    await lab.color(bars.nth(1).locator(".tsdask-progress-fill"), "backgroundColor"),
   ];
   assert.equal(new Set(fills).size, 3, `fill colours: ${fills.join(" / ")}`);
 });
 
 test("a plot shows Vega marks, sanitised tooltips and export actions; an update streams in place", async () => {
-  await startCell(3);
-  const plot = cell(3).locator(".tsdask-plot");
+  await lab.startCell(page, 3);
+  const plot = lab.cell(page, 3).locator(".tsdask-plot");
   const bars = plot.locator("svg .mark-rect path");
   await page.waitForFunction(() => document.querySelectorAll(".tsdask-plot svg .mark-rect path").length === 4, undefined, {
     timeout: 30_000,
@@ -209,12 +125,12 @@ test("a plot shows Vega marks, sanitised tooltips and export actions; an update 
   assert.match(download.suggestedFilename(), /^tsdask-plot-1\.svg$/);
   await page.keyboard.press("Escape");
 
-  await startCell(4);
+  await lab.startCell(page, 4);
   await page.waitForFunction(() => document.querySelectorAll(".tsdask-plot svg .mark-rect path").length === 8, undefined, {
     timeout: 30_000,
   });
   assert.equal(await svg.getAttribute("data-test-first-embed"), "yes", "the update re-embedded instead of streaming");
-  assert.equal(await cell(4).locator(".jp-OutputArea-output").count(), 0, "the update landed in the plot's own cell");
+  assert.equal(await lab.cell(page, 4).locator(".jp-OutputArea-output").count(), 0, "the update landed in the plot's own cell");
 });
 
 test("hostile task keys run no script and add no image", async () => {
@@ -224,12 +140,11 @@ test("hostile task keys run no script and add no image", async () => {
 });
 
 test("the dark theme recolours bars and plots", async () => {
-  const summary = cell(1).locator(".tsdask-progress-summary");
-  const axisLabel = cell(3).locator("svg .role-axis-label text").first();
-  const lightText = await color(summary, "color");
-  const lightLabel = await color(axisLabel, "fill");
-  await page.evaluate(() => window.jupyterapp.commands.execute("apputils:change-theme", { theme: "JupyterLab Dark" }));
-  await page.waitForFunction(() => document.body.dataset.jpThemeLight === "false", undefined, { timeout: 30_000 });
+  const summary = lab.cell(page, 1).locator(".tsdask-progress-summary");
+  const axisLabel = lab.cell(page, 3).locator("svg .role-axis-label text").first();
+  const lightText = await lab.color(summary, "color");
+  const lightLabel = await lab.color(axisLabel, "fill");
+  await lab.switchTheme(page, "JupyterLab Dark");
   await page.waitForFunction(
     (before) => {
       const label = document.querySelector(".tsdask-plot svg .role-axis-label text");
@@ -238,32 +153,32 @@ test("the dark theme recolours bars and plots", async () => {
     lightLabel,
     { timeout: 30_000 },
   );
-  const darkText = await color(summary, "color");
-  const darkLabel = await color(axisLabel, "fill");
-  assert.ok(luminance(lightText) < 0.4 && luminance(darkText) > 0.6, `progress text ${lightText} → ${darkText}`);
-  assert.ok(luminance(lightLabel) < 0.6 && luminance(darkLabel) > 0.5, `axis labels ${lightLabel} → ${darkLabel}`);
-  await cell(1).scrollIntoViewIfNeeded();
+  const darkText = await lab.color(summary, "color");
+  const darkLabel = await lab.color(axisLabel, "fill");
+  assert.ok(lab.luminance(lightText) < 0.4 && lab.luminance(darkText) > 0.6, `progress text ${lightText} → ${darkText}`);
+  assert.ok(lab.luminance(lightLabel) < 0.6 && lab.luminance(darkLabel) > 0.5, `axis labels ${lightLabel} → ${darkLabel}`);
+  await lab.cell(page, 1).scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(SHOTS, "dark-theme.png") });
-  await cell(4).scrollIntoViewIfNeeded();
+  await lab.cell(page, 4).scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(SHOTS, "dark-theme-plot.png") });
 });
 
 test("saved outputs render in a reopened, untrusted notebook", async () => {
-  await openNotebook("saved-outputs.ipynb");
+  await lab.openNotebook(page, "saved-outputs.ipynb");
   const trusted = await page.evaluate(
     () => window.jupyterapp.shell.currentWidget?.content.model.cells.get(1).trusted,
   );
   assert.equal(trusted, false);
-  const progress = cell(1).locator(".tsdask-progress");
+  const progress = lab.cell(page, 1).locator(".tsdask-progress");
   await progress.waitFor();
   assert.equal(await progress.getAttribute("data-state"), "finished");
   assert.equal(await progress.locator(".tsdask-progress-counts").textContent(), "12 / 12");
   await page.waitForFunction(() => document.querySelectorAll(".jp-NotebookPanel:not(.lm-mod-hidden) .tsdask-plot svg .mark-rect path").length === 3);
-  const labels = await cell(2).locator("svg .role-axis-label text").allTextContents();
+  const labels = await lab.cell(page, 2).locator("svg .role-axis-label text").allTextContents();
   assert.ok(labels.includes("<b>bold?</b>"), `axis labels: ${labels.join(" | ")}`);
   // An output from a newer tsdask says what is wrong instead of drawing garbage.
   assert.match(
-    (await cell(3).locator(".tsdask-message").textContent()) ?? "",
+    (await lab.cell(page, 3).locator(".tsdask-message").textContent()) ?? "",
     /protocol version 2; this extension understands version 1/,
   );
   await page.screenshot({ path: join(SHOTS, "saved-outputs.png") });

@@ -56,6 +56,8 @@ test("times read like Dask's format_time; percent only reaches 100 when all is d
   assert.equal(percent(199, 200), 99);
   assert.equal(percent(200, 200), 100);
   assert.equal(percent(0, 0), 100);
+  assert.equal(percent(0, 0, true), 0, "a running bar whose tasks are not counted yet is empty, not full");
+  assert.equal(percent(3, 4, true), 75);
   assert.equal(formatRate(0, 0), "– tasks/s");
   assert.equal(formatRate(30, 2), "15.0 tasks/s");
   assert.equal(formatRate(3000, 2), "1500 tasks/s");

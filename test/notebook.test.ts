@@ -1,7 +1,7 @@
 // Notebooks against the real tslab kernel: every user notebook runs clean as written, and the
 // display bridge delivers throttled, complete updates without losing a message.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
 import { type CellReport, cellStartingWith, describeFailures, type IopubMessage, type NotebookReport, runNotebook } from "./notebook/harness";
@@ -9,15 +9,23 @@ import { type CellReport, cellStartingWith, describeFailures, type IopubMessage,
 const root = resolve(__dirname, "../..");
 const MIME = "application/vnd.tsdask.v1+json";
 
+/** One kernel run per user notebook, shared by the tests that look at it. */
+const userRuns = new Map<string, Promise<NotebookReport>>();
+const runUserNotebook = (name: string): Promise<NotebookReport> => {
+  let run = userRuns.get(name);
+  if (run === undefined) userRuns.set(name, (run = runNotebook(join("notebooks", name))));
+  return run;
+};
+
 describe("user notebooks run as written", () => {
   const notebooks = readdirSync(join(root, "notebooks")).filter((name) => name.endsWith(".ipynb"));
 
-  test("there are notebooks to run", () => assert.ok(notebooks.includes("getting-started.ipynb")));
+  test("there are notebooks to run", () => assert.ok(notebooks.includes("getting-started.ipynb") && notebooks.includes("quickstart.ipynb")));
 
   for (const name of notebooks) {
     test(name, async () => {
       const path = join("notebooks", name);
-      const report = await runNotebook(path);
+      const report = await runUserNotebook(name);
       assert.ok(report.ok, describeFailures(report));
       // Saved outputs let readers see results without a kernel: a cell that prints now must carry output.
       const saved = JSON.parse(readFileSync(join(root, path), "utf8")) as { cells: { outputs?: unknown[] }[] };
@@ -91,5 +99,74 @@ describe("the display bridge in a real kernel", () => {
       .filter((m) => m.msg_type !== "status")
       .map((m) => (m.msg_type === "stream" ? (m.content.text as string).trim() : m.msg_type));
     assert.deepEqual(order, ["before", "display_data", "after"]);
+  });
+});
+
+describe("the quick start, live and as saved", () => {
+  type SavedOutput = { output_type: string; data?: Record<string, unknown>; text?: string | string[] };
+  type SavedCell = { cell_type: string; source: string | string[]; outputs?: SavedOutput[] };
+  const file = join(root, "notebooks/quickstart.ipynb");
+  const saved = (): SavedCell[] => (JSON.parse(readFileSync(file, "utf8")) as { cells: SavedCell[] }).cells;
+  const joined = (text: string | string[] | undefined): string => (Array.isArray(text) ? text.join("") : (text ?? ""));
+  const savedCell = (start: string): SavedCell => {
+    const found = saved().find((c) => c.cell_type === "code" && joined(c.source).startsWith(start));
+    assert.ok(found !== undefined, `no saved cell starts with ${JSON.stringify(start)}`);
+    return found;
+  };
+  const tsdaskOutputs = (cell: SavedCell): Record<string, unknown>[] =>
+    (cell.outputs ?? []).flatMap((o) => (o.data?.[MIME] === undefined ? [] : [o.data[MIME] as Record<string, unknown>]));
+  const displays = (cell: CellReport): IopubMessage[] =>
+    cell.messages.filter((m) => m.msg_type === "display_data" || m.msg_type === "update_display_data");
+  const payloadOf = (m: IopubMessage): Record<string, unknown> => (m.content.data as Record<string, unknown>)[MIME] as Record<string, unknown>;
+
+  test("the saved file is a small, valid notebook whose plots carry a static SVG", () => {
+    assert.ok(statSync(file).size < 2_000_000, `${statSync(file).size} bytes`);
+    for (const start of ["await prof.visualize()", "await visualize("]) {
+      const output = (savedCell(start).outputs ?? []).find((o) => o.data?.[MIME] !== undefined);
+      assert.ok(output?.data !== undefined, `${start}: no tsdask output saved`);
+      assert.match(joined(output.data["image/svg+xml"] as string | string[]), /^<svg[\s\S]*<\/svg>$/);
+      assert.match(joined(output.data["text/plain"] as string | string[]), /^tsdask profile: \d+ tasks on 1 worker/);
+    }
+  });
+
+  test("the progress bar: one live output whose last state, sent before the cell went idle, is finished", async () => {
+    const cell = cellStartingWith(await runUserNotebook("quickstart.ipynb"), "const a = da.random.normal");
+    const messages = displays(cell);
+    assert.ok(messages.length >= 3, `${messages.length} display messages: the bar did not update while running`);
+    assert.equal(new Set(messages.map((m) => m.display_id)).size, 1);
+    const last = payloadOf(messages.at(-1)!);
+    assert.equal(last.kind, "progress");
+    assert.equal(last.state, "finished");
+    assert.equal(last.done, last.total);
+    assert.ok((last.total as number) > 100, `total ${String(last.total)}`);
+    assert.ok(messages.slice(0, -1).every((m) => payloadOf(m).state === "running"));
+    const idle = cell.messages.findIndex((m) => m.msg_type === "status" && m.content.execution_state === "idle");
+    assert.ok(idle > cell.messages.indexOf(messages.at(-1)!), "the finished state arrived after the cell went idle (a frontend drops it)");
+    // And so it is what the saved notebook shows.
+    const [savedBar] = tsdaskOutputs(savedCell("const a = da.random.normal"));
+    assert.equal(savedBar?.state, "finished");
+    assert.equal(savedBar?.done, savedBar?.total);
+  });
+
+  test("visualize stacks the three profilers' plots, one linked zoom over all three", async () => {
+    const cell = cellStartingWith(await runUserNotebook("quickstart.ipynb"), "await visualize(");
+    const [plot] = displays(cell).map(payloadOf);
+    assert.equal(plot?.kind, "plot");
+    const spec = plot!.spec as { vconcat: unknown[]; params: { bind: string; views: string[] }[] };
+    assert.equal(spec.vconcat.length, 3);
+    const names = ["plot_0", "plot_1", "plot_2"];
+    assert.deepEqual(spec.params.map((p) => [p.bind, p.views]), [["scales", names]]);
+    // Each name is a unit inside its own plot, top to bottom.
+    spec.vconcat.forEach((view, i) => assert.ok(JSON.stringify(view).includes(`"name":"${names[i]}"`), `plot ${i} holds no ${names[i]}`));
+    assert.deepEqual(tsdaskOutputs(savedCell("await visualize(")).map((p) => (p.spec as { vconcat: unknown[] }).vconcat.length), [3]);
+  });
+
+  test("the records print like Dask's: a resource sample has time, mem and cpu", async () => {
+    const report = await runUserNotebook("quickstart.ipynb");
+    const sample = cellStartingWith(report, "rprof.results[0]").stdout;
+    assert.match(sample, /^\{ time: \d{10}\.\d+, mem: [\d.]+, cpu: [\d.]+ \}\n$/);
+    assert.match(cellStartingWith(report, "prof.results[0]").stdout, /key: \[ 'random_sample-[0-9a-f]+', \d, 0 \][\s\S]*startTime: \d+[\s\S]*workerId: null/);
+    assert.match(cellStartingWith(report, "cprof.results[0]").stdout, /metric: 1,[\s\S]*cacheTime: \d+[\s\S]*freeTime: \d+/);
+    assert.equal(cellStartingWith(report, "class PrintKeys").stdout, "Computing: 'a'!\nComputing: 'b'!\nComputing: 'c'!\n18\n");
   });
 });

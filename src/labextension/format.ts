@@ -19,9 +19,13 @@ export function formatTime(seconds: number): string {
   return `${(seconds * 1e6).toFixed(2)} us`;
 }
 
-/** Whole percent, rounded down like Dask's bar so that 100% means every task is done. */
-export function percent(done: number, total: number): number {
-  if (total <= 0) return 100;
+/**
+ * Whole percent, rounded down like Dask's bar so that 100% means every task is done. An empty
+ * graph is complete, except while running: the kernel's first snapshot, sent before it has counted
+ * the tasks, has total 0 and must not flash 100%.
+ */
+export function percent(done: number, total: number, running = false): number {
+  if (total <= 0) return running ? 0 : 100;
   return Math.min(100, Math.floor((100 * done) / total));
 }
 

@@ -52,7 +52,7 @@ export class ProgressView {
   }
 
   render(payload: ProgressPayload): void {
-    const pct = percent(payload.done, payload.total);
+    const pct = percent(payload.done, payload.total, payload.state === "running");
     this.node.dataset.state = payload.state;
     this.fill.style.width = `${pct}%`;
     this.bar.setAttribute("aria-valuenow", String(pct));

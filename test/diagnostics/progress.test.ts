@@ -144,13 +144,18 @@ test("in a log, a run longer than 5 s gets one progress line per 5 s, then the f
 describe("ProgressBar in a notebook (fake LiveDisplay)", () => {
   class FakeDisplay implements LiveDisplay {
     bundles: MimeBundle[] = [];
-    flushed = 0;
+    /** Bundles passed to finish(), the unthrottled last state. */
+    finished = 0;
     sends = 0;
     update(bundle: MimeBundle): void {
       this.bundles.push(bundle);
     }
     flush(): Promise<void> {
-      this.flushed++;
+      return Promise.resolve();
+    }
+    finish(bundle: MimeBundle): Promise<void> {
+      this.finished++;
+      this.bundles.push(bundle);
       return Promise.resolve();
     }
     payloads(): ProgressPayload[] {
@@ -184,7 +189,7 @@ describe("ProgressBar in a notebook (fake LiveDisplay)", () => {
     assert.deepEqual(payloads.map((p) => p.seq), payloads.map((_, i) => i + 1));
     assert.ok(payloads.every((p) => p.id === last.id && p.version === 1));
     assert.match(display.bundles.at(-1)!["text/plain"] as string, /^\[#{40}\] \| 100% Completed \| /);
-    assert.equal(display.flushed, 1);
+    assert.equal(display.finished, 1, "the last state is sent unthrottled, once");
   });
 
   test("errored and cancelled runs", async () => {

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { get } from "../../src";
+import { CacheProfiler, Profiler, ResourceProfiler, get } from "../../src";
 import { withCallbacks } from "../../src/kernel/callbacks/callback";
 import type { ProfileSnapshot } from "../../src/kernel/diagnostics/types";
 import { MIME_TYPE } from "../../src/protocol";
@@ -343,3 +343,19 @@ function assertNoOverlap(events: Row[]): void {
     }
   }
 }
+
+test("each profiler's own visualize() is Dask's prof.visualize(): its plot alone, same options", async () => {
+  const prof = new Profiler();
+  const rprof = new ResourceProfiler({ dt: 0.01 });
+  const inc = (x: number): number => x + 1;
+  await withCallbacks([prof, rprof], () => get({ a: [inc, 1], b: [inc, "a"] }, "b"));
+  const filename = join(dir, "single.html");
+  const plot = await prof.visualize({ filename, title: "Just the tasks" });
+  assert.equal(plot.file, filename);
+  assert.equal(plot.summary, "tsdask profile: 2 tasks on 1 worker");
+  assert.equal(plot.spec.title, "Just the tasks");
+  assert.equal(readFileSync(filename, "utf8"), plot.toHTML());
+  const alone = await rprof.visualize({ save: false });
+  assert.match(alone.summary, /^tsdask profile: \d+ resource samples$/);
+  await assert.rejects(new CacheProfiler().visualize({ width: 0 }), /Option width must be a positive number/);
+});

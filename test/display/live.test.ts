@@ -126,6 +126,31 @@ describe("ThrottledDisplay", () => {
     assert.equal(slot.shown.length, 2, "nothing is sent twice");
   });
 
+  test("finish sends the last state in the caller's turn, inside the interval, and cancels the pending one", async () => {
+    const { clock, slot, live } = setup(100);
+    live.update(progress(1));
+    clock.advance(10);
+    live.update(progress(2));
+    const finished = live.finish(progress(3));
+    assert.deepEqual(slot.shown.map((s) => [s.bundle, s.at]), [[progress(1), 0], [progress(3), 10]]);
+    await finished;
+    clock.advance(1000);
+    assert.equal(slot.shown.length, 2, "the superseded update is not sent after the last state");
+  });
+
+  test("finish retries through a busy socket", async () => {
+    const { clock, slot, live } = setup(100);
+    live.update(progress(1));
+    slot.busyFor = 2;
+    const finished = live.finish(progress(2));
+    for (let i = 0; i < 10 && slot.shown.length < 2; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      clock.advance(10);
+    }
+    await finished;
+    assert.deepEqual(slot.shown.map((s) => s.bundle), [progress(1), progress(2)]);
+  });
+
   test("flush with nothing pending sends nothing", async () => {
     const { slot, live } = setup();
     await live.flush();

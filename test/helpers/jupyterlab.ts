@@ -150,3 +150,17 @@ export async function launchChromium(): Promise<Browser> {
   const { CHROMIUM_ARGS } = (await import(setup)) as { CHROMIUM_ARGS: string[] };
   return chromium.launch({ executablePath: requiredEnv("TSDASK_CHROMIUM"), args: CHROMIUM_ARGS, headless: true });
 }
+
+/** Stops the server (and so its kernels); returns the kernel processes that outlived it. */
+export async function stopLab(server: LabServer | undefined): Promise<number[]> {
+  const kernels = server?.kernelPids() ?? [];
+  await server?.stop();
+  return kernels.filter((pid) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}

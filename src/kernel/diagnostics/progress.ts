@@ -3,7 +3,7 @@
 
 import { randomUUID } from "node:crypto";
 import { Callback } from "../callbacks/callback";
-import { type LiveDisplay, inNotebook, newLiveDisplay } from "../display";
+import { type LiveDisplay, type MimeBundle, inNotebook, newLiveDisplay } from "../display";
 import type { Graph } from "../graph/graph";
 import { type Key, keyPrefix } from "../graph/keys";
 import type { State } from "../scheduler/state";
@@ -258,12 +258,15 @@ class NotebookView implements ProgressView {
   }
 
   end(_shown: number | undefined, done: number, total: number, elapsed: number, outcome: ProgressState): void {
-    this.send(outcome === "finished" ? total : done, total, elapsed, outcome);
-    // The last update must reach the kernel even if nothing else is sent; a closed kernel has no one to tell.
-    this.display.flush().catch(() => undefined);
+    // Sent now, not throttled: the cell may end right after. A closed kernel has no one to tell.
+    this.display.finish(this.bundle(outcome === "finished" ? total : done, total, elapsed, outcome)).catch(() => undefined);
   }
 
   private send(done: number, total: number, elapsed: number, state: ProgressState): void {
+    this.display.update(this.bundle(done, total, elapsed, state));
+  }
+
+  private bundle(done: number, total: number, elapsed: number, state: ProgressState): MimeBundle {
     const payload: ProgressPayload = {
       version: PROTOCOL_VERSION,
       id: this.id,
@@ -276,7 +279,7 @@ class NotebookView implements ProgressView {
       groups: this.groups(),
     };
     const text = barText(state === "finished" ? 1 : fraction(done, total), elapsed, this.width);
-    this.display.update({ [MIME_TYPE]: payload, "text/plain": text });
+    return { [MIME_TYPE]: payload, "text/plain": text };
   }
 }
 

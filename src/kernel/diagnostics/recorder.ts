@@ -3,9 +3,11 @@
 
 import { Callback } from "../callbacks/callback";
 import type { State } from "../scheduler/state";
-import { now } from "./types";
+import { type ProfileSnapshot, type Visualizable, now } from "./types";
+import { type ProfilePlot, visualize } from "./visualize";
+import type { VisualizeOptions } from "./visualize/options";
 
-export abstract class Recorder<Run> extends Callback {
+export abstract class Recorder<Run> extends Callback implements Visualizable {
   /** Start of the span the records cover, epoch seconds; undefined before any use. */
   startTime: number | undefined = undefined;
   /** End of that span; undefined while a block is open or before the first finish. */
@@ -23,6 +25,13 @@ export abstract class Recorder<Run> extends Callback {
   /** A computation ended (any way); `run` is undefined when it failed before its state existed. */
   protected endRun(_run: Run | undefined, _time: number): void {
     // Most profilers record as tasks finish and have nothing left to do here.
+  }
+
+  abstract snapshot(): ProfileSnapshot;
+
+  /** Dask's `prof.visualize()`: this profiler's plot on its own; `visualize([...])` stacks several. */
+  visualize(options?: VisualizeOptions): Promise<ProfilePlot> {
+    return visualize(this, options);
   }
 
   /** Forgets all records and the time span. */

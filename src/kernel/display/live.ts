@@ -18,6 +18,13 @@ export interface LiveDisplay {
    * kernel. Rejects with the error of a failed send.
    */
   flush(): Promise<void>;
+  /**
+   * Shows `bundle` as the output's last state at once, whatever the interval. A frontend stops
+   * listening to a cell once it is idle, so a closing state left to a timer or a later turn is
+   * lost when the cell's code returns right after. Resolves when the bundle has been handed to
+   * the kernel; a busy socket is retried as by flush().
+   */
+  finish(bundle: MimeBundle): Promise<void>;
   /** Messages sent so far (display_data, then update_display_data). */
   readonly sends: number;
 }
@@ -113,6 +120,14 @@ export class ThrottledDisplay implements LiveDisplay {
         throw new Error(`tslab's output socket stayed busy for ${BUSY_RETRIES * BUSY_RETRY_MS} ms; display update dropped`, { cause: error });
       }
     }
+  }
+
+  finish(bundle: MimeBundle): Promise<void> {
+    this.stopTimer();
+    this.pending = bundle;
+    const error = this.trySend();
+    if (error === undefined) return Promise.resolve();
+    return isBusy(error) ? this.flush() : Promise.reject(error);
   }
 
   /** Sends the pending bundle, if any; returns the error instead of throwing it. */
