@@ -28,6 +28,9 @@ test("require('tsdask/array') and its types resolve through array/package.json",
     const da = require(resolved) as typeof import("../src/kernel/collections/array");
     const out = await da.ones([2, 3], { chunks: 2 }).sum({ axis: 1 }).compute();
     assert.deepEqual([...out.data], [3, 3]);
+    // The pool schedulers come with get() itself, not with the package's main entry.
+    const pooled = await da.ones([4, 2], { chunks: 2 }).sum({ axis: 0 }).compute({ scheduler: "threads" });
+    assert.deepEqual([...pooled.data], [4, 4]);
     assert.deepEqual(cellDiagnostics(dir, cell), []);
   });
 });

@@ -7,6 +7,8 @@ import { Graph, type GraphInput } from "../graph/graph";
 import type { Key } from "../graph/keys";
 import { type Executor, SyncExecutor } from "./executor";
 import { AbortError, runLoop } from "./loop";
+import { getPool } from "./pool";
+import { PoolExecutor } from "./pool/executor";
 
 export type SchedulerName = "sync" | "threads" | "processes";
 
@@ -23,9 +25,13 @@ export interface GetOptions {
   readonly cache?: Map<Key, unknown>;
 }
 
-/** Makes executors for the pool schedulers; filled in by the pool module so this file stays small. */
+/** Makes the executor for one computation. `isolate`: tasks must not see this computation's callbacks. */
 export type ExecutorFactory = (options: GetOptions, isolate: boolean) => Executor;
-const factories = new Map<SchedulerName, ExecutorFactory>([["sync", (_options, isolate) => new SyncExecutor(isolate)]]);
+const factories = new Map<SchedulerName, ExecutorFactory>([
+  ["sync", (_options, isolate) => new SyncExecutor(isolate)],
+  ["threads", (options) => new PoolExecutor(getPool("threads", options.numWorkers))],
+  ["processes", (options) => new PoolExecutor(getPool("processes", options.numWorkers))],
+]);
 
 export function registerExecutor(name: SchedulerName, factory: ExecutorFactory): void {
   factories.set(name, factory);

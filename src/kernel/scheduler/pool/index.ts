@@ -1,8 +1,6 @@
 // The parallel schedulers: "threads" (worker_threads) and "processes" (child processes), one
 // reusable pool per kind and size; tasks, callbacks and state go through the same loop as "sync".
 import { availableParallelism } from "node:os";
-import { registerExecutor } from "../get";
-import { PoolExecutor } from "./executor";
 import { type PoolKind, WorkerPool } from "./pool";
 
 const pools = new Map<string, WorkerPool>();
@@ -22,10 +20,6 @@ export function getPool(kind: PoolKind, size: number = availableParallelism()): 
 export function closePools(): void {
   for (const pool of pools.values()) pool.close();
   pools.clear();
-}
-
-for (const kind of ["threads", "processes"] as const) {
-  registerExecutor(kind, (options) => new PoolExecutor(getPool(kind, options.numWorkers)));
 }
 
 export { WorkerPool, WorkerDiedError, TaskTransferError, type PoolKind } from "./pool";
