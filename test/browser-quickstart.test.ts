@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Locator, Page } from "playwright-core";
-import { type LabServer, ROOT, launchChromium, startJupyterLab, stopLab } from "./helpers/jupyterlab";
+import { type LabServer, ROOT, launchChromium, newLabPage, startJupyterLab, stopLab } from "./helpers/jupyterlab";
 import * as lab from "./helpers/lab-page";
 
 const EVIL = "<img src=x onerror=window.__xss=1>";
@@ -65,10 +65,7 @@ before(async () => {
   server = await startJupyterLab([clearedCopy()]);
   browser = await launchChromium();
   // Tall and wide enough for the whole stacked plot with its legends (the screenshots show it all).
-  page = await browser.newPage({ viewport: { width: 1500, height: 1300 } });
-  page.on("pageerror", (error) => {
-    if (error.stack?.includes("/extensions/tsdask/")) pageErrors.push(error.stack);
-  });
+  page = await newLabPage(browser, { width: 1500, height: 1300 }, pageErrors);
 });
 
 after(async () => {

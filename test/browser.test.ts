@@ -5,7 +5,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
-import { type LabServer, ROOT, launchChromium, startJupyterLab, stopLab } from "./helpers/jupyterlab";
+import { type LabServer, ROOT, launchChromium, newLabPage, startJupyterLab, stopLab } from "./helpers/jupyterlab";
 import * as lab from "./helpers/lab-page";
 
 const EVIL = "<img src=x onerror=window.__xss=1>";
@@ -21,10 +21,7 @@ before(async () => {
   mkdirSync(SHOTS, { recursive: true });
   server = await startJupyterLab([join(ROOT, "test/fixtures/widgets.ipynb"), join(ROOT, "test/fixtures/saved-outputs.ipynb")]);
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on("pageerror", (error) => {
-    if (error.stack?.includes("/extensions/tsdask/")) pageErrors.push(error.stack);
-  });
+  page = await newLabPage(browser, { width: 1280, height: 900 }, pageErrors);
 });
 
 after(async () => {

@@ -8,7 +8,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, type Page, chromium } from "playwright-core";
 
 export const ROOT = process.cwd();
 
@@ -152,6 +152,15 @@ export async function launchChromium(): Promise<Browser> {
 }
 
 /** Stops the server (and so its kernels); returns the kernel processes that outlived it. */
+/** A new page whose uncaught errors from tsdask's extension code (not other extensions' noise) land in `errors`. */
+export async function newLabPage(browser: Browser, viewport: { width: number; height: number }, errors: string[]): Promise<Page> {
+  const page = await browser.newPage({ viewport });
+  page.on("pageerror", (error) => {
+    if (error.stack?.includes("/extensions/tsdask/")) errors.push(error.stack);
+  });
+  return page;
+}
+
 export async function stopLab(server: LabServer | undefined): Promise<number[]> {
   const kernels = server?.kernelPids() ?? [];
   await server?.stop();
