@@ -91,12 +91,7 @@ export class CacheProfiler extends Recorder<CacheRun> implements Visualizable {
 
   snapshot(): ProfileSnapshot {
     const { results } = this;
-    let first: number | undefined;
-    let last: number | undefined;
-    for (const r of results) {
-      if (first === undefined || r.cacheTime < first) first = r.cacheTime;
-      if (last === undefined || r.freeTime > last) last = r.freeTime;
-    }
-    return { kind: "cache", results: [...results], metricName: this.metricName, ...this.span(first, last) };
+    const span = this.spanOf(results, (r) => r.cacheTime, (r) => r.freeTime);
+    return { kind: "cache", results: [...results], metricName: this.metricName, ...span };
   }
 }

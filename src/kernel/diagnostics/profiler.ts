@@ -65,12 +65,6 @@ export class Profiler extends Recorder<Dispatches> implements Visualizable {
 
   snapshot(): ProfileSnapshot {
     const { results } = this;
-    let first: number | undefined;
-    let last: number | undefined;
-    for (const r of results) {
-      if (first === undefined || r.startTime < first) first = r.startTime;
-      if (last === undefined || r.endTime > last) last = r.endTime;
-    }
-    return { kind: "tasks", results: [...results], ...this.span(first, last) };
+    return { kind: "tasks", results: [...results], ...this.spanOf(results, (r) => r.startTime, (r) => r.endTime) };
   }
 }

@@ -86,6 +86,17 @@ export abstract class Recorder<Run> extends Callback implements Visualizable {
     if (!this.inBlock) this.endTime = time;
   }
 
+  /** The span of records whose own times run from `from(record)` to `to(record)`. */
+  protected spanOf<R>(records: readonly R[], from: (record: R) => number, to: (record: R) => number): { startTime: number; endTime: number } {
+    let first: number | undefined;
+    let last: number | undefined;
+    for (const record of records) {
+      if (first === undefined || from(record) < first) first = from(record);
+      if (last === undefined || to(record) > last) last = to(record);
+    }
+    return this.span(first, last);
+  }
+
   /** The span to plot: the block's, else first start → last finish, else what the records cover. */
   protected span(first: number | undefined, last: number | undefined): { startTime: number; endTime: number } {
     const live = this.inBlock || this.runs.size > 0;
