@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { type Key, type SchedulerName, keyPrefix } from "../src";
 import * as da from "../src/kernel/collections/array";
 import * as kernels from "../src/kernel/collections/array/kernels";
-import { applyQ, householderQ, qr as qrBlock, qrReflectors, qrStacked } from "../src/kernel/collections/array/householder";
+import { applyQ, householderQ, qr as qrBlock, qrReflectors, qrStacked, qrStackedReflectors, stackedQColumns } from "../src/kernel/collections/array/householder";
 import { matmul } from "../src/kernel/collections/array/matmul";
 
 // Every array test runs on each scheduler: chunk kernels travel to pool workers by reference.
@@ -266,7 +266,7 @@ for (const scheduler of schedulers) {
 
 describe("chunk kernels", () => {
   test("every function in an array graph is a module export, and data is shared memory", () => {
-    const exported = new Set<unknown>([...Object.values(kernels), matmul, qrReflectors, householderQ, applyQ, qrStacked]);
+    const exported = new Set<unknown>([...Object.values(kernels), matmul, qrReflectors, householderQ, applyQ, qrStackedReflectors, stackedQColumns]);
     const a = da.random.normal([20, 4], { chunks: [10, 4], seed: 1 });
     const [q, r] = da.linalg.qr(a);
     const graph = q.dot(r).add(a).mean({ axis: 0 }).dask;
@@ -322,6 +322,25 @@ describe("chunk kernels", () => {
     }
     assertClose(refMatmul(reference(3 * n, n, qs.data), reference(n, n, rs.data)).data, stacked, 1e-10, "q·r (stacked)");
     assertClose(refMatmul(reference(3 * n, n, qd.data), reference(n, n, rd.data)).data, stacked, 1e-10, "q·r (dense)");
+  });
+
+  test("the stacked q formed a column range at a time, side by side, is the whole q", () => {
+    const n = 9;
+    const triangles = [0, 1, 2, 3].map((b) => {
+      const data = new Float64Array(n * n);
+      for (let i = 0; i < n; i++) for (let j = i; j < n; j++) data[i * n + j] = Math.cos(b * 13 + i * 5 + j) + (i === j ? 3 : 0);
+      return { shape: [n, n], data };
+    });
+    const [whole] = qrStacked(triangles);
+    const [reflectors, taus] = qrStackedReflectors(triangles);
+    const bounds = [0, 4, 5, 9];
+    const pieces = bounds.slice(1).map((to, p) => stackedQColumns(reflectors, taus, bounds[p], to));
+    assert.deepEqual(pieces.map((piece) => piece.shape), [[4 * n, 4], [4 * n, 1], [4 * n, 4]]);
+    for (let b = 0; b < 4; b++) {
+      const rows = kernels.sliceRowsSideBySide(pieces, b * n, n);
+      assert.deepEqual(rows.shape, [n, n]);
+      assertClose(rows.data, whole.data.subarray(b * n * n, (b + 1) * n * n), 1e-14, `block ${b}`);
+    }
   });
 });
 

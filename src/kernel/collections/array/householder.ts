@@ -40,7 +40,7 @@ export function qrReflectors(block: Chunk): Chunk[] {
 /** q (m×n) from `qrReflectors`' reflections. */
 export function householderQ(reflectors: Chunk, taus: Chunk): Chunk {
   const [n, m] = reflectors.shape;
-  return { shape: [m, n], data: formQ(reflectors.data, taus.data, m, n, dense(m)) };
+  return { shape: [m, n], data: formQ(reflectors.data, taus.data, m, n, dense(m), 0, n) };
 }
 
 /**
@@ -64,22 +64,43 @@ export function applyQ(reflectors: Chunk, taus: Chunk, small: Chunk): Chunk {
   return { shape: [m, n], data: toRowMajor(target, m, n) };
 }
 
+/**
+ * TSQR's second stage without forming q: [reflectors, taus, r] (as `qrReflectors` gives) for
+ * upper-triangular n×n blocks stacked on top of one another. `stackedQColumns` forms q's columns
+ * from them a range at a time, so several tasks can share that half of the work.
+ */
+export function qrStackedReflectors(blocks: readonly Chunk[]): Chunk[] {
+  const n = blocks[0].shape[1];
+  const m = blocks.length * n;
+  const stacked = allocate(m * n);
+  blocks.forEach((block, b) => stacked.set(block.data, b * n * n));
+  const { reflectors, taus, r } = factor(stacked, m, n, stackedSupport(blocks.length, n));
+  return [
+    { shape: [n, m], data: reflectors },
+    { shape: [n], data: taus },
+    { shape: [n, n], data: r },
+  ];
+}
+
+/** Columns from … to of q (count·n × n) from `qrStackedReflectors`' reflections, as an m×(to − from) block. */
+export function stackedQColumns(reflectors: Chunk, taus: Chunk, from: number, to: number): Chunk {
+  const [n, m] = reflectors.shape;
+  return { shape: [m, to - from], data: formQ(reflectors.data, taus.data, m, n, stackedSupport(m / n, n), from, to) };
+}
+
 /** The QR factorisation [q, r] of upper-triangular n×n blocks stacked on top of one another. */
 export function qrStacked(blocks: readonly Chunk[]): Chunk[] {
-  const n = blocks[0].shape[1];
-  const count = blocks.length;
-  const stacked = allocate(count * n * n);
-  blocks.forEach((block, b) => stacked.set(block.data, b * n * n));
-  const support: Support = (k) => {
+  const [reflectors, taus, r] = qrStackedReflectors(blocks);
+  return [stackedQColumns(reflectors, taus, 0, r.shape[0]), r];
+}
+
+/** Rows touched by reflection k in `count` stacked upper-triangular n×n blocks. */
+function stackedSupport(count: number, n: number): Support {
+  return (k) => {
     const ranges = [k, k + 1];
     for (let b = 1; b < count; b++) ranges.push(b * n, b * n + k + 1);
     return ranges;
   };
-  const { reflectors, taus, r } = factor(stacked, count * n, n, support);
-  return [
-    { shape: [count * n, n], data: formQ(reflectors, taus, count * n, n, support) },
-    { shape: [n, n], data: r },
-  ];
 }
 
 function dense(m: number): Support {
@@ -118,23 +139,26 @@ function factor(rowMajor: Float64Array, m: number, n: number, support: Support):
 }
 
 /**
- * Q = H0 H1 … H(n-1) applied to the first n columns of the identity, last reflection first:
- * reflection k leaves columns < k alone, so only columns k … n are touched. Returns Q row-major.
+ * Columns from … to of Q = H0 H1 … H(n-1) (the first n columns of the identity, reflected last
+ * reflection first): reflection k leaves columns < k alone, so only columns max(k, from) … to are
+ * touched and reflections from `to` on not at all. Returns them row-major, m×(to − from).
  */
-function formQ(reflectors: Float64Array, taus: Float64Array, m: number, n: number, support: Support): Float64Array {
+function formQ(reflectors: Float64Array, taus: Float64Array, m: number, n: number, support: Support, from: number, to: number): Float64Array {
+  const width = to - from;
   const rangeCount = support(0).length / 2;
-  const { kernels, offsets, heap } = scratch([m * n, m * n, rangeCount]);
+  // Only reflections 0 … to − 1 reach these columns.
+  const { kernels, offsets, heap } = scratch([m * to, m * width, rangeCount]);
   const [atWork, atQ, atRows] = offsets;
-  heap.set(reflectors, atWork / 8);
+  heap.set(reflectors.subarray(0, m * to), atWork / 8);
   const rowRanges = new Int32Array(heap.buffer, atRows, 2 * rangeCount);
-  const q = heap.subarray(atQ / 8, atQ / 8 + m * n);
+  const q = heap.subarray(atQ / 8, atQ / 8 + m * width);
   q.fill(0);
-  for (let j = 0; j < n; j++) q[j * m + j] = 1;
-  for (let k = n - 1; k >= 0; k--) {
+  for (let j = from; j < to; j++) q[(j - from) * m + j] = 1;
+  for (let k = to - 1; k >= 0; k--) {
     rowRanges.set(support(k));
-    if (taus[k] !== 0) kernels.reflect(atQ, atWork + k * m * 8, m, taus[k], atRows, rangeCount, k, n);
+    if (taus[k] !== 0) kernels.reflect(atQ, atWork + k * m * 8, m, taus[k], atRows, rangeCount, Math.max(k, from) - from, width);
   }
-  return toRowMajor(q, m, n);
+  return toRowMajor(q, m, width);
 }
 
 /**

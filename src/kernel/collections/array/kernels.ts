@@ -43,11 +43,16 @@ export function getBlock(source: Chunk, starts: readonly number[], shape: readon
   return { shape, data };
 }
 
-/** Rows `start … start + count` of a 2-d block. */
-export function sliceRows(source: Chunk, start: number, count: number): Chunk {
-  const cols = source.shape[1];
+/** Rows `start … start + count` of 2-d blocks laid side by side (one matrix split by columns). */
+export function sliceRowsSideBySide(pieces: readonly Chunk[], start: number, count: number): Chunk {
+  const cols = pieces.reduce((sum, piece) => sum + piece.shape[1], 0);
   const data = allocate(count * cols);
-  data.set(source.data.subarray(start * cols, (start + count) * cols));
+  let at = 0;
+  for (const piece of pieces) {
+    const width = piece.shape[1];
+    for (let i = 0; i < count; i++) data.set(piece.data.subarray((start + i) * width, (start + i + 1) * width), i * cols + at);
+    at += width;
+  }
   return { shape: [count, cols], data };
 }
 
