@@ -1,3 +1,3 @@
-// The WebAssembly chunk kernels, one module: the block product and the Householder update.
+// The WebAssembly chunk kernels, one module: the block product and the Householder updates.
 export { packPanels, multiplyStrips } from "./gemm";
-export { reflect } from "./householder";
+export { reflect, reflectPair } from "./householder";

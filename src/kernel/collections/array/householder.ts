@@ -6,7 +6,7 @@
 // general QR cannot exploit: here each reflection touches only the rows that can be non-zero.
 
 import { type Chunk, allocate } from "./chunk";
-import { scratch } from "./wasm";
+import { type WasmKernels, scratch } from "./wasm";
 
 /**
  * Rows touched by reflection k, as [start, end) pairs; the first pair starts at row k. For a dense
@@ -50,17 +50,13 @@ export function householderQ(reflectors: Chunk, taus: Chunk): Chunk {
  */
 export function applyQ(reflectors: Chunk, taus: Chunk, small: Chunk): Chunk {
   const [n, m] = reflectors.shape;
-  const { kernels, offsets, heap } = scratch([m * n, m * n, 1]);
+  const { kernels, offsets, heap } = scratch([m * n, m * n, 2]);
   const [atReflectors, atTarget, atRows] = offsets;
   heap.set(reflectors.data, atReflectors / 8);
   const target = heap.subarray(atTarget / 8, atTarget / 8 + m * n);
   target.fill(0);
   for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) target[j * m + i] = small.data[i * n + j];
-  const rowRanges = new Int32Array(heap.buffer, atRows, 2);
-  for (let k = n - 1; k >= 0; k--) {
-    rowRanges.set([k, m]);
-    if (taus.data[k] !== 0) kernels.reflect(atTarget, atReflectors + k * m * 8, m, taus.data[k], atRows, 1, 0, n);
-  }
+  reflectBackwards({ kernels, heap, atReflectors, atTarget, atRows }, taus.data, m, n, dense(m), () => 0, n);
   return { shape: [m, n], data: toRowMajor(target, m, n) };
 }
 
@@ -148,17 +144,56 @@ function formQ(reflectors: Float64Array, taus: Float64Array, m: number, n: numbe
   const rangeCount = support(0).length / 2;
   // Only reflections 0 … to − 1 reach these columns.
   const { kernels, offsets, heap } = scratch([m * to, m * width, rangeCount]);
-  const [atWork, atQ, atRows] = offsets;
-  heap.set(reflectors.subarray(0, m * to), atWork / 8);
-  const rowRanges = new Int32Array(heap.buffer, atRows, 2 * rangeCount);
+  const [atReflectors, atQ, atRows] = offsets;
+  heap.set(reflectors.subarray(0, m * to), atReflectors / 8);
   const q = heap.subarray(atQ / 8, atQ / 8 + m * width);
   q.fill(0);
   for (let j = from; j < to; j++) q[(j - from) * m + j] = 1;
-  for (let k = to - 1; k >= 0; k--) {
-    rowRanges.set(support(k));
-    if (taus[k] !== 0) kernels.reflect(atQ, atWork + k * m * 8, m, taus[k], atRows, rangeCount, Math.max(k, from) - from, width);
-  }
+  reflectBackwards({ kernels, heap, atReflectors, atTarget: atQ, atRows }, taus, m, to, support, (k) => Math.max(k, from) - from, width);
   return toRowMajor(q, m, width);
+}
+
+interface Workspace {
+  kernels: WasmKernels;
+  heap: Float64Array;
+  /** Byte offsets: the reflections (column-major, m per reflection), the target, room for the row ranges. */
+  atReflectors: number;
+  atTarget: number;
+  atRows: number;
+}
+
+/**
+ * Applies reflections count − 1 … 0, last first, to the target's columns firstColumn(k) … width,
+ * two at a time (one pass over the target per pair). Pairing needs each vector to be zero on its
+ * partner's rows; the one non-zero there is reflection k's entry k − 1, which holds R's entry in
+ * the factor's layout and is zeroed here in the heap's copy.
+ */
+function reflectBackwards(space: Workspace, taus: Float64Array, m: number, count: number, support: Support, firstColumn: (k: number) => number, width: number): void {
+  const { kernels, heap, atReflectors, atTarget, atRows } = space;
+  const base = atReflectors / 8;
+  for (let k = 1; k < count; k++) heap[base + k * m + k - 1] = 0;
+  const rangeCount = support(0).length / 2;
+  const rowRanges = new Int32Array(heap.buffer, atRows, 2 * rangeCount);
+  let k = count - 1;
+  for (; k >= 1; k -= 2) {
+    // Reflections k − 1 and k: their rows' union, range by range (the ranges overlap or touch).
+    const earlier = support(k - 1);
+    const later = support(k);
+    let dot = 0;
+    for (let r = 0; r < 2 * rangeCount; r += 2) {
+      const start = Math.min(earlier[r], later[r]);
+      const end = Math.max(earlier[r + 1], later[r + 1]);
+      rowRanges[r] = start;
+      rowRanges[r + 1] = end;
+      for (let i = start; i < end; i++) dot += heap[base + (k - 1) * m + i] * heap[base + k * m + i];
+    }
+    const from = firstColumn(k - 1);
+    kernels.reflectPair(atTarget, atReflectors + (k - 1) * m * 8, atReflectors + k * m * 8, m, taus[k - 1], taus[k], dot, atRows, rangeCount, from, width);
+  }
+  if (k === 0) {
+    rowRanges.set(support(0));
+    if (taus[0] !== 0) kernels.reflect(atTarget, atReflectors, m, taus[0], atRows, rangeCount, firstColumn(0), width);
+  }
 }
 
 /**

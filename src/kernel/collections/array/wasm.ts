@@ -15,6 +15,7 @@ export interface WasmKernels {
   packPanels(b: number, panels: number, p0: number, depth: number, n: number): void;
   multiplyStrips(a: number, c: number, strip: number, panels: number, p0: number, depth: number, k: number, n: number, i0: number, i1: number): void;
   reflect(target: number, v: number, m: number, tau: number, rows: number, rangeCount: number, from: number, to: number): void;
+  reflectPair(target: number, v0: number, v1: number, m: number, tau0: number, tau1: number, dot01: number, rows: number, rangeCount: number, from: number, to: number): void;
 }
 
 /** Byte offset of the scratch area: the first 64 KiB belong to the module's own data. */
