@@ -114,16 +114,29 @@ function factor(rowMajor: Float64Array, m: number, n: number, support: Support):
   for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) work[j * m + i] = rowMajor[i * n + j];
   const taus = allocate(n);
   const diagonal = new Float64Array(n);
-  for (let k = 0; k < n; k++) {
-    const rows = support(k);
-    const [tau, beta] = makeReflector(work, k * m, k, rows);
+  const reflector = (k: number): void => {
+    const [tau, beta] = makeReflector(work, k * m, k, support(k));
     taus[k] = tau;
     diagonal[k] = beta;
     // v's leading entry is 1 by construction; storing it lets the kernel treat all rows alike.
     work[k * m + k] = 1;
-    rowRanges.set(rows);
-    if (tau !== 0) kernels.reflect(atWork, atWork + k * m * 8, m, tau, atRows, rangeCount, k + 1, n);
+  };
+  // Reflections two at a time: reflection k reaches column k + 1 first, so that reflection k + 1
+  // can be made, and then both update the rest in one pass.
+  let k = 0;
+  for (; k + 1 < n; k += 2) {
+    reflector(k);
+    rowRanges.set(support(k));
+    if (taus[k] !== 0) kernels.reflect(atWork, atWork + k * m * 8, m, taus[k], atRows, rangeCount, k + 1, k + 2);
+    reflector(k + 1);
+    // Reflection k + 1's entry k is R's (k, k + 1), not part of its vector: set aside meanwhile.
+    const rEntry = work[(k + 1) * m + k];
+    work[(k + 1) * m + k] = 0;
+    const dot = pairRows(heap, atWork / 8, k, m, support, rowRanges);
+    kernels.reflectPair(atWork, atWork + (k + 1) * m * 8, atWork + k * m * 8, m, taus[k + 1], taus[k], dot, atRows, rangeCount, k + 2, n);
+    work[(k + 1) * m + k] = rEntry;
   }
+  if (k < n) reflector(k);
   const r = allocate(n * n);
   for (let i = 0; i < n; i++) {
     r[i * n + i] = diagonal[i];
@@ -176,17 +189,7 @@ function reflectBackwards(space: Workspace, taus: Float64Array, m: number, count
   const rowRanges = new Int32Array(heap.buffer, atRows, 2 * rangeCount);
   let k = count - 1;
   for (; k >= 1; k -= 2) {
-    // Reflections k − 1 and k: their rows' union, range by range (the ranges overlap or touch).
-    const earlier = support(k - 1);
-    const later = support(k);
-    let dot = 0;
-    for (let r = 0; r < 2 * rangeCount; r += 2) {
-      const start = Math.min(earlier[r], later[r]);
-      const end = Math.max(earlier[r + 1], later[r + 1]);
-      rowRanges[r] = start;
-      rowRanges[r + 1] = end;
-      for (let i = start; i < end; i++) dot += heap[base + (k - 1) * m + i] * heap[base + k * m + i];
-    }
+    const dot = pairRows(heap, base, k - 1, m, support, rowRanges);
     const from = firstColumn(k - 1);
     kernels.reflectPair(atTarget, atReflectors + (k - 1) * m * 8, atReflectors + k * m * 8, m, taus[k - 1], taus[k], dot, atRows, rangeCount, from, width);
   }
@@ -194,6 +197,24 @@ function reflectBackwards(space: Workspace, taus: Float64Array, m: number, count
     rowRanges.set(support(0));
     if (taus[0] !== 0) kernels.reflect(atTarget, atReflectors, m, taus[0], atRows, rangeCount, firstColumn(0), width);
   }
+}
+
+/**
+ * Writes the union of reflections k's and k + 1's rows into `rowRanges`, range by range (their
+ * ranges overlap or touch), and returns the two vectors' dot product over it.
+ */
+function pairRows(heap: Float64Array, base: number, k: number, m: number, support: Support, rowRanges: Int32Array): number {
+  const earlier = support(k);
+  const later = support(k + 1);
+  let dot = 0;
+  for (let r = 0; r < earlier.length; r += 2) {
+    const start = Math.min(earlier[r], later[r]);
+    const end = Math.max(earlier[r + 1], later[r + 1]);
+    rowRanges[r] = start;
+    rowRanges[r + 1] = end;
+    for (let i = start; i < end; i++) dot += heap[base + k * m + i] * heap[base + (k + 1) * m + i];
+  }
+  return dot;
 }
 
 /**
