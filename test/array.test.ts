@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { type Key, type SchedulerName, keyPrefix } from "../src";
 import * as da from "../src/kernel/collections/array";
 import * as kernels from "../src/kernel/collections/array/kernels";
-import { applyQ, householderQ, qr as qrBlock, qrReflectors, qrStacked, qrStackedReflectors, stackedQColumns } from "../src/kernel/collections/array/householder";
+import { applyQ, householderQ, qr as qrBlock, qrReflectors, qrStackedReflectors, stackedQColumns } from "../src/kernel/collections/array/householder";
 import { matmul } from "../src/kernel/collections/array/matmul";
 
 // Every array test runs on each scheduler: chunk kernels travel to pool workers by reference.
@@ -314,7 +314,8 @@ describe("chunk kernels", () => {
     });
     const stacked = new Float64Array(3 * n * n);
     triangles.forEach((t, b) => stacked.set(t.data, b * n * n));
-    const [qs, rs] = qrStacked(triangles);
+    const [reflectors, taus, rs] = qrStackedReflectors(triangles);
+    const qs = stackedQColumns(reflectors, taus, 0, n);
     const [qd, rd] = qrBlock({ shape: [3 * n, n], data: stacked });
     for (let i = 0; i < n; i++) {
       const sign = Math.sign(rs.data[i * n + i]) * Math.sign(rd.data[i * n + i]);
@@ -331,8 +332,8 @@ describe("chunk kernels", () => {
       for (let i = 0; i < n; i++) for (let j = i; j < n; j++) data[i * n + j] = Math.cos(b * 13 + i * 5 + j) + (i === j ? 3 : 0);
       return { shape: [n, n], data };
     });
-    const [whole] = qrStacked(triangles);
     const [reflectors, taus] = qrStackedReflectors(triangles);
+    const whole = stackedQColumns(reflectors, taus, 0, n);
     const bounds = [0, 4, 5, 9];
     const pieces = bounds.slice(1).map((to, p) => stackedQColumns(reflectors, taus, bounds[p], to));
     assert.deepEqual(pieces.map((piece) => piece.shape), [[4 * n, 4], [4 * n, 1], [4 * n, 4]]);

@@ -40,7 +40,7 @@ export function qrReflectors(block: Chunk): Chunk[] {
 /** q (m×n) from `qrReflectors`' reflections. */
 export function householderQ(reflectors: Chunk, taus: Chunk): Chunk {
   const [n, m] = reflectors.shape;
-  return { shape: [m, n], data: formQ(reflectors.data, taus.data, m, n, dense(m), 0, n) };
+  return { shape: [m, n], data: formQ(reflectors.data, taus.data, m, dense(m), 0, n) };
 }
 
 /**
@@ -81,13 +81,7 @@ export function qrStackedReflectors(blocks: readonly Chunk[]): Chunk[] {
 /** Columns from … to of q (count·n × n) from `qrStackedReflectors`' reflections, as an m×(to − from) block. */
 export function stackedQColumns(reflectors: Chunk, taus: Chunk, from: number, to: number): Chunk {
   const [n, m] = reflectors.shape;
-  return { shape: [m, to - from], data: formQ(reflectors.data, taus.data, m, n, stackedSupport(m / n, n), from, to) };
-}
-
-/** The QR factorisation [q, r] of upper-triangular n×n blocks stacked on top of one another. */
-export function qrStacked(blocks: readonly Chunk[]): Chunk[] {
-  const [reflectors, taus, r] = qrStackedReflectors(blocks);
-  return [stackedQColumns(reflectors, taus, 0, r.shape[0]), r];
+  return { shape: [m, to - from], data: formQ(reflectors.data, taus.data, m, stackedSupport(m / n, n), from, to) };
 }
 
 /** Rows touched by reflection k in `count` stacked upper-triangular n×n blocks. */
@@ -152,7 +146,7 @@ function factor(rowMajor: Float64Array, m: number, n: number, support: Support):
  * reflection first): reflection k leaves columns < k alone, so only columns max(k, from) … to are
  * touched and reflections from `to` on not at all. Returns them row-major, m×(to − from).
  */
-function formQ(reflectors: Float64Array, taus: Float64Array, m: number, n: number, support: Support, from: number, to: number): Float64Array {
+function formQ(reflectors: Float64Array, taus: Float64Array, m: number, support: Support, from: number, to: number): Float64Array {
   const width = to - from;
   const rangeCount = support(0).length / 2;
   // Only reflections 0 … to − 1 reach these columns.
