@@ -1,40 +1,9 @@
 // Text formatting shared by the progress bar's terminal and notebook outputs, matching Dask's
 // strings byte for byte (dask.utils.format_time and ProgressBar._draw_bar).
 
-/**
- * A duration in seconds as Dask's `format_time` prints it: `"185.10 us"`, `"100.36 ms"`,
- * `"1.20 s"`, `"10m 0s"`, `"2hr 46m"`, `"3d 1hr"`.
- */
-export function formatTime(seconds: number): string {
-  const n = seconds;
-  if (n > 2 * 24 * 60 * 60) {
-    const days = Math.trunc(n / 3600 / 24);
-    return `${days}d ${Math.trunc((n - days * 3600 * 24) / 3600)}hr`;
-  }
-  if (n > 60 * 60 * 2) {
-    const hours = Math.trunc(n / 3600);
-    return `${hours}hr ${Math.trunc((n - hours * 3600) / 60)}m`;
-  }
-  if (n > 60 * 10) {
-    const minutes = Math.trunc(n / 60);
-    return `${minutes}m ${Math.trunc(n - minutes * 60)}s`;
-  }
-  if (n >= 1) return `${fixed2(n)} s`;
-  if (n >= 1e-3) return `${fixed2(n * 1e3)} ms`;
-  return `${fixed2(n * 1e6)} us`;
-}
+import { formatTime } from "../../protocol/format";
 
-/**
- * Python's `"%.2f" % x` for x ≥ 0. `toFixed` agrees except on exact binary ties (x·8 an odd
- * integer, such as 0.125), where Python rounds half to even and `toFixed` rounds up.
- */
-function fixed2(x: number): string {
-  const eighths = x * 8;
-  if (!Number.isInteger(eighths) || eighths % 2 === 0) return x.toFixed(2);
-  const below = Math.floor(x * 100); // exact: x·100 is a half-integer here
-  const hundredths = below % 2 === 0 ? below : below + 1;
-  return `${Math.trunc(hundredths / 100)}.${String(hundredths % 100).padStart(2, "0")}`;
-}
+export { formatTime };
 
 /** Dask's bar without the leading `\r`: `[####      ] | 40% Completed | 1.20 s`. */
 export function barText(fraction: number, elapsed: number, width: number): string {
