@@ -225,3 +225,21 @@ export interface GetDataReply {
   readonly values: Readonly<Record<string, unknown>>;
   readonly missing: readonly string[];
 }
+
+// ---- Starting a worker -------------------------------------------------------------------------
+
+/** What LocalCluster gives a worker process it forks (JSON in the first command-line argument). */
+export interface WorkerStartConfig {
+  readonly name: string;
+  /** Socket path of the scheduler's listener (in the client's process). */
+  readonly schedulerPath: string;
+  /** Socket path the worker listens on for peers and gathers; its address is `unix://<path>`. */
+  readonly listenPath: string;
+  readonly nthreads: number;
+  /** Bytes; spilling, pausing and the nanny's restart are fractions of it. */
+  readonly memoryLimit: number;
+  /** A folder of the worker's own (spill files); removed when the worker closes. */
+  readonly localDirectory: string;
+  /** Seconds added to the worker's own clock, to test clock correction (or TSDASK_CLOCK_OFFSET). */
+  readonly clockOffset?: number;
+}
