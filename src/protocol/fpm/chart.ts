@@ -24,7 +24,7 @@ const GAP = 36;
 /** Room for the bar chart's function names. */
 const LABELS = 170;
 
-/** Names the marks so tests and users can find them in the rendered scene. */
+/** Names the charts' main marks (Vega names them `<name>_marks`), so tests and users can find them in the scene. */
 export const MARK_NAMES = { bars: "fpm_bars", activities: "fpm_activities", send: "fpm_send" } as const;
 
 export function fpmSpec(model: FpmModel, options: FpmChartOptions = {}): Spec {
@@ -79,8 +79,9 @@ function barChart(model: FpmModel, width: number, color: Spec): Spec {
     height: Math.max(DONUT, 22 * model.functions.length),
     layer: [
       {
+        name: MARK_NAMES.bars,
         data: { values: model.segments },
-        mark: { type: "bar", name: MARK_NAMES.bars },
+        mark: { type: "bar" },
         encoding: {
           y,
           x: {
@@ -127,8 +128,9 @@ function donut(title: string, slices: readonly FpmSlice[], model: FpmModel, colo
     layer: [
       {
         // Clockwise from 12 o'clock in the legend's order.
+        name,
         data: { values: slices.map((slice, order) => ({ ...slice, order })) },
-        mark: { type: "arc", name, innerRadius: DONUT * 0.3, outerRadius: DONUT * 0.48, padAngle: 0.004, stroke: null },
+        mark: { type: "arc", innerRadius: DONUT * 0.3, outerRadius: DONUT * 0.48, padAngle: 0.004, stroke: null },
         encoding: {
           theta: { field: "value", type: "quantitative", stack: true },
           color,
