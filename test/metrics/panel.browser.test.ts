@@ -13,6 +13,7 @@ import { pathToFileURL } from "node:url";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { FinePerformanceMetrics, type FpmData, array as da, closePools, get, span, withCallbacks } from "../../src";
 import { readLike } from "../fixtures/metered-tasks";
+import { watchPage } from "../helpers/page-log";
 
 const root = join(__dirname, "../../..");
 const dir = mkdtempSync(join(tmpdir(), "tsdask-fpm-browser-"));
@@ -83,11 +84,7 @@ test("the panel: three charts offline, selectors that work, values readable, HTM
   assert.equal(panel.file, file);
 
   const page = await browser.newPage({ viewport: { width: 1200, height: 640 } });
-  const errors: string[] = [];
-  const requests: string[] = [];
-  page.on("console", (message) => void (message.type() === "error" && errors.push(message.text())));
-  page.on("pageerror", (error) => void errors.push(error.message));
-  page.on("request", (request) => void requests.push(request.url()));
+  const { errors, requests } = watchPage(page);
   await page.goto(pathToFileURL(file).href);
 
   const first = await waitForBars(page, (s) => s.bars.length > 0, "the bars");

@@ -58,7 +58,9 @@ export function fpmSpec(model: FpmModel, options: FpmChartOptions = {}): Spec {
 }
 
 function barChart(model: FpmModel, width: number, color: Spec): Spec {
-  if (model.segments.length === 0) return emptyChart("Task execution, by function", "No task has finished yet", "", width);
+  if (model.segments.length === 0) {
+    return emptyChart("Task execution, by function", model.filtered ? "Nothing in this selection" : "No task has finished yet", "", width);
+  }
   const max = Math.max(...model.functionTotals.map((total) => total.value));
   const { divisor, suffix } = axisStep(max, model.unit);
   const y = {

@@ -1,13 +1,7 @@
 // The panel's selectors: multi-choice filters (span tags, functions) shown as removable chips with
 // a searchable checklist, and the unit choice. Built once and patched: an update never closes an
 // open list or loses what was typed in its search box. Every option is set as text.
-
-function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, parent?: Element): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  parent?.append(node);
-  return node;
-}
+import { element } from "../dom";
 
 /** A multi-choice filter: "Filter by function (12):" with chips for the chosen ones. */
 export class MultiChoice {
@@ -88,7 +82,8 @@ export class MultiChoice {
   }
 
   private readonly closeOnOutsideClick = (event: MouseEvent): void => {
-    if (this.menu.open && !this.menu.contains(event.target as Node)) this.menu.open = false;
+    // The event's path, not its target: ticking a box redraws the list, detaching the target.
+    if (this.menu.open && !event.composedPath().includes(this.menu)) this.menu.open = false;
   };
 }
 
