@@ -50,7 +50,7 @@ describe("contextMeter", () => {
       contextMeter.digestMetric("m1", 0.5, "seconds");
     });
     const seconds = byLabel(ledger);
-    assert.ok(seconds.get("m1")! >= 0.5 + 0.029 && seconds.get("m1")! < 0.5 + 0.2, `m1 ${seconds.get("m1")}`);
+    assert.ok(seconds.get("m1")! >= 0.5 + 0.029 && seconds.get("m1")! < 0.5 + 0.5, `m1 ${seconds.get("m1")}`);
     assert.deepEqual(byLabel(ledger, "foo"), new Map([["m2", 3]]));
   });
 
@@ -78,8 +78,9 @@ describe("contextMeter", () => {
       }),
     );
     const seconds = byLabel(ledger);
-    assert.ok(Math.abs(seconds.get("inner")! - 0.08) < 0.04, `inner ${seconds.get("inner")}`);
-    assert.ok(Math.abs(seconds.get("outer")! - 0.04) < 0.04, `outer ${seconds.get("outer")}`);
+    // (A busy machine may wake a sleeper late: loose upper bounds.)
+    assert.ok(seconds.get("inner")! >= 0.079 && seconds.get("inner")! < 0.5, `inner ${seconds.get("inner")}`);
+    assert.ok(seconds.get("outer")! >= 0.039 && seconds.get("outer")! < 0.5, `outer ${seconds.get("outer")}`);
     // The task's own time outside the meters is what remains of its wall time.
     const wall = (ledger.end - ledger.start) / 1000;
     const total = executeMetrics(wall, ledger.cpu / 1000, ledger).reduce((sum, [, value, unit]) => sum + (unit === "seconds" ? value : 0), 0);

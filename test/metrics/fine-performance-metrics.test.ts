@@ -47,9 +47,10 @@ for (const scheduler of SCHEDULERS) {
       const records = fpm.records();
       const cpu = value(records, "busy", "thread-cpu");
       const noncpu = value(records, "busy", "thread-noncpu");
-      // The OS's own count, read by the task itself (on a busy machine a spinning thread gets less than its wall time).
+      // The OS's own count, read by the task itself: on an idle machine that is the wall time; on a
+      // busy one the spinning thread gets less of a CPU, and the rest shows as thread-noncpu.
+      assert.ok(own.cpuMs > 0, "the spinning thread got no CPU at all?");
       assert.ok(Math.abs(cpu - own.cpuMs / 1000) < 0.03 + 0.1 * (own.cpuMs / 1000), `thread-cpu ${cpu} s, the thread's own count ${own.cpuMs} ms`);
-      assert.ok(cpu > 0.1, `thread-cpu ${cpu} s for 300 ms of spinning`);
       assert.ok(Math.abs(cpu + noncpu - own.wallMs / 1000) < 0.01, `cpu ${cpu} + noncpu ${noncpu} vs wall ${own.wallMs} ms`);
     });
 
@@ -62,37 +63,46 @@ for (const scheduler of SCHEDULERS) {
 
     test('meter("I/O") around a 200 ms sleep moves it from thread-noncpu to "I/O", counting nothing twice; digests keep their unit', async () => {
       const { fpm, results } = await collect(
-        { "plain-1": [readLike, 200, null, 0], "metered-1": [readLike, 200, "I/O", 123_456], out: [combine, "plain-1", "metered-1"] },
+        { "plain-1": [readLike, 200, null, 0], "metered-1": [readLike, 200, "I/O", 123_456] },
         ["plain-1", "metered-1"],
         scheduler,
       );
-      const [plain, metered] = results as { wallMs: number }[];
+      const [plain, metered] = results as { wallMs: number; cpuMs: number; spinMs: number }[];
       const records = fpm.records();
       const io = value(records, "metered", "I/O");
-      assert.ok(io >= 0.195 && io < 0.35, `I/O ${io} s`);
-      const moved = value(records, "plain", "thread-noncpu") - value(records, "metered", "thread-noncpu");
-      assert.ok(moved > 0.15 && moved < 0.25, `thread-noncpu went down by ${moved} s`);
+      assert.ok(io >= 0.195 && io < 0.6, `I/O ${io} s`);
+      // The sleep is thread-noncpu in the plain task, and not in the metered one, whose thread-noncpu
+      // is only what its spinning did not get of a CPU.
+      const spinNoncpu = (task: { cpuMs: number; spinMs: number }): number => (task.spinMs - task.cpuMs) / 1000;
+      const plainNoncpu = value(records, "plain", "thread-noncpu");
+      const meteredNoncpu = value(records, "metered", "thread-noncpu");
+      assert.ok(plainNoncpu >= 0.19 + spinNoncpu(plain) - 0.03, `plain thread-noncpu ${plainNoncpu} s`);
+      assert.ok(Math.abs(meteredNoncpu - spinNoncpu(metered)) < 0.03 + 0.1 * spinNoncpu(metered), `metered thread-noncpu ${meteredNoncpu} s, spinning off-CPU ${spinNoncpu(metered)} s`);
       // Nothing counted twice: the task's activities add up to its own wall time.
       for (const [prefix, own] of [["plain", plain], ["metered", metered]] as const) {
         const total = taskSeconds(records, prefix);
         assert.ok(Math.abs(total - own.wallMs / 1000) < 0.01, `${prefix}: Σ ${total} s, wall ${own.wallMs} ms`);
       }
       // The CPU time outside the meter stays thread-cpu (Dask would floor it to 0 here).
-      assert.ok(value(records, "metered", "thread-cpu") > 0.03, `thread-cpu ${value(records, "metered", "thread-cpu")}`);
+      const cpu = value(records, "metered", "thread-cpu");
+      assert.ok(Math.abs(cpu - metered.cpuMs / 1000) < 0.03 + 0.1 * (metered.cpuMs / 1000), `thread-cpu ${cpu} s, the spinning's own count ${metered.cpuMs} ms`);
       assert.equal(value(records, "metered", "S3 Infrequent Access", "bytes"), 123_456);
       assert.ok(fpm.breakdown({ unit: "bytes" }).activities.some((slice) => slice.activity === "S3 Infrequent Access" && slice.value === 123_456));
     });
 
     test("nested meters log each one's own time; async tasks keep their meters across awaits", async () => {
-      const { fpm } = await collect({ "nested-1": [nested], "async-1": [asyncRead], out: [combine, "nested-1", "async-1"] }, "out", scheduler);
+      const { fpm, results } = await collect({ "nested-1": [nested], "async-1": [asyncRead] }, ["nested-1", "async-1"], scheduler);
+      const [nestedWallMs] = results as number[];
       const records = fpm.records();
-      assert.ok(Math.abs(value(records, "nested", "inner") - 0.1) < 0.05, `inner ${value(records, "nested", "inner")}`);
-      assert.ok(Math.abs(value(records, "nested", "outer") - 0.05) < 0.05, `outer ${value(records, "nested", "outer")}`);
-      assert.ok(taskSeconds(records, "nested") < 0.25, `nested task Σ ${taskSeconds(records, "nested")} s: counted twice?`);
+      // (Lower bounds are the sleeps; a busy machine may wake a sleeper late, so upper ones are loose.)
+      const [inner, outer] = [value(records, "nested", "inner"), value(records, "nested", "outer")];
+      assert.ok(inner >= 0.099 && inner < 0.5, `inner ${inner}`);
+      assert.ok(outer >= 0.049 && outer < 0.5, `outer ${outer}`);
+      assert.ok(Math.abs(taskSeconds(records, "nested") - nestedWallMs / 1000) < 0.01, `Σ ${taskSeconds(records, "nested")} s, wall ${nestedWallMs} ms`);
       const io = value(records, "async", "I/O");
-      assert.ok(io >= 0.145 && io < 0.3, `async I/O ${io}`);
+      assert.ok(io >= 0.145 && io < 0.6, `async I/O ${io}`);
       const rest = value(records, "async", "thread-noncpu") + value(records, "async", "thread-cpu");
-      assert.ok(rest >= 0.045 && rest < 0.2, `async task outside its meter ${rest} s`);
+      assert.ok(rest >= 0.045 && rest < 0.5, `async task outside its meter ${rest} s`);
     });
 
     test("tasks never see each other's metrics, neither a later task on the same thread nor a concurrent one", async () => {
@@ -126,7 +136,9 @@ describe("FinePerformanceMetrics: the three schedulers agree", () => {
       // serialize (cloning tasks to a pool worker) exists only where tasks are cloned.
       const kinds = fpm.records().filter((r) => r.activity !== "serialize").map((r) => `${r.prefix} ${r.activity} ${r.unit}`);
       seen.set(scheduler, [...new Set(kinds)].sort());
-      assert.ok(Math.abs(value(fpm.records(), "metered", "I/O") - 0.05) < 0.04, `${scheduler}: I/O ${value(fpm.records(), "metered", "I/O")}`);
+      // (A sleeping thread may wake late on a busy machine: that is I/O time too.)
+      const io = value(fpm.records(), "metered", "I/O");
+      assert.ok(io >= 0.049 && io < 0.5, `${scheduler}: I/O ${io}`);
     }
     assert.deepEqual(seen.get("threads"), seen.get("sync"));
     assert.deepEqual(seen.get("processes"), seen.get("sync"));

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { inspect } from "node:util";
-import { type FpmData, type FpmSelection, DEFAULT_SELECTION, IDLE_PREFIX, formatMetric, fpmModel, fpmSpec, fpmSummary } from "../../protocol/fpm";
+import { type FpmData, type FpmModel, type FpmSelection, DEFAULT_SELECTION, IDLE_PREFIX, formatMetric, fpmModel, fpmSpec, fpmSummary } from "../../protocol/fpm";
 import { type FpmPayload, MIME_TYPE, type MimeBundle, PROTOCOL_VERSION } from "../../protocol";
 import { display, inNotebook } from "../display";
 import { standalonePage } from "../display/page";
@@ -38,22 +38,20 @@ export class FpmPanel {
 
   /** One line saying what the panel shows. */
   get summary(): string {
-    return `${TITLE} (${this.description()})`;
-  }
-
-  private description(): string {
-    return `${this.data.source?.description ?? "tsdask"}: ${fpmSummary(fpmModel(this.data, this.selection))}`;
+    return heading(this.data, fpmModel(this.data, this.selection));
   }
 
   /** The charts' Vega-Lite spec for the panel's selection (edit it to restyle the static image). */
   spec(): Record<string, unknown> {
     const model = fpmModel(this.data, this.selection);
-    return fpmSpec(model, { width: this.width, title: TITLE, subtitle: this.description(), transfers: this.data.source?.transfers });
+    return fpmSpec(model, { width: this.width, title: TITLE, subtitle: `${this.data.source?.description ?? "tsdask"}: ${fpmSummary(model)}`, transfers: this.data.source?.transfers });
   }
 
   /** A static SVG of the charts, rendered in Node. */
   toSVG(): Promise<string> {
-    return renderSVG({ ...this.spec(), config: { ...(this.spec().config as object), aria: false } });
+    const spec = this.spec();
+    // The image is stored in the .ipynb: no per-mark labels (Vega's ARIA default), the live panel has them.
+    return renderSVG({ ...spec, config: { ...(spec.config as object), aria: false } });
   }
 
   /** A standalone, offline HTML page with the live panel (selectors included). */
@@ -120,8 +118,7 @@ async function showInCell(panel: FpmPanel): Promise<void> {
 /** The breakdown as a text table: functions (rows) by activity (columns), for terminals and text/plain. */
 export function metricsTable(data: FpmData, selection: FpmSelection = DEFAULT_SELECTION): string {
   const model = fpmModel(data, selection);
-  const heading = `${TITLE} (${data.source?.description ?? "tsdask"}): ${fpmSummary(model)}`;
-  if (model.segments.length === 0) return heading;
+  if (model.segments.length === 0) return heading(data, model);
   const activities = model.legend.map((entry) => entry.activity).filter((activity) => model.segments.some((s) => s.activity === activity));
   const rows = model.functions.map((fn) => {
     const segments = model.segments.filter((segment) => segment.function === fn);
@@ -132,5 +129,10 @@ export function metricsTable(data: FpmData, selection: FpmSelection = DEFAULT_SE
   const widths = table[0].map((_, column) => Math.max(...table.map((row) => row[column].length)));
   const lines = table.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join("  "));
   const budget = model.budget === undefined ? "" : `\nthread budget (wall × threads): ${formatMetric(model.budget, "seconds")}`;
-  return `${heading}\n${lines.join("\n")}${budget}`;
+  return `${heading(data, model)}\n${lines.join("\n")}${budget}`;
+}
+
+/** "Fine performance metrics (local scheduler, 2 threads): 8.49 s of thread time in 3 functions; idle 10.9 %". */
+function heading(data: FpmData, model: FpmModel): string {
+  return `${TITLE} (${data.source?.description ?? "tsdask"}): ${fpmSummary(model)}`;
 }
