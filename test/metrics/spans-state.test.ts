@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { SpanPath } from "../../src";
-import { SpansState } from "../../src/kernel/metrics/spans-state";
+import { SpansState, groupOfKey } from "../../src/kernel/metrics/spans-state";
 import type { MetricRecord, SpanRecord } from "../../src/protocol/records";
 
 /** A span path as span() builds it: one id per name. */
@@ -97,6 +97,10 @@ describe("SpansState", () => {
     state.transition("x-1", "forgotten");
     assert.equal(second, first);
     assert.deepEqual(state.get(first, 4)!.states, { forgotten: 2 });
+  });
+
+  test("task groups are Dask's: a tuple key's first element, any other key itself", () => {
+    assert.deepEqual([groupOfKey(["x-2", 1]), groupOfKey("hello-world-1"), groupOfKey(7), groupOfKey([3, 1])], ["x-2", "hello-world-1", "7", "3"]);
   });
 
   test("[10] a task group belongs to the span of its first task: later tasks naming another span join it", () => {

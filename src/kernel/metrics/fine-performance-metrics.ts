@@ -8,6 +8,7 @@ import { Callback, type TaskInfo, type WorkerId } from "../callbacks/callback";
 import { now } from "../clock";
 import type { Graph } from "../graph/graph";
 import { type Key, keyPrefix } from "../graph/keys";
+import { estimateNbytes } from "../diagnostics/nbytes";
 import type { State } from "../scheduler/state";
 import { type FpmData, type FpmModel, type FpmSelection, DEFAULT_SELECTION, fpmModel } from "../../protocol/fpm";
 import type { MetricRecord, SpanRecord } from "../../protocol/records";
@@ -31,7 +32,7 @@ interface Bucket {
 interface Run {
   /** Epoch seconds its tasks were known: the start of its spans' budgets. */
   readonly enqueued: number;
-  /** The span of tasks no collection tagged: the one active where the graph was computed. */
+  /** The span of tasks no collection tagged: the one active where the graph was computed ("" if none is). */
   readonly span: string;
   /** Tasks that belong to another span than `span` (only when collections tagged tasks). */
   readonly spanOfKey: Map<Key, string> | undefined;
@@ -76,14 +77,17 @@ export class FinePerformanceMetrics extends Callback {
     const threads = threadsOf(state);
     this.threadCounts.add(threads);
     this.spansState.setTotalThreads(enqueued, threads);
-    const span = this.spansState.ensureSpan(currentSpan(), enqueued);
+    // The span the graph is computed in: opened (or, for "default", reused) only if a task is in it.
+    const submission = currentSpan();
+    let span: string | undefined;
+    const submissionSpan = (): string => (span ??= this.spansState.ensureSpan(submission, enqueued));
     const tasks = new Map<string, { total: number; finished: number }>();
     let spanOfKey: Map<Key, string> | undefined;
     if (anyTaskTagged()) {
       spanOfKey = new Map();
       const count = (key: Key): void => {
         const path = spanOfSpec(dsk.get(key));
-        const id = path === undefined ? span : this.spansState.ensureSpan(path, enqueued);
+        const id = path === undefined ? submissionSpan() : this.spansState.ensureSpan(path, enqueued);
         if (id !== span) spanOfKey!.set(key, id);
         const entry = tasks.get(id);
         if (entry === undefined) tasks.set(id, { total: 1, finished: 0 });
@@ -92,12 +96,13 @@ export class FinePerformanceMetrics extends Callback {
       for (const key of state.waiting.keys()) count(key);
       for (const key of state.ready) count(key);
     } else {
-      tasks.set(span, { total: state.waiting.size + state.ready.length, finished: 0 });
+      tasks.set(submissionSpan(), { total: state.waiting.size + state.ready.length, finished: 0 });
     }
     for (const [id, { total }] of tasks) this.spansState.countTasks(id, null, "waiting", total);
     const run: Run = {
       enqueued,
-      span,
+      // (Unused when every task has its own entry in spanOfKey.)
+      span: span ?? "",
       spanOfKey: spanOfKey?.size === 0 ? undefined : spanOfKey,
       tasks,
       buckets: new Map(),
@@ -120,7 +125,7 @@ export class FinePerformanceMetrics extends Callback {
     run.dispatchTime = now();
   }
 
-  override posttask(key: Key, _result: unknown, _dsk: Graph, state: State, workerId: WorkerId, info: TaskInfo): void {
+  override posttask(key: Key, result: unknown, _dsk: Graph, state: State, workerId: WorkerId, info: TaskInfo): void {
     const run = this.run(state);
     if (run === undefined) return;
     let dispatched: number;
@@ -161,7 +166,8 @@ export class FinePerformanceMetrics extends Callback {
     const counts = run.tasks.get(span)!;
     counts.finished++;
     this.spansState.countTasks(span, "waiting", "memory");
-    this.spansState.taskRan(span, start, end, timing?.bytesOut ?? 0);
+    // The bytes the result holds (not what a pool moved: shared memory moves nothing), estimated.
+    this.spansState.taskRan(span, start, end, estimateNbytes(result));
   }
 
   override finish(_dsk: Graph, state: State, errored: boolean): void {

@@ -4,6 +4,6 @@ export { contextMeter, type TaskMetric } from "./context-meter";
 export { span, currentSpan, type SpanPath } from "./spans";
 export { FinePerformanceMetrics } from "./fine-performance-metrics";
 export { FpmPanel, type FpmPanelOptions } from "./panel";
-export { SpansState, type ObservedTask, type MetricCell, type TaskStateName } from "./spans-state";
+export { SpansState, groupOfKey, type ObservedTask, type MetricCell, type TaskStateName } from "./spans-state";
 export type { FpmData, FpmSelection, FpmModel, FpmSegment, FpmSlice, FpmSource } from "../../protocol/fpm";
 export type { MetricRecord, SpanRecord } from "../../protocol/records";

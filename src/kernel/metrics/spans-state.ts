@@ -5,6 +5,7 @@
 
 import { type Interval, findByTags, mergeSpans, withIdle } from "../../protocol/fpm/spans";
 import type { MetricRecord, SpanRecord, TaskStateCounts } from "../../protocol/records";
+import { type Key, formatKey } from "../graph/keys";
 import type { SpanPath } from "./spans";
 
 export type TaskStateName = keyof TaskStateCounts;
@@ -13,6 +14,12 @@ const STATES: readonly TaskStateName[] = ["released", "waiting", "queued", "proc
 const DONE_STATES: ReadonlySet<TaskStateName> = new Set(["memory", "erred", "released", "forgotten"]);
 
 export const DEFAULT_SPAN_NAME = "default";
+
+/** Dask's `key_split_group`: the task group a key belongs to — a tuple key's first element, any other key itself. */
+export function groupOfKey(key: Key): string {
+  if (Array.isArray(key)) return typeof key[0] === "string" ? key[0] : formatKey(key[0] as Key);
+  return typeof key === "string" ? key : formatKey(key);
+}
 
 /** A task the scheduler learned of (Dask's `update_graph`). */
 export interface ObservedTask {

@@ -6,6 +6,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { type MessagePort, receiveMessageOnPort, threadId, workerData } from "node:worker_threads";
 import { nowMs as epochMs } from "../../clock";
+import { estimateNbytes } from "../../diagnostics/nbytes";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
 import { type TaskLedger, TaskMeter, executeMetrics } from "../../metrics/context-meter";
 import {
@@ -87,41 +88,6 @@ function toExpr(wire: WireExpr): Expr {
   }
 }
 
-// ---- Measurements ----------------------------------------------------------------------------
-
-
-/**
- * Roughly how many bytes structured clone moves for `value`: a cheap walk (long arrays and
- * objects are sampled) rather than a second serialisation. Shared memory moves nothing between threads.
- */
-function estimateBytes(value: unknown, depth = 0): number {
-  switch (typeof value) {
-    case "number":
-    case "bigint":
-      return 8;
-    case "string":
-      return value.length + 4;
-    case "object":
-      break;
-    default:
-      return 1;
-  }
-  if (value === null) return 1;
-  if (ArrayBuffer.isView(value)) return isThread && value.buffer instanceof SharedArrayBuffer ? 0 : value.byteLength;
-  if (value instanceof ArrayBuffer) return value.byteLength;
-  if (value instanceof SharedArrayBuffer) return isThread ? 0 : value.byteLength;
-  if (depth > 8) return 8;
-  const items: unknown[] =
-    value instanceof Map ? [...value.keys(), ...value.values()] : value instanceof Set ? [...value] : Array.isArray(value) ? value : Object.values(value);
-  const sample = Math.min(items.length, 64);
-  let total = 0;
-  for (let i = 0; i < sample; i++) total += estimateBytes(items[i], depth + 1);
-  if (!Array.isArray(value) && !(value instanceof Map) && !(value instanceof Set)) {
-    for (const name of Object.keys(value).slice(0, sample)) total += name.length + 4;
-  }
-  return 8 + (sample === 0 ? 0 : (total * items.length) / sample);
-}
-
 // ---- Running batches -------------------------------------------------------------------------
 
 /** Results are sent when the batch ends, or sooner once a task has kept them waiting this long. */
@@ -157,7 +123,7 @@ const meter = new TaskMeter();
 
 function record(ok: boolean, value: unknown, task: TaskLedger, bytesIn: number): void {
   meter.end(task);
-  const bytesOut = ok ? estimateBytes(value) : 0;
+  const bytesOut = ok ? estimateNbytes(value, isThread) : 0;
   // Only a task whose code metered something ships its breakdown; the pool derives the rest.
   const metrics = task.user === null && task.meteredWall === 0 ? null : executeMetrics((task.end - task.start) / 1000, task.cpu / 1000, task);
   pending.push(ok ? 1 : 0, ok ? value : packError(value), task.start, task.end, task.cpu, bytesIn, bytesOut, metrics);
@@ -171,7 +137,7 @@ function evaluateWire(wire: WireExpr): unknown {
 /** Runs the batch's tasks from `from` on; false if it is waiting for a task's promise. */
 function runBatch(tasks: RunMessage, from: number): boolean {
   for (let i = from; i < tasks.length; i++) {
-    const bytesIn = estimateBytes(tasks[i]);
+    const bytesIn = estimateNbytes(tasks[i], isThread);
     const task = meter.begin();
     let value: unknown;
     try {
