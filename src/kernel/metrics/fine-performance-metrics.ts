@@ -39,8 +39,6 @@ interface Run {
   /** Tasks per span, and how many of them finished. */
   readonly tasks: Map<string, { total: number; finished: number }>;
   readonly buckets: Map<string, Bucket>;
-  /** When each thread last finished a task (epoch s): a task's wait is counted from then at the earliest. */
-  readonly lastEnd: Map<WorkerId, number>;
   /** Dispatch times (epoch s): the last one apart, so one task at a time costs no map operations. */
   dispatchKey: Key | undefined;
   dispatchTime: number;
@@ -71,6 +69,11 @@ export class FinePerformanceMetrics extends Callback {
   private lastRun: Run | undefined;
   /** The thread counts of the computations seen, for the panel's description. */
   private readonly threadCounts = new Set<number>();
+  /**
+   * When each thread last finished a task (epoch s), whichever computation it was for: a task's
+   * wait is counted from then at the earliest, so time a thread spent on another task is not its.
+   */
+  private readonly lastEnd = new Map<WorkerId, number>();
 
   override startState(dsk: Graph, state: State): void {
     const enqueued = now();
@@ -106,7 +109,6 @@ export class FinePerformanceMetrics extends Callback {
       spanOfKey: spanOfKey?.size === 0 ? undefined : spanOfKey,
       tasks,
       buckets: new Map(),
-      lastEnd: new Map(),
       dispatchKey: undefined,
       dispatchTime: 0,
       dispatched: new Map(),
@@ -145,9 +147,9 @@ export class FinePerformanceMetrics extends Callback {
     // later. On the sync scheduler the thread is the caller's: the time since its previous task
     // (or since the computation began) went to the scheduler loop.
     const thread = workerId ?? "main";
-    const previous = run.lastEnd.get(thread) ?? run.enqueued;
+    const previous = Math.max(this.lastEnd.get(thread) ?? 0, run.enqueued);
     const waitFrom = workerId === null ? previous : Math.max(dispatched, previous);
-    run.lastEnd.set(thread, end);
+    this.lastEnd.set(thread, end);
     let serialize = 0;
     if (timing?.metrics !== undefined) {
       for (const [activity, value, unit] of timing.metrics) {
@@ -266,6 +268,8 @@ export class FinePerformanceMetrics extends Callback {
   clear(): void {
     this.spansState = new SpansState();
     this.runs.clear();
+    this.lastEnd.clear();
+    this.threadCounts.clear();
     [this.lastState, this.lastRun] = [undefined, undefined];
   }
 
