@@ -6,6 +6,7 @@ import type { WorkerId } from "../callbacks/callback";
 import type { Key } from "../graph/keys";
 import type { Plan } from "../graph/plan";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
+import { type TaskLedger, type TaskMetric, TaskMeter, executeMetrics } from "../metrics/context-meter";
 
 /** One task handed to an executor. */
 export interface TaskJob {
@@ -26,6 +27,12 @@ export interface TaskTiming {
   /** Bytes of arguments sent to and of the result received from the worker. */
   readonly bytesIn?: number;
   readonly bytesOut?: number;
+  /**
+   * The task's execute-layer fine performance metrics, measured where it ran: thread-cpu and
+   * thread-noncpu (outside the user's meters), the user's meters and digests (contextMeter), and
+   * serialize (seconds spent cloning its arguments to a pool worker, for the first task of a batch).
+   */
+  readonly metrics?: readonly TaskMetric[];
 }
 
 export type TaskOutcome =
@@ -35,6 +42,8 @@ export type TaskOutcome =
 export interface Executor {
   /** How many tasks may be handed over at once (read before each dispatch, so it may change). */
   readonly capacity: number;
+  /** How many threads run the tasks (default 1): the budget fine performance metrics count idle time against. */
+  readonly threads?: number;
   /** Checks the computation's tasks before any runs, e.g. that their functions can reach a worker. */
   prepare?(plan: Plan): void | Promise<void>;
   /** Starts a task; `done` is called exactly once, possibly before `submit` returns. */
@@ -51,11 +60,25 @@ export interface Executor {
  */
 export class SyncExecutor implements Executor {
   readonly capacity = 1;
+  readonly threads = 1;
+  private readonly meter: TaskMeter | undefined;
 
-  /** `isolate`: run tasks so that computations they start do not see this one's callbacks. */
-  constructor(private readonly isolate: boolean) {}
+  /**
+   * `isolate`: run tasks so that computations they start do not see this one's callbacks.
+   * `measure`: report each task's timing and metrics (and let contextMeter record into them).
+   */
+  constructor(
+    private readonly isolate: boolean,
+    measure = false,
+  ) {
+    if (measure) this.meter = (mainThreadMeter ??= new TaskMeter());
+  }
 
   submit(job: TaskJob, done: (outcome: TaskOutcome) => void): void {
+    if (this.meter !== undefined) {
+      this.submitMeasured(job, done, this.meter);
+      return;
+    }
     const { node } = job;
     let value: unknown;
     try {
@@ -73,4 +96,47 @@ export class SyncExecutor implements Executor {
       done({ node, ok: true, value, workerId: null });
     }
   }
+
+  private submitMeasured(job: TaskJob, done: (outcome: TaskOutcome) => void, meter: TaskMeter): void {
+    const { node } = job;
+    const ledger = meter.begin();
+    const settle = (ok: boolean, result: unknown): void => {
+      const timing = timingOf(meter, ledger);
+      done(ok ? { node, ok, value: result, workerId: null, timing } : { node, ok, error: result, workerId: null, timing });
+    };
+    let value: unknown;
+    try {
+      value = meter.run(ledger, this.isolate ? evaluateIsolated : evaluate, job.expr, job.values);
+    } catch (error) {
+      settle(false, error);
+      return;
+    }
+    if (isThenable(value)) {
+      value.then(
+        (result) => settle(true, result),
+        (error: unknown) => settle(false, error),
+      );
+    } else {
+      settle(true, value);
+    }
+  }
+}
+
+function evaluateIsolated(expr: Expr, values: readonly unknown[]): unknown {
+  return runInsideTask(() => evaluate(expr, values));
+}
+
+/** One meter for the main thread: its clock state is the thread's, whichever computation runs. */
+let mainThreadMeter: TaskMeter | undefined;
+
+function timingOf(meter: TaskMeter, ledger: TaskLedger): TaskTiming {
+  meter.end(ledger);
+  const wall = (ledger.end - ledger.start) / 1000;
+  const cpu = ledger.cpu / 1000;
+  return {
+    startTime: ledger.start / 1000,
+    endTime: ledger.end / 1000,
+    cpuTime: Number.isNaN(cpu) ? undefined : cpu,
+    metrics: executeMetrics(wall, cpu, ledger),
+  };
 }

@@ -3,6 +3,7 @@
 
 import { type Callback, activeCallbacks } from "../callbacks/callback";
 import { inNotebook } from "../display";
+import { wantsTaskMetrics } from "../metrics/computations";
 import { Graph, type GraphInput } from "../graph/graph";
 import type { Key } from "../graph/keys";
 import { type Executor, SyncExecutor } from "./executor";
@@ -25,10 +26,13 @@ export interface GetOptions {
   readonly cache?: Map<Key, unknown>;
 }
 
-/** Makes the executor for one computation. `isolate`: tasks must not see this computation's callbacks. */
-export type ExecutorFactory = (options: GetOptions, isolate: boolean) => Executor;
+/**
+ * Makes the executor for one computation. `isolate`: tasks must not see this computation's
+ * callbacks. `measure`: a callback wants each task's timing and metrics (pools always report them).
+ */
+export type ExecutorFactory = (options: GetOptions, isolate: boolean, measure: boolean) => Executor;
 const factories = new Map<SchedulerName, ExecutorFactory>([
-  ["sync", (_options, isolate) => new SyncExecutor(isolate)],
+  ["sync", (_options, isolate, measure) => new SyncExecutor(isolate, measure)],
   ["threads", (options) => new PoolExecutor(getPool("threads", options.numWorkers))],
   ["processes", (options) => new PoolExecutor(getPool("processes", options.numWorkers))],
 ]);
@@ -52,7 +56,7 @@ export async function get(dsk: GraphInput, keys: Key | readonly unknown[], optio
   if (factory === undefined) {
     throw new Error(`Scheduler "${scheduler}" is not available; this build has: ${[...factories.keys()].join(", ")}`);
   }
-  const executor = factory(options, callbacks.length > 0);
+  const executor = factory(options, callbacks.length > 0, wantsTaskMetrics(callbacks));
   const interrupt = listenForInterrupt();
   const signal = options.signal === undefined ? interrupt.signal : AbortSignal.any([options.signal, interrupt.signal]);
   try {
