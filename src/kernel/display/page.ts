@@ -21,6 +21,8 @@ export interface PageParts {
   readonly data?: Readonly<Record<string, unknown>>;
   /** The page's own script (trusted), run after the views bundle; reads its data with `JSON.parse(document.getElementById(id).textContent)`. */
   readonly script: string;
+  /** A served page that fetches from the server it came from (the dashboard's live feed): adds `connect-src 'self'`. */
+  readonly connectToOrigin?: boolean;
 }
 
 let viewsBundle: string | undefined;
@@ -67,7 +69,7 @@ export function standalonePage(parts: PageParts): string {
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${PAGE_CSP}">
+<meta http-equiv="Content-Security-Policy" content="${PAGE_CSP}${parts.connectToOrigin === true ? "; connect-src 'self'" : ""}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHTML(parts.title)}</title>
 <style>body { margin: 16px; font-family: sans-serif; }${parts.style ?? ""}</style>

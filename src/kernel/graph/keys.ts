@@ -60,6 +60,22 @@ export function keyPrefix(key: Key): string {
 }
 
 /**
+ * keyPrefix for many keys: key_split costs ~0.4 µs a key, which matters at a million. Tuple keys
+ * share their first element (`["x-token", i, j]`), so its group is worked out once per distinct
+ * string. The cache lives as long as the returned function.
+ */
+export function keyPrefixer(): (key: Key) => string {
+  const byHead = new Map<string, string>();
+  return (key) => {
+    if (!Array.isArray(key) || typeof key[0] !== "string") return keyPrefix(key);
+    const head: string = key[0];
+    let group = byHead.get(head);
+    if (group === undefined) byHead.set(head, (group = keyPrefix(head)));
+    return group;
+  };
+}
+
+/**
  * A total order over keys for deterministic tie-breaks (Dask sorts by type name, then value):
  * numbers before strings before tuples; tuples element-wise.
  */
