@@ -6,3 +6,5 @@ export { ProgressView } from "./progress";
 export { parsePayload, PayloadError } from "./payload";
 /** vega-embed itself, for standalone pages that draw a spec directly. */
 export { default as vegaEmbed } from "vega-embed";
+/** The dashboard page for serveDashboard's standalone page. */
+export { mountDashboardPage } from "./dashboard";
