@@ -70,6 +70,25 @@ describe("DashboardPublisher", () => {
     assert.equal(clock.pendingTimers, 0, "a closed source cannot wake the publisher");
   });
 
+  test("a live source is published every interval without a call per change, and idles when it stops", () => {
+    const { clock, publisher, seen } = setup(500);
+    const source = publisher.provide({ name: "running computation", sections: () => ({}) });
+    clock.advance(0);
+    source.setLive(true);
+    clock.advance(5000);
+    assert.equal(seen.length, 11, "the first snapshot, then one per 500 ms");
+    source.setLive(false);
+    clock.advance(500);
+    const count = seen.length;
+    clock.advance(60_000);
+    assert.equal(seen.length, count, "idle once no source is live");
+    assert.equal(clock.pendingTimers, 0);
+    source.setLive(true);
+    source.close();
+    clock.advance(1000);
+    assert.equal(clock.pendingTimers, 0, "closing a live source ends its live stretch");
+  });
+
   test("a busy sink (tslab's EBUSY) is retried soon, with fresh data; other sink errors are reported, not thrown", () => {
     const { clock, publisher, seen } = setup(500);
     let busy = 2;

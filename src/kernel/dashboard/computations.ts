@@ -82,10 +82,11 @@ class LocalComputations {
     this.source = publisher.provide({ name: "DashboardFeed", sections: () => this.sections() });
   }
 
+  /** While computations run, the publisher sends every interval by itself: no call per task. */
   begin(label: string | undefined): Computation {
     const computation = new Computation(label ?? `computation ${++this.counter}`);
     this.running.add(computation);
-    this.source.changed();
+    this.source.setLive(true);
     return computation;
   }
 
@@ -96,10 +97,7 @@ class LocalComputations {
     this.recent.push(computation);
     if (this.recent.length > DASHBOARD_LIMITS.computations) this.recent.shift();
     this.source.changed();
-  }
-
-  changed(): void {
-    this.source.changed();
+    this.source.setLive(this.running.size > 0);
   }
 
   private sections(): { progress: ComputationProgress[] } {
@@ -134,6 +132,9 @@ export class DashboardFeed extends Callback {
   /** Computations started but whose state is not built yet, by graph (start → startState may interleave). */
   private readonly starting = new Map<Graph, Computation[]>();
   private readonly byState = new Map<State, Computation>();
+  /** The last state looked up and its computation: one computation at a time is the common case. */
+  private lastState: State | undefined;
+  private lastComputation: Computation | undefined;
 
   constructor(options: DashboardFeedOptions = {}) {
     super();
@@ -155,14 +156,15 @@ export class DashboardFeed extends Callback {
     if (computation === undefined) return;
     computation.count(state);
     this.byState.set(state, computation);
-    localComputations(this.publisher).changed();
   }
 
+  /** The hot path (a call per task): a group count and nothing else; the publisher polls while live. */
   override posttask(key: Key, _result: unknown, _dsk: Graph, state: State): void {
-    const computation = this.byState.get(state);
-    if (computation === undefined) return;
-    computation.finished(key);
-    localComputations(this.publisher).changed();
+    if (state !== this.lastState) {
+      this.lastState = state;
+      this.lastComputation = this.byState.get(state);
+    }
+    this.lastComputation?.finished(key);
   }
 
   override finish(dsk: Graph, state: State, errored: boolean, error?: unknown): void {
@@ -170,6 +172,7 @@ export class DashboardFeed extends Callback {
     const computation = this.byState.get(state) ?? this.takeStarting(dsk);
     if (computation === undefined) return;
     this.byState.delete(state);
+    if (this.lastState === state) [this.lastState, this.lastComputation] = [undefined, undefined];
     const aborted = error instanceof Error && error.name === "AbortError";
     localComputations(this.publisher).end(computation, !errored ? "finished" : aborted ? "cancelled" : "errored");
   }

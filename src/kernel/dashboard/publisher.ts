@@ -1,7 +1,8 @@
 // The dashboard feed's publisher: sources of dashboard data (a Client, local computations) register
 // as providers and say when they have news; the publisher builds one bounded snapshot from all of
 // them at most twice a second and hands it to its sinks — the notebook kernel's iopub channel, the
-// standalone dashboard server. Nothing runs while nothing changes: no timer outlives the last news.
+// standalone dashboard server. Nothing runs while nothing changes: no timer outlives the last news
+// (or, for sources in live mode, the end of their live stretch).
 
 import { randomUUID } from "node:crypto";
 import { nowMs } from "../clock";
@@ -33,6 +34,12 @@ export interface DashboardProvider {
 export interface DashboardSource {
   /** New data: a snapshot follows within the publisher's interval (coalesced with other news). */
   changed(): void;
+  /**
+   * While live, a snapshot goes out every interval with no changed() calls: for data that changes
+   * all the time (a running computation, a busy cluster), where a call per change would cost more
+   * than the snapshots. Set it back to false when things settle: the publisher then goes idle.
+   */
+  setLive(live: boolean): void;
   /** Leaves; one more snapshot goes out without this provider's sections. Idempotent. */
   close(): void;
 }
@@ -81,6 +88,8 @@ export class DashboardPublisher {
   private cancelTimer: (() => void) | undefined;
   private last: DashboardSnapshot | undefined;
   private counters = { snapshots: 0, busyMs: 0, retries: 0 };
+  /** Sources in live mode: while any, the publisher keeps publishing every interval. */
+  private liveSources = 0;
   private lastError: string | undefined;
 
   constructor(options: PublisherOptions = {}) {
@@ -101,12 +110,21 @@ export class DashboardPublisher {
     this.providers.push(provider);
     this.schedule();
     let open = true;
+    let live = false;
+    const setLive = (on: boolean): void => {
+      if (!open || on === live) return;
+      live = on;
+      this.liveSources += on ? 1 : -1;
+      this.schedule();
+    };
     return {
       changed: () => {
         if (open) this.schedule();
       },
+      setLive,
       close: () => {
         if (!open) return;
+        setLive(false);
         open = false;
         this.providers.splice(this.providers.indexOf(provider), 1);
         this.schedule();
@@ -188,6 +206,8 @@ export class DashboardPublisher {
     if (busy) {
       this.counters.retries++;
       this.schedule(BUSY_RETRY_MS);
+    } else if (this.liveSources > 0) {
+      this.schedule();
     }
   }
 

@@ -112,11 +112,11 @@ const dashboardPlugin: JupyterFrontEndPlugin<void> = {
 
     app.commands.addCommand(COMMANDS.defaultLayout, {
       label: "Dashboard default layout",
-      caption: "Fine Performance Metrics beside the notebook, Task Stream along the bottom",
+      caption: "Fine Performance Metrics beside the notebook, Task Stream below it",
       execute: async () => {
         const ref = store.current?.widgetId ?? null;
         await app.commands.execute(COMMANDS.open, { kind: "fpm", mode: "split-right", ref });
-        await app.commands.execute(COMMANDS.open, { kind: "task-stream", mode: "split-bottom", ref: null });
+        await app.commands.execute(COMMANDS.open, { kind: "task-stream", mode: "split-bottom", ref });
       },
     });
 

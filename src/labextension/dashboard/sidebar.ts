@@ -45,7 +45,7 @@ export class DashboardSidebar extends Widget {
     const list = element("ul", "tsdask-sidebar-list", this.node);
     for (const kind of PANEL_KINDS) list.append(this.item(kind));
     const layout = textElement("button", "jp-Button jp-mod-styled jp-mod-accept tsdask-sidebar-layout", "Default layout", this.node);
-    layout.title = "Fine Performance Metrics beside the notebook, Task Stream below";
+    layout.title = "Fine Performance Metrics beside the notebook, Task Stream below it";
     layout.addEventListener("click", () => options.defaultLayout());
     options.store.changed.connect(this.refresh, this);
     this.refresh();

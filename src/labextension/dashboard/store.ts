@@ -125,6 +125,9 @@ export class DashboardStore implements IDashboardStore {
 
   /** The notebook or console the user moved to (the trackers' currentChanged); null keeps the last one. */
   setCurrent(widget: SourceWidget | null): void {
+    if (widget === null || widget.isDisposed) return;
+    // A tracker may name its new widget current before it announces it as added.
+    this.add(widget);
     const source = this.list.find((candidate) => candidate.widget === widget) ?? null;
     if (source === null || source === this.currentSource) return;
     this.currentSource = source;
