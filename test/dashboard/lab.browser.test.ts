@@ -265,6 +265,23 @@ test("the default layout puts FPM beside the notebook and the task stream below 
   await page.screenshot({ path: join(SHOTS, "dashboard-default-layout.png") });
 });
 
+test("restarting a kernel drops its old snapshot: the panels wait for the new process's feed", async () => {
+  await startCell(B, 1);
+  await cellDone(B, 1);
+  await page.evaluate(() => window.jupyterapp.commands.execute("tsdask:open-panel", { kind: "progress" }));
+  const following = panel("progress");
+  await computation(following, "notebook B").first().waitFor({ state: "attached" });
+  await page.evaluate(async (p) => {
+    const app = window.jupyterapp as unknown as App;
+    for (const widget of app.shell.widgets("main")) {
+      if (widget.context?.path === p) await (widget.sessionContext as unknown as { restartKernel(): Promise<void> }).restartKernel();
+    }
+  }, B);
+  await following.locator(".tsdask-dashboard-empty", { hasText: "No dashboard data from dashboard-b.ipynb's kernel yet" }).waitFor({ timeout: 30_000 });
+  assert.equal(await computation(following, "notebook B").count(), 0);
+  await openNotebook(B); // and wait for the new kernel to be idle
+});
+
 test("closing a notebook disconnects the panels that showed its kernel", async () => {
   await page.evaluate(async (p) => {
     const app = window.jupyterapp as unknown as App;
@@ -288,6 +305,8 @@ test("the dark theme recolours the sidebar and panels; nothing from tsdask raise
   await lab.switchTheme(page, "JupyterLab Dark");
   const dark = await lab.color(status, "color");
   assert.ok(lab.luminance(light) < lab.luminance(dark), `status text ${light} → ${dark}`);
+  // JupyterLab shows its splash while it swaps theme files.
+  await page.locator("#jupyterlab-splash").waitFor({ state: "detached", timeout: 30_000 });
   await page.screenshot({ path: join(SHOTS, "dashboard-dark.png") });
   await lab.switchTheme(page, "JupyterLab Light");
   assert.deepEqual(pageErrors, []);

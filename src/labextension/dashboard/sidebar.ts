@@ -28,7 +28,7 @@ export interface SidebarOptions {
 
 export class DashboardSidebar extends Widget {
   private readonly source = element("p", "tsdask-sidebar-source");
-  private readonly items = new Map<string, HTMLElement>();
+  private readonly items = new Map<string, { kind: PanelKind; item: HTMLElement }>();
   private press: { kind: PanelKind; item: HTMLElement; x: number; y: number } | undefined;
   /** Set when a press became a drag, so the click that may follow does not also open the panel. */
   private dragged = false;
@@ -76,7 +76,7 @@ export class DashboardSidebar extends Widget {
       document.addEventListener("pointermove", this.onPointerMove, true);
       document.addEventListener("pointerup", this.endPress, true);
     });
-    this.items.set(kind.id, item);
+    this.items.set(kind.id, { kind, item });
     return li;
   }
 
@@ -112,11 +112,10 @@ export class DashboardSidebar extends Widget {
     const snapshot = current?.kernelId ? store.snapshot(current.kernelId) : undefined;
     this.source.textContent = current === null ? "No notebook or console is open." : `Data of ${current.name}`;
     const withData = kindsWithData(snapshot);
-    for (const [id, item] of this.items) {
-      const has = withData.has(id);
+    for (const { kind, item } of this.items.values()) {
+      const has = withData.has(kind.id);
       item.dataset.hasData = String(has);
-      const title = PANEL_KINDS.find((kind) => kind.id === id)?.title ?? id;
-      item.title = `${title}: ${has ? "has data" : "no data"} for ${current?.name ?? "no notebook"}`;
+      item.title = `${kind.title}: ${has ? "has data" : "no data"} for ${current?.name ?? "no notebook"}`;
       item.setAttribute("aria-label", item.title);
     }
   }

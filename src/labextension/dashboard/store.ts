@@ -106,12 +106,20 @@ export class DashboardStore implements IDashboardStore {
       this.forgetUnusedKernels();
       this.changedSignal.emit();
     };
+    // A restarted (or dead) kernel's last snapshot describes a process that is gone.
+    const onStatus = (_: ISessionContext, status: string): void => {
+      const kernelId = source.kernelId;
+      if (kernelId === null || !["restarting", "autorestarting", "dead"].includes(status)) return;
+      if (this.snapshots.delete(kernelId) || this.problems.delete(kernelId)) this.changedSignal.emit();
+    };
     sessionContext.iopubMessage.connect(onMessage);
+    sessionContext.statusChanged.connect(onStatus);
     sessionContext.kernelChanged.connect(onChange);
     sessionContext.sessionChanged.connect(onChange);
     widget.title.changed.connect(onChange);
     widget.disposed.connect(() => {
       sessionContext.iopubMessage.disconnect(onMessage);
+      sessionContext.statusChanged.disconnect(onStatus);
       sessionContext.kernelChanged.disconnect(onChange);
       sessionContext.sessionChanged.disconnect(onChange);
       this.list.splice(this.list.indexOf(source), 1);

@@ -1,5 +1,6 @@
 // What a dashboard panel kind is: a title, an icon, a test for "this snapshot has data for me",
-// what to run to get data, and the view that draws it. The list of kinds is in panels.ts.
+// what to run to get data, and the view that draws it. The list of kinds is in panels.ts;
+// sectionPanel adapts a view of one section's data into a kind's mount.
 import type { DashboardSnapshot } from "../../protocol/dashboard";
 
 /** JSON the panel keeps for its view across reloads (a selected unit, a zoom range…). */
@@ -42,4 +43,32 @@ export interface PanelKind {
   readonly empty: EmptyHint;
   /** The view; a kind without one yet shows that its data arrived but cannot be drawn by this build. */
   readonly mount?: MountPanel;
+}
+
+/** A view of one section's data (the form the FPM, task stream, profile… views take). */
+export interface SectionView<T> {
+  update(data: T): void;
+  dispose(): void;
+}
+
+/**
+ * A panel's mount from a view of one section: `mount: sectionPanel((s) => s.metrics, mountFpm)`.
+ * The panel only mounts once `hasData` is true, so `pick` returns the section then.
+ */
+export function sectionPanel<T>(
+  pick: (snapshot: DashboardSnapshot) => T | undefined,
+  mount: (container: HTMLElement, data: T, context: PanelContext) => SectionView<T>,
+): MountPanel {
+  return (container, snapshot, context) => {
+    const first = pick(snapshot);
+    if (first === undefined) throw new Error("the snapshot has no data for this panel");
+    const view = mount(container, first, context);
+    return {
+      update: (next) => {
+        const data = pick(next);
+        if (data !== undefined) view.update(data);
+      },
+      dispose: () => view.dispose(),
+    };
+  };
 }

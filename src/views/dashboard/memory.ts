@@ -2,12 +2,41 @@
 // split into managed / unmanaged (old and recent) / spilled, then one bar per worker, all on one
 // scale so workers compare at a glance.
 import type { DashboardSnapshot } from "../../protocol/dashboard";
+import type { WorkerRecord } from "../../protocol/records";
 import { formatBytes } from "../../protocol/format";
-import { element, textElement } from "../dom";
+import { KeyedRows, element, textElement } from "../dom";
 import type { PanelView } from "./kinds";
 import { MEMORY_PART_LABELS, MemoryBar, type MemoryPart } from "./memory-bar";
 
 const byName = new Intl.Collator(undefined, { numeric: true });
+
+/** A worker's name and its memory bar (managed / unmanaged / spilled), on the panel's shared scale. */
+class WorkerMemoryRow {
+  readonly node = element("div", "tsdask-memory-worker");
+  private readonly name = element("span", "tsdask-memory-worker-name", this.node);
+  private readonly bar = new MemoryBar();
+
+  constructor() {
+    this.node.append(this.bar.node);
+  }
+
+  update(worker: WorkerRecord, scale: number): void {
+    this.name.textContent = worker.name;
+    this.name.title = worker.address;
+    const { managed, unmanaged, spilled, process } = worker.memory;
+    const limit = worker.memoryLimit > 0 ? ` / ${formatBytes(worker.memoryLimit)}` : "";
+    const spill = spilled > 0 ? ` + ${formatBytes(spilled)} spilled` : "";
+    this.bar.update(
+      [
+        { part: "managed", bytes: managed },
+        { part: "unmanaged", bytes: unmanaged },
+        { part: "spilled", bytes: spilled },
+      ],
+      scale,
+      `${formatBytes(process)}${limit}${spill}`,
+    );
+  }
+}
 
 export function mountMemoryPanel(container: HTMLElement, snapshot: DashboardSnapshot): PanelView {
   const root = element("div", "tsdask-dashboard-memory", container);
@@ -21,8 +50,7 @@ export function mountMemoryPanel(container: HTMLElement, snapshot: DashboardSnap
   const cluster = new MemoryBar("stacked");
   root.append(cluster.node);
   textElement("h3", "tsdask-dashboard-heading", "By worker", root);
-  const workerList = element("div", "tsdask-memory-workers", root);
-  const rows = new Map<string, { node: HTMLElement; name: HTMLElement; bar: MemoryBar }>();
+  const rows = new KeyedRows(element("div", "tsdask-memory-workers", root), (worker: WorkerRecord) => worker.address, () => new WorkerMemoryRow());
 
   const update = (next: DashboardSnapshot): void => {
     const workers = [...(next.workers ?? [])].sort((a, b) => byName.compare(a.name, b.name));
@@ -41,36 +69,7 @@ export function mountMemoryPanel(container: HTMLElement, snapshot: DashboardSnap
     }
     // One scale for every worker: the largest limit (or use, if above it).
     const scale = Math.max(1, ...workers.map((worker) => Math.max(worker.memoryLimit, worker.memory.process + worker.memory.spilled)));
-    const seen = new Set<string>();
-    workers.forEach((worker, index) => {
-      seen.add(worker.address);
-      let row = rows.get(worker.address);
-      if (row === undefined) {
-        const node = element("div", "tsdask-memory-worker");
-        row = { node, name: element("span", "tsdask-memory-worker-name", node), bar: new MemoryBar() };
-        node.append(row.bar.node);
-        rows.set(worker.address, row);
-      }
-      row.name.textContent = worker.name;
-      row.name.title = worker.address;
-      const { managed, unmanaged, spilled, process } = worker.memory;
-      row.bar.update(
-        [
-          { part: "managed", bytes: managed },
-          { part: "unmanaged", bytes: unmanaged },
-          { part: "spilled", bytes: spilled },
-        ],
-        scale,
-        `${formatBytes(process)}${worker.memoryLimit > 0 ? ` / ${formatBytes(worker.memoryLimit)}` : ""}${spilled > 0 ? ` + ${formatBytes(spilled)} spilled` : ""}`,
-      );
-      if (workerList.children[index] !== row.node) workerList.insertBefore(row.node, workerList.children[index] ?? null);
-    });
-    for (const [address, row] of rows) {
-      if (!seen.has(address)) {
-        row.node.remove();
-        rows.delete(address);
-      }
-    }
+    rows.sync(workers, (row, worker) => row.update(worker, scale));
   };
   update(snapshot);
   return { update, dispose: () => root.remove() };

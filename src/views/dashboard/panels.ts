@@ -1,8 +1,11 @@
-// The dashboard's panel kinds, in sidebar order. A view plugs in with one line: its kind's `mount`.
-// Kinds whose view has not landed yet show their empty state, or say their data arrived.
+// The dashboard's panel kinds, in sidebar order. A view plugs in with one line, its kind's `mount`:
+//   mount: sectionPanel((s) => s.metrics, mountFinePerformanceMetrics),
+// where the view takes (container, section data, context) and returns { update(data), dispose() }
+// (or write a MountPanel on the whole snapshot). Kinds without a view yet show their empty state,
+// or say that their data arrived. The sidebar, palette, page and layout restore need nothing else.
 import type { DashboardSnapshot } from "../../protocol/dashboard";
 import { ICONS } from "./icons";
-import type { PanelKind } from "./kinds";
+import { type PanelKind, sectionPanel } from "./kinds";
 import { mountMemoryPanel } from "./memory";
 import { mountProgressPanel } from "./progress";
 import { mountWorkersPanel } from "./workers";
@@ -33,7 +36,7 @@ export const PANEL_KINDS: readonly PanelKind[] = [
       text: "Computations show here while the dashboard feed is on, for a block or for the whole session (a Client's computations show here too):",
       code: "await withCallbacks(new DashboardFeed(), () => get(dsk, keys));\nnew DashboardFeed().register();",
     },
-    mount: mountProgressPanel,
+    mount: sectionPanel((s) => s.progress, mountProgressPanel),
   },
   {
     id: "workers",

@@ -4,7 +4,7 @@
 import type { DashboardSnapshot } from "../../protocol/dashboard";
 import { formatBytes } from "../../protocol/format";
 import type { WorkerRecord } from "../../protocol/records";
-import { element, textElement } from "../dom";
+import { KeyedRows, element, textElement } from "../dom";
 import type { PanelView } from "./kinds";
 import { MemoryBar } from "./memory-bar";
 
@@ -68,8 +68,7 @@ export function mountWorkersPanel(container: HTMLElement, snapshot: DashboardSna
   const table = element("table", "tsdask-dashboard-table", container);
   const header = element("tr", "", element("thead", "", table));
   for (const column of COLUMNS) textElement("th", columnClass(column), column, header);
-  const body = element("tbody", "", table);
-  const rows = new Map<string, WorkerRow>();
+  const rows = new KeyedRows(element("tbody", "", table), (worker: WorkerRecord) => worker.address, () => new WorkerRow());
 
   const update = (next: DashboardSnapshot): void => {
     const workers = [...(next.workers ?? [])].sort((a, b) => byName.compare(a.name, b.name));
@@ -79,20 +78,7 @@ export function mountWorkersPanel(container: HTMLElement, snapshot: DashboardSna
       `${cluster !== undefined ? `${cluster.name} · ` : ""}${workers.length} worker${workers.length === 1 ? "" : "s"} · ` +
       `${threads} thread${threads === 1 ? "" : "s"}` +
       (cluster !== undefined && cluster.memoryLimit > 0 ? ` · ${formatBytes(cluster.memoryLimit)} memory` : "");
-    const seen = new Set<string>();
-    workers.forEach((worker, index) => {
-      seen.add(worker.address);
-      let row = rows.get(worker.address);
-      if (row === undefined) rows.set(worker.address, (row = new WorkerRow()));
-      row.update(worker, next.time);
-      if (body.children[index] !== row.node) body.insertBefore(row.node, body.children[index] ?? null);
-    });
-    for (const [address, row] of rows) {
-      if (!seen.has(address)) {
-        row.node.remove();
-        rows.delete(address);
-      }
-    }
+    rows.sync(workers, (row, worker) => row.update(worker, next.time));
   };
   update(snapshot);
   return {
