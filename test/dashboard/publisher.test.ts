@@ -125,6 +125,22 @@ describe("DashboardPublisher", () => {
     assert.equal(seen.at(-1)!.progress!.length, 1);
   });
 
+  test("with nobody listening nothing is built; a newcomer gets the current state at once", () => {
+    const clock = new FakeClock();
+    const publisher = new DashboardPublisher({ notebook: false, clock });
+    let calls = 0;
+    const source = publisher.provide({ name: "test", sections: () => (calls++, {}) });
+    source.setLive(true);
+    clock.advance(5000);
+    assert.equal(calls, 0, "no snapshot built for no one");
+    assert.equal(clock.pendingTimers, 0, "and no timer kept for no one");
+    const seen: DashboardSnapshot[] = [];
+    publisher.subscribe((snapshot) => seen.push(snapshot));
+    clock.advance(0);
+    assert.equal(seen.length, 1);
+    source.close();
+  });
+
   test("refuses intervals that would flood the kernel and providers without sections()", () => {
     assert.throws(() => new DashboardPublisher({ minIntervalMs: 10 }), /minIntervalMs must be a number ≥ 100/);
     assert.throws(() => new DashboardPublisher().provide({} as never), /sections\(\) method/);

@@ -90,6 +90,8 @@ export class DashboardPublisher {
   private counters = { snapshots: 0, busyMs: 0, retries: 0 };
   /** Sources in live mode: while any, the publisher keeps publishing every interval. */
   private liveSources = 0;
+  /** News arrived while there was no sink to send it to. */
+  private unsent = false;
   private lastError: string | undefined;
 
   constructor(options: PublisherOptions = {}) {
@@ -135,6 +137,8 @@ export class DashboardPublisher {
   /** Adds a sink (the dashboard server's clients); returns the function that removes it. */
   subscribe(sink: SnapshotSink): () => void {
     this.sinks.add(sink);
+    // News that came while nobody listened was not built: build it now for the newcomer.
+    if (this.unsent) this.schedule(0);
     return () => void this.sinks.delete(sink);
   }
 
@@ -187,6 +191,9 @@ export class DashboardPublisher {
     const sinks = [...this.sinks];
     const notebook = this.notebookChannel();
     if (notebook !== null) sinks.push(notebook);
+    // A script with a DashboardFeed but no notebook and no dashboard page: nothing to build for.
+    this.unsent = sinks.length === 0;
+    if (this.unsent) return;
     const started = performance.now();
     const snapshot = this.snapshot();
     this.last = snapshot;
