@@ -87,7 +87,7 @@ export class DashboardPublisher {
   private lastSentAt = -Infinity;
   private cancelTimer: (() => void) | undefined;
   private last: DashboardSnapshot | undefined;
-  private counters = { snapshots: 0, busyMs: 0, retries: 0 };
+  private readonly counters = { snapshots: 0, busyMs: 0, retries: 0 };
   /** Sources in live mode: while any, the publisher keeps publishing every interval. */
   private liveSources = 0;
   /** News arrived while there was no sink to send it to. */
@@ -179,7 +179,7 @@ export class DashboardPublisher {
 
   /** Coalesces news: at most one timer, firing no sooner than the interval after the last send. */
   private schedule(delay?: number): void {
-    if (this.cancelTimer !== undefined) return; // the per-task path: one comparison
+    if (this.cancelTimer !== undefined) return; // news in bursts costs one comparison each
     const wait = delay ?? this.lastSentAt + this.intervalMs - this.clock.now();
     this.cancelTimer = this.clock.setTimer(Math.max(0, wait), () => {
       this.cancelTimer = undefined;

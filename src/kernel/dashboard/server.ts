@@ -59,7 +59,6 @@ export async function serveDashboard(
     connectToOrigin: true,
   });
   const streams = new Set<ServerResponse>();
-  let unsubscribe: (() => void) | undefined;
   /** One encoding per snapshot, whatever the number of pages open. */
   const event = (snapshot: DashboardSnapshot): string => `id: ${snapshot.seq}\ndata: ${JSON.stringify(snapshot)}\n\n`;
   const broadcast = (snapshot: DashboardSnapshot): void => {
@@ -80,14 +79,7 @@ export async function serveDashboard(
       const latest = publisher.latest;
       if (latest !== undefined) response.write(event(latest));
       streams.add(response);
-      unsubscribe ??= publisher.subscribe(broadcast);
-      request.on("close", () => {
-        streams.delete(response);
-        if (streams.size === 0) {
-          unsubscribe?.();
-          unsubscribe = undefined;
-        }
-      });
+      request.on("close", () => streams.delete(response));
       return;
     }
     reply(response, 404, "text/plain; charset=utf-8", "Not found\n");
@@ -117,6 +109,8 @@ export async function serveDashboard(
     }
   }
   server.unref();
+  // Subscribed while serving, so /snapshot.json and a newly opened page get the current state.
+  const unsubscribe = publisher.subscribe(broadcast);
 
   const bound = server.address() as AddressInfo;
   const urlHost = isIP(bound.address) === 6 ? `[${bound.address}]` : bound.address;
@@ -126,8 +120,7 @@ export async function serveDashboard(
     port: bound.port,
     close: () =>
       new Promise<void>((resolve) => {
-        unsubscribe?.();
-        unsubscribe = undefined;
+        unsubscribe();
         for (const stream of streams) stream.end();
         streams.clear();
         server.close(() => resolve());
