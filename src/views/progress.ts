@@ -1,6 +1,7 @@
 // The live progress bar. Built once; each snapshot only rewrites text and widths, so updates at
 // 10 Hz neither flicker nor lose the hover panel. Every string from the kernel goes in as textContent.
 import type { ProgressGroup, ProgressPayload } from "../protocol";
+import { element } from "./dom";
 import { formatRate, formatTime, percent } from "./format";
 import { element } from "./dom";
 

@@ -15,7 +15,12 @@ export interface OutputSlot {
 export interface DisplayChannel {
   /** How bundles travel: "bundle" sends them whole; "raw" only one MIME type each (see below). */
   readonly mode: "bundle" | "raw";
-  newSlot(): OutputSlot;
+  /**
+   * `hidden`: an id no cell ever shows. Every send is an update_display_data for it, which
+   * frontends drop from all outputs (no output has that id) but still hand to iopub listeners:
+   * the dashboard feed's channel (research/jupyterlab-ext.md §6).
+   */
+  newSlot(options?: { readonly hidden?: boolean }): OutputSlot;
 }
 
 /** The part of tslab's public module (`import * as tslab from "tslab"`) we use. */
@@ -98,9 +103,9 @@ function jupyterModuleOf(tslab: TslabPublic): TslabJupyter | null {
 function bundleChannel(jupyter: TslabJupyter): DisplayChannel {
   return {
     mode: "bundle",
-    newSlot() {
+    newSlot({ hidden = false } = {}) {
       const displayId = randomBytes(8).toString("hex");
-      let shown = false;
+      let shown = hidden;
       return {
         show(bundle) {
           // Read the writer at each send: tslab replaces it for every execute_request, and the
@@ -123,13 +128,17 @@ function bundleChannel(jupyter: TslabJupyter): DisplayChannel {
 function rawChannel(tslab: TslabPublic): DisplayChannel {
   return {
     mode: "raw",
-    newSlot() {
+    newSlot({ hidden = false } = {}) {
       let display: ReturnType<TslabPublic["newDisplay"]> | null = null;
       let shown = false;
       return {
         show(bundle) {
           const [mime, value] = Object.entries(bundle)[0] ?? ["text/plain", ""];
-          display ??= tslab.newDisplay();
+          if (display === null) {
+            display = tslab.newDisplay();
+            // tslab's Display sends update_display_data once its public `update` field is set.
+            if (hidden) (display as { update?: boolean }).update = true;
+          }
           try {
             display.raw(mime, typeof value === "string" ? value : JSON.stringify(value));
           } catch (error) {
