@@ -3,7 +3,6 @@
 import type { ProgressGroup, ProgressPayload } from "../protocol";
 import { element } from "./dom";
 import { formatRate, formatTime, percent } from "./format";
-import { element } from "./dom";
 
 const STATE_LABELS: Readonly<Record<ProgressPayload["state"], string>> = {
   running: "",
