@@ -19,6 +19,7 @@ export type SchedulerSettings = Omit<SchedulerOptions, "placement" | "functionSp
 export interface SchedulerEvents {
   "worker-joined": [worker: WorkerState];
   "worker-left": [address: WorkerAddress, reason: string];
+  closed: [];
 }
 
 interface PendingRequest {
@@ -38,8 +39,6 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Computations and requests under way: while any, the transport keeps the process alive. */
   private holds = 0;
   private closed = false;
-  /** Names a worker's globalThis has (the first registration's), for checking shipped functions. */
-  workerGlobals: readonly string[] | undefined;
 
   constructor(
     readonly transport: Transport,
@@ -205,6 +204,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.requests.delete(id);
       request.settle(new Error("The scheduler closed"));
     }
+    this.emit("closed");
     await this.transport.close();
   }
 
@@ -212,7 +212,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   private workerJoined(registration: RegisterMessage): void {
     if (this.closed) return;
-    this.workerGlobals ??= registration.globals;
+    this.functions.setWorkerGlobals(registration.globals);
     const ws = this.state.addWorker(registration, now());
     this.flush();
     this.emit("worker-joined", ws);
@@ -235,7 +235,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       }
     }
     this.state.handle(worker, forState ?? messages, now());
-    this.flush();
+    this.scheduleFlush();
   }
 
   private workerLeft(worker: WorkerAddress, reason: string): void {
@@ -252,10 +252,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   // ---- Sending ---------------------------------------------------------------------------------
 
+  /** Sends at the end of this event-loop turn, so reports from all workers read in it are answered together. */
   private scheduleFlush(): void {
     if (this.flushQueued) return;
     this.flushQueued = true;
-    queueMicrotask(() => this.flush());
+    setImmediate(() => this.flush());
   }
 
   /** Sends everything the state has for each worker (one message per worker). */

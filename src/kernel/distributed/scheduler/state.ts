@@ -575,6 +575,16 @@ export class ClusterState {
     this.waitingOn[slot] = waiting;
     if (failed !== undefined) this.fail(slot, failed);
     else if (waiting === 0) this.ready(slot);
+    else if (this.sendAhead) this.trySendingAhead(slot);
+  }
+
+  /** A task that became waiting after its inputs were sent: it may follow them to their worker. */
+  private trySendingAhead(slot: number): void {
+    const first = this.dependencies[slot][0];
+    const ws = this.processingOn[first] ?? this.holder[first];
+    if (ws === undefined || ws.status !== "running" || !this.allInputsOn(slot, ws)) return;
+    this.sendTaskAhead(slot, ws);
+    this.sendDependentsAhead(slot, ws);
   }
 
   /** After a worker loss: a waiting task's inputs counted afresh, released ones restarted. */
@@ -822,6 +832,14 @@ export class ClusterState {
     this.notifyDispatched(slot, undefined);
   }
 
+  /** Tells `ws` to drop `key`; consecutive frees share one message. */
+  private freeOn(ws: WorkerState, key: string): void {
+    const outbox = this.outboxOf(ws);
+    const last = outbox[outbox.length - 1];
+    if (last?.op === "free-keys") (last.keys as string[]).push(key);
+    else outbox.push({ op: "free-keys", keys: [key] });
+  }
+
   private outboxOf(ws: WorkerState): ToWorker[] {
     if (ws.outbox.length === 0) this.dirty.push(ws);
     return ws.outbox;
@@ -841,7 +859,7 @@ export class ClusterState {
   private taskFinished(ws: WorkerState, report: TaskFinishedMessage): void {
     const slot = this.slotByKey.get(report.key);
     if (slot === undefined) {
-      this.outboxOf(ws).push({ op: "free-keys", keys: [report.key] });
+      this.freeOn(ws, report.key);
       return;
     }
     const state = this.state[slot];
@@ -852,13 +870,13 @@ export class ClusterState {
       return;
     }
     if (state !== PROCESSING) {
-      this.outboxOf(ws).push({ op: "free-keys", keys: [report.key] });
+      this.freeOn(ws, report.key);
       return;
     }
     const assigned = this.processingOn[slot];
     if (assigned !== undefined) {
       this.unassign(slot, assigned);
-      if (assigned !== ws) this.outboxOf(assigned).push({ op: "free-keys", keys: [report.key] });
+      if (assigned !== ws) this.freeOn(assigned, report.key);
     } else {
       this.inFlight--;
     }
@@ -922,7 +940,7 @@ export class ClusterState {
         if (ws !== undefined) {
           this.unassign(slot, ws);
           // A dependent sent ahead: its worker must not run it (the root's worker knows it failed).
-          if (slot !== root) this.outboxOf(ws).push({ op: "free-keys", keys: [this.keys[slot]] });
+          if (slot !== root) this.freeOn(ws, this.keys[slot]);
         } else {
           this.inFlight--;
           if (slot !== root) this.toForget.push(this.keys[slot]);
@@ -956,7 +974,7 @@ export class ClusterState {
   private release(slot: number): void {
     if (this.placement === "queue") this.toForget.push(this.keys[slot]);
     for (const ws of this.whoHas(slot)) {
-      this.outboxOf(ws).push({ op: "free-keys", keys: [this.keys[slot]] });
+      this.freeOn(ws, this.keys[slot]);
       ws.hasWhat.delete(slot);
       ws.nbytes -= this.nbytes[slot];
     }
@@ -973,7 +991,7 @@ export class ClusterState {
       const ws = this.processingOn[slot];
       if (ws !== undefined) {
         this.unassign(slot, ws);
-        this.outboxOf(ws).push({ op: "free-keys", keys: [this.keys[slot]] });
+        this.freeOn(ws, this.keys[slot]);
       } else {
         this.inFlight--;
         this.toForget.push(this.keys[slot]);
@@ -1075,7 +1093,7 @@ export class ClusterState {
   private addReplica(ws: WorkerState, key: string): void {
     const slot = this.slotByKey.get(key);
     if (slot !== undefined && this.state[slot] === MEMORY) this.addHolder(slot, ws, this.nbytes[slot]);
-    else this.outboxOf(ws).push({ op: "free-keys", keys: [key] });
+    else this.freeOn(ws, key);
   }
 
   private dropReplica(ws: WorkerState, key: string): void {
@@ -1128,8 +1146,8 @@ export class ClusterState {
     ws.cpu = metrics.cpu;
     ws.clockOffset = message.now - now;
     ws.memory.update(metrics, now);
-    ws.transferredIn += metrics.transfer.incomingBytes;
-    ws.transferredOut += metrics.transfer.outgoingBytes;
+    ws.transferredIn = metrics.transfer.incomingBytes;
+    ws.transferredOut = metrics.transfer.outgoingBytes;
     this.bandwidth.update(ws.address, metrics.bandwidth, this.workers.size);
     this.cumulativeMetrics.add(metrics.digests);
     this.reply(ws, now);
