@@ -279,6 +279,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       }
       const requestId = this.nextRequestId++;
       this.requests.set(requestId, { worker, settle: resolve });
+      // What the state has for the worker goes first: a request never overtakes an instruction.
+      this.flush();
       this.transport.send(worker, [build(requestId)]);
     });
   }
