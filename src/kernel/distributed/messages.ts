@@ -26,6 +26,13 @@ export interface DependencyInfo {
   readonly nbytes: number;
   /** Workers holding it; empty when it sits in the shared store (Redis). */
   readonly whoHas: readonly WorkerAddress[];
+  /**
+   * The dependency is not computed yet: it was sent to this same worker earlier and is still
+   * queued or running there (whoHas is then empty). The worker runs this task once it finishes,
+   * without fetching or asking the scheduler: on a chain this saves a scheduler round trip per
+   * task. If the dependency errs, the scheduler frees this task (free-keys). Locality placement only.
+   */
+  readonly local?: boolean;
 }
 
 // ---- Scheduler → worker ------------------------------------------------------------------------
@@ -154,6 +161,11 @@ export interface HeartbeatMessage {
   readonly op: "heartbeat";
   /** The worker's clock when it sent this. */
   readonly now: number;
+  /**
+   * The worker's estimate of (its clock − the scheduler's), seconds, from the round trips of
+   * earlier heartbeats (the shortest of the last few): what it takes off the times it reports.
+   */
+  readonly clockOffset?: number;
   readonly metrics: WorkerMetrics;
 }
 
@@ -168,6 +180,7 @@ export interface WorkerMetrics {
   readonly taskCounts: Readonly<Record<string, number>>;
   /** Fine performance metrics digested since the previous heartbeat, with span ids (worker layer). */
   readonly digests: readonly MetricRecord[];
+  /** Bytes on the wire and batches moved to and from peers since the previous heartbeat. */
   readonly transfer: {
     readonly incomingBytes: number;
     readonly outgoingBytes: number;
