@@ -244,6 +244,7 @@ describe("cluster worker process", () => {
     assert.equal(reply.values["total-all"], expected);
     const b0 = reply.values["b-0"] as Float64Array;
     assert.ok(b0 instanceof Float64Array && b0[BLOCK - 1] === BLOCK - 1, "a spilled value comes back equal");
+    assert.ok(b0.buffer instanceof SharedArrayBuffer, "and in shared memory, as it was made");
     assert.deepEqual(
       summed.startstops.map((s) => s.action),
       ["disk-read", "compute"],
