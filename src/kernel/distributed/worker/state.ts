@@ -128,6 +128,11 @@ export class WorkerState {
   readonly tasks = new Map<string, WorkerTask>();
   readonly address: WorkerAddress;
   readonly nthreads: number;
+  /**
+   * Tasks handed to threads at once ("executing"): `nthreads`, or more when the runtime batches
+   * very short tasks (the extra ones wait in the thread pool's queue).
+   */
+  slots: number;
   paused = false;
   /** Ready tasks, lowest (priority, sequence) first. */
   private readonly ready: WorkerTask[] = [];
@@ -145,6 +150,7 @@ export class WorkerState {
   constructor(options: WorkerStateOptions) {
     this.address = options.address;
     this.nthreads = options.nthreads;
+    this.slots = options.nthreads;
     this.transferCountLimit = options.transferCountLimit ?? 50;
     this.transferMessageBytesLimit = options.transferMessageBytesLimit ?? 50e6;
     this.transferBytesLimit = options.transferBytesLimit ?? Infinity;
@@ -531,7 +537,7 @@ export class WorkerState {
   }
 
   private ensureComputing(out: WorkerInstruction[]): void {
-    while (!this.paused && this.executing.size < this.nthreads && this.ready.length > 0) {
+    while (!this.paused && this.executing.size < this.slots && this.ready.length > 0) {
       const task = this.ready.shift()!;
       task.state = "executing";
       this.executing.add(task);

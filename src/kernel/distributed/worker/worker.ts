@@ -170,6 +170,7 @@ export class Worker {
     this.events.push(event);
     if (this.applying) return;
     this.applying = true;
+    this.state.slots = this.runner.capacity;
     try {
       for (let next = this.events.shift(); next !== undefined; next = this.events.shift()) {
         for (const instruction of this.state.handle(next)) this.carryOut(instruction);
