@@ -99,6 +99,10 @@ export type ToWorker =
 
 // ---- Worker → scheduler ------------------------------------------------------------------------
 
+/**
+ * The first message on a worker's connection. The scheduler answers with a heartbeat-reply (its
+ * clock, for the worker's first clock-offset estimate, and the heartbeat interval).
+ */
 export interface RegisterMessage {
   readonly op: "register";
   readonly address: WorkerAddress;
@@ -133,7 +137,12 @@ export interface TaskErredMessage {
   readonly startstops: readonly StartStop[];
 }
 
-/** A dependency could not be fetched from `errantWorker`: it does not hold it (any more), or is gone. */
+/**
+ * A dependency could not be fetched from `errantWorker`: it does not hold it (any more), or is gone.
+ * The worker also drops every task of its own that needed the key (as if told free-keys for them)
+ * once no holder it knows of is left; the scheduler sends them again (compute-task) with fresh
+ * holders, after recomputing the key if it was lost.
+ */
 export interface MissingDataMessage {
   readonly op: "missing-data";
   readonly key: string;

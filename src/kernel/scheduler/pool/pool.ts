@@ -91,7 +91,7 @@ const WORKER_SCRIPT = join(__dirname, "worker-main.js");
  * The caller's Node flags minus those that would make the worker something else: a script
  * (`-e`, `-p`), a REPL, a test runner, a file watcher, or a second debugger on the same port.
  */
-function workerExecArgv(): string[] {
+export function workerExecArgv(): string[] {
   const kept: string[] = [];
   const flags = process.execArgv;
   for (let i = 0; i < flags.length; i++) {
