@@ -170,6 +170,11 @@ export interface HeartbeatMessage {
   readonly op: "heartbeat";
   /** The worker's clock when it sent this. */
   readonly now: number;
+  /**
+   * The worker's estimate of (its clock − the scheduler's), seconds, from the round trips of
+   * earlier heartbeats (the shortest of the last few): what it takes off the times it reports.
+   */
+  readonly clockOffset?: number;
   readonly metrics: WorkerMetrics;
 }
 
@@ -184,6 +189,7 @@ export interface WorkerMetrics {
   readonly taskCounts: Readonly<Record<string, number>>;
   /** Fine performance metrics digested since the previous heartbeat, with span ids (worker layer). */
   readonly digests: readonly MetricRecord[];
+  /** Bytes on the wire and batches moved to and from peers since the previous heartbeat. */
   readonly transfer: {
     readonly incomingBytes: number;
     readonly outgoingBytes: number;

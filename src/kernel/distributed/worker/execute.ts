@@ -6,7 +6,8 @@
 import { now as machineNow } from "../../clock";
 import { keyFromId } from "../../graph/keys";
 import type { TaskOutcome, TaskTiming } from "../../scheduler/executor";
-import { type PoolClient, type PoolJob, WorkerPool } from "../../scheduler/pool/pool";
+import { AdaptiveBatching } from "../../scheduler/pool/batching";
+import { type PoolJob, WorkerPool } from "../../scheduler/pool/pool";
 import { CALL, type FnSpec, LIST, LITERAL, type PackedError, type WireExpr, packError } from "../../scheduler/pool/wire";
 import type { WireTask } from "../messages";
 import type { Metric } from "./digests";
@@ -44,29 +45,23 @@ export interface TaskRun {
 /** The pool's TaskTiming, with the task's own metrics list where the pool reports one. */
 type TimingWithMetrics = TaskTiming & { readonly metrics?: readonly (readonly [activity: string, value: number, unit: string])[] };
 
-/** Mean task durations below this are waited for awake (the pool's quick-task path). */
-const QUICK_TASK_MS = 0.05;
-
-export class TaskRunner implements PoolClient {
+export class TaskRunner extends AdaptiveBatching {
   private readonly pool: WorkerPool;
   /** The scheduler's function ids → the pool's. */
   private readonly functionIds = new Map<number, number>();
-  private readonly specs = new Map<number, FnSpec>();
   private nextNode = 0;
-  private meanTaskMs = Number.NaN;
-  // The state machine hands out at most one task per thread, so batches never form.
-  readonly batchSize = 1;
 
   constructor(readonly nthreads: number) {
+    super();
     this.pool = new WorkerPool("threads", nthreads);
   }
 
-  get quickTasks(): boolean {
-    return this.meanTaskMs < QUICK_TASK_MS;
-  }
-
-  recordDuration(ms: number): void {
-    this.meanTaskMs = Number.isNaN(this.meanTaskMs) ? ms : 0.9 * this.meanTaskMs + 0.1 * ms;
+  /**
+   * Tasks worth handing to the threads at once: one per thread, more when tasks are so short
+   * that the pool does better sending them in batches.
+   */
+  get capacity(): number {
+    return this.nthreads * this.batchSize;
   }
 
   /** Waits for the threads; resolves to the names shipped sources may use (for `register`). */
@@ -75,10 +70,7 @@ export class TaskRunner implements PoolClient {
   }
 
   defineFunctions(functions: readonly (readonly [number, FnSpec])[]): void {
-    for (const [id, spec] of functions) {
-      this.specs.set(id, spec);
-      this.functionIds.set(id, this.pool.functionIdForSpec(spec));
-    }
+    for (const [id, spec] of functions) this.functionIds.set(id, this.pool.functionIdForSpec(spec));
   }
 
   /** Starts `request` on a thread; `done` gets its outcome once. Returns a handle to cancel it. */
