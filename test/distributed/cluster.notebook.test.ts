@@ -42,11 +42,20 @@ test("a cluster started in a notebook cell: its card, a re-run that leaks nothin
   assert.deepEqual(outcome.alive, [false, false, true, true], "the first cluster's workers are gone, the second's run");
 
   assert.equal(interrupted.status, "error");
-  const interrupt = JSON.parse(afterInterrupt.stdout.trim().split("\n").pop()!) as { interrupted: string; seconds: number; after: number; tasksLeft: number };
+  const interrupt = JSON.parse(afterInterrupt.stdout.trim().split("\n").pop()!) as {
+    interrupted: string;
+    seconds: number;
+    after: number;
+    tasksLeft: number;
+    workers: number;
+    alive: boolean[];
+  };
   assert.equal(interrupt.interrupted, "AbortError");
   assert.ok(interrupt.seconds < 5, `the interrupt stopped the computation (${interrupt.seconds} s)`);
   assert.equal(interrupt.after, 2, "the cluster is usable after an interrupt");
   assert.equal(interrupt.tasksLeft, 0, "the interrupted task was released on the cluster");
+  assert.equal(interrupt.workers, 2);
+  assert.deepEqual(interrupt.alive, [false, false, true, true], "the interrupt did not reach the worker processes");
 
   assert.equal(card(clientCell).payload.title, "Client");
 
