@@ -1144,10 +1144,11 @@ export class ClusterState {
     const { metrics } = message;
     ws.metrics = metrics;
     ws.cpu = metrics.cpu;
-    ws.clockOffset = message.now - now;
+    // The worker's own estimate (from round trips) beats one taken from a single message.
+    ws.clockOffset = message.clockOffset ?? message.now - now;
     ws.memory.update(metrics, now);
-    ws.transferredIn = metrics.transfer.incomingBytes;
-    ws.transferredOut = metrics.transfer.outgoingBytes;
+    ws.transferredIn += metrics.transfer.incomingBytes;
+    ws.transferredOut += metrics.transfer.outgoingBytes;
     this.bandwidth.update(ws.address, metrics.bandwidth, this.workers.size);
     this.cumulativeMetrics.add(metrics.digests);
     this.reply(ws, now);
