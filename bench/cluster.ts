@@ -15,7 +15,7 @@ import { Client, LocalCluster, get } from "../src";
 import * as da from "../src/kernel/collections/array";
 import { matmul } from "../src/kernel/collections/array/matmul";
 import type { TransferLogEntry } from "../src/protocol/records";
-import { block, blockSum } from "../test/fixtures/cluster-client-tasks";
+import { ramp, total } from "../test/fixtures/cluster-tasks";
 import { STANDARD_GRAPHS } from "./graphs";
 import { bestOf, printTable, runPython } from "./harness";
 import { memcpyFloor } from "./worker-transfer";
@@ -67,11 +67,11 @@ function median(values: readonly number[]): number {
 async function clusterTransfer(client: Client, cluster: LocalCluster, blocks: number): Promise<{ bandwidths: number[]; walls: number[] }> {
   const state = cluster.scheduler.state;
   const holderOf = (key: string): string => state.whoHas(state.slotOf(key)!)[0].address;
-  const anchors = [client.submit(block, 2 * VALUES_PER_BLOCK, -1), client.submit(block, 2 * VALUES_PER_BLOCK, -2)];
+  const anchors = [client.submit(ramp, 2 * VALUES_PER_BLOCK, -1, true), client.submit(ramp, 2 * VALUES_PER_BLOCK, -2, true)];
   await client.gather(anchors);
   const anchorOn = new Map(anchors.map((anchor) => [holderOf(String(anchor.key)), anchor]));
   if (anchorOn.size !== 2) throw new Error("bench: the two anchors landed on the same worker");
-  const inputs = Array.from({ length: blocks }, (_, i) => client.submit(block, VALUES_PER_BLOCK, i));
+  const inputs = Array.from({ length: blocks }, (_, i) => client.submit(ramp, VALUES_PER_BLOCK, i, true));
   await client.gather(inputs);
   const before = (await client.run((worker) => worker.incomingTransferLog.length)) as Record<string, number>;
   const walls: number[] = [];
@@ -79,7 +79,7 @@ async function clusterTransfer(client: Client, cluster: LocalCluster, blocks: nu
     const source = holderOf(String(input.key));
     const destination = [...anchorOn.keys()].find((address) => address !== source)!;
     const start = performance.now();
-    const used = client.submit(blockSum, input, anchorOn.get(destination)!);
+    const used = client.submit(total, input, anchorOn.get(destination)!);
     await used.result();
     walls.push((performance.now() - start) / 1000);
     used.release();

@@ -25,7 +25,8 @@ import {
 } from "../../src";
 import { AbortError } from "../../src/kernel/scheduler/loop";
 import type { TaskStreamRecord, TransferLogEntry } from "../../src/protocol/records";
-import { block, blockSum, fail, hog, killOwnProcess, processId, shout, slowInc, spinFor, sumOfList } from "../fixtures/cluster-client-tasks";
+import { fail, hog, killOwnProcess, processId, shout, slowInc, sumOfList } from "../fixtures/cluster-client-tasks";
+import { ramp, spin, total } from "../fixtures/cluster-tasks";
 
 const root = join(__dirname, "..", "..", "..");
 
@@ -129,8 +130,8 @@ describe("LocalCluster and Client", () => {
     assert.equal(a.status, "pending");
     assert.match(String(a.key), /^slowInc-[0-9a-f]{32}$/);
     const b = client.submit(slowInc, a, 10);
-    const parts = [client.submit(block, 4, 1), client.submit(block, 4, 10)];
-    const c = client.submit(blockSum, ...parts);
+    const parts = [client.submit(ramp, 4, 1, true), client.submit(ramp, 4, 10, true)];
+    const c = client.submit(total, ...parts);
     const nested = client.submit(sumOfList, { list: parts } as never);
     assert.equal(await b.result(), 3);
     assert.equal(a.status, "finished");
@@ -151,8 +152,8 @@ describe("LocalCluster and Client", () => {
   });
 
   test("a result stays on its worker while a Future holds it; the last release frees it", async () => {
-    const held = client.submit(block, 1000, 5);
-    const other = client.submit(block, 1000, 5);
+    const held = client.submit(ramp, 1000, 5, true);
+    const other = client.submit(ramp, 1000, 5, true);
     assert.equal(held.key, other.key);
     await held.result();
     const holders = async (): Promise<number> => {
@@ -172,11 +173,11 @@ describe("LocalCluster and Client", () => {
   test("a forgotten Future is released when it is garbage-collected", () => {
     const script = `
       const { LocalCluster, Client } = require(${JSON.stringify(join(root, "build/src"))});
-      const { block } = require(${JSON.stringify(join(root, "build/test/fixtures/cluster-client-tasks"))});
+      const { ramp } = require(${JSON.stringify(join(root, "build/test/fixtures/cluster-tasks"))});
       (async () => {
         const cluster = await LocalCluster.start({ nWorkers: 1, dashboardAddress: null, name: "gc" });
         const client = await Client.connect(cluster);
-        await (async () => { await client.submit(block, 10, 1).result(); })();
+        await (async () => { await client.submit(ramp, 10, 1, true).result(); })();
         const held = cluster.scheduler.state.taskCount;
         for (let i = 0; i < 100 && cluster.scheduler.state.taskCount > 0; i++) { global.gc(); await new Promise((r) => setTimeout(r, 20)); }
         console.log(held, cluster.scheduler.state.taskCount);
@@ -187,14 +188,14 @@ describe("LocalCluster and Client", () => {
   });
 
   test("placement by data locality: a task goes where its input is, and nothing moves", async () => {
-    const input = client.submit(block, 250_000, 1);
+    const input = client.submit(ramp, 250_000, 1, true);
     await input.result();
     const start = cluster.scheduler.taskStream.index;
-    const sum = client.submit(blockSum, input);
+    const sum = client.submit(total, input);
     assert.equal(await sum.result(), (250_000 * 250_001) / 2);
     const records = cluster.scheduler.taskStream.collect({ startIndex: start });
     const holder = cluster.scheduler.state.whoHas(cluster.scheduler.state.slotOf(String(input.key))!)[0].address;
-    assert.equal(workerOf(records, "blockSum"), holder);
+    assert.equal(workerOf(records, "total"), holder);
     assert.ok(records.every((r) => r.startstops.every((s) => s.action !== "transfer")));
     input.release();
     sum.release();
@@ -202,18 +203,19 @@ describe("LocalCluster and Client", () => {
 
   test("peer transfer: an input computed on worker A and used on B is in both transfer logs with its bytes", async () => {
     const before = await client.run((worker) => ({ incoming: worker.incomingTransferLog.length, outgoing: worker.outgoingTransferLog.length }));
-    const a = client.submit(block, 1_000_000, 1);
-    const b = client.submit(block, 1_000_000, 2);
+    const a = client.submit(ramp, 1_000_000, 1, true);
+    const b = client.submit(ramp, 1_000_000, 2, true);
     await client.gather([a, b]);
     const state = cluster.scheduler.state;
     const whereA = state.whoHas(state.slotOf(String(a.key))!)[0].address;
     const whereB = state.whoHas(state.slotOf(String(b.key))!)[0].address;
     assert.notEqual(whereA, whereB, "the two inputs were placed on different workers");
-    const total = client.submit(blockSum, a, b);
-    assert.equal(await total.result(), blockSum(block(1_000_000, 1), block(1_000_000, 2)));
-    const ranOn = workerOf(cluster.scheduler.taskStream.collect({ count: 1 }), "blockSum");
+    const sum = client.submit(total, a, b);
+    assert.equal(await sum.result(), total(ramp(1_000_000, 1, true), ramp(1_000_000, 2, true)));
+    const ranOn = workerOf(cluster.scheduler.taskStream.collect({ count: 1 }), "total");
     const source = ranOn === whereA ? whereB : whereA;
     const moved = ranOn === whereA ? b : a;
+    assert.equal(workerOf(cluster.scheduler.taskStream.collect({ count: 1 }), "total"), ranOn);
     const logs = (await client.run((worker) => ({ incoming: worker.incomingTransferLog, outgoing: worker.outgoingTransferLog }))) as Record<
       string,
       { incoming: TransferLogEntry[]; outgoing: TransferLogEntry[] }
@@ -238,7 +240,7 @@ describe("LocalCluster and Client", () => {
         ["compute", undefined],
       ],
     );
-    for (const future of [a, b, total]) future.release();
+    for (const future of [a, b, sum]) future.release();
   });
 
   test("client.run and client.runOnScheduler", async () => {
@@ -260,11 +262,11 @@ describe("LocalCluster and Client", () => {
     const cache = new CacheProfiler({ metric: nbytes });
     const resources = new ResourceProfiler({ dt: 0.05 });
     const dsk = new Map<unknown, unknown>([
-      ["x", [block, 1000, 1]],
-      ["y", [block, 1000, 2]],
-      ["spin-1", [spinFor, 600]],
-      ["spin-2", [spinFor, 600]],
-      ["s", [blockSum, "x", "y"]],
+      ["x", [ramp, 1000, 1, true]],
+      ["y", [ramp, 1000, 2, true]],
+      ["spin-1", [spin, 600]],
+      ["spin-2", [spin, 600]],
+      ["s", [total, "x", "y"]],
     ]);
     const pretasks: string[] = [];
     const seen = new Set<string>();
@@ -279,7 +281,7 @@ describe("LocalCluster and Client", () => {
     const result = await withCallbacks([progress, profiler, cache, resources, new Callback(order)], () =>
       get(dsk as never, ["s", "spin-1", "spin-2"]),
     );
-    assert.equal((result as number[])[0], blockSum(block(1000, 1), block(1000, 2)));
+    assert.equal((result as number[])[0], total(ramp(1000, 1, true), ramp(1000, 2, true)));
     assert.deepEqual([...seen].sort(), ["s", "spin-1", "spin-2", "x", "y"]);
     assert.match(text, /\[#{40}\] \| 100% Completed \|/);
     assert.equal(profiler.results.length, 5);
@@ -408,7 +410,7 @@ describe("LocalCluster faults", () => {
       name: "spill",
     };
     await withCluster(options, async (cluster, client) => {
-    const futures = Array.from({ length: 24 }, (_, i) => client.submit(block, 500_000, i));
+    const futures = Array.from({ length: 24 }, (_, i) => client.submit(ramp, 500_000, i, true));
     await client.gather(futures.slice(-1));
     await Promise.all(futures.map((f) => f.result().then(() => undefined)));
     const [layout] = Object.values(

@@ -319,6 +319,18 @@ describe("cluster scheduler state", () => {
     assert.deepEqual(computeTasks(sent(state).late).map((t) => t.key), ["x"]);
   });
 
+  test("a paused worker gets no new tasks until it resumes", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.handle("unix://a", [{ op: "worker-status-change", status: "paused" }], 1);
+    state.submit(graph({ x: [] }));
+    assert.deepEqual(computeTasks(sent(state).a), []);
+    assert.equal(state.stateOf(state.slotOf("x")!), "no-worker");
+    state.handle("unix://a", [{ op: "worker-status-change", status: "running" }], 2);
+    assert.deepEqual(computeTasks(sent(state).a).map((t) => t.key), ["x"]);
+  });
+
   test("queue placement: ready tasks go to the shared queue, results to the store", () => {
     const state = newState({ placement: "queue" });
     state.addWorker(registration("a"), 0);

@@ -13,7 +13,7 @@ import { PoolExecutor } from "./pool/executor";
 export type SchedulerName = "sync" | "threads" | "processes";
 
 /** One computation for a scheduler that runs whole graphs itself (a cluster's Client). */
-export interface GraphRunRequest {
+export interface GraphRun {
   readonly graph: Graph;
   readonly keys: Key | readonly unknown[];
   readonly callbacks: readonly Callback[];
@@ -25,7 +25,7 @@ export interface GraphScheduler {
   /** For messages: "Client(LocalCluster 'local', 2 workers)". */
   readonly description: string;
   /** Computes `keys` of `graph` with the result shaped like `keys`, as `get` does. */
-  run(request: GraphRunRequest): Promise<unknown>;
+  run(request: GraphRun): Promise<unknown>;
 }
 
 let defaultGraphScheduler: GraphScheduler | null = null;
@@ -33,11 +33,6 @@ let defaultGraphScheduler: GraphScheduler | null = null;
 /** Makes `scheduler` the default for computations that name none (an open Client); null: back to "sync". */
 export function setDefaultGraphScheduler(scheduler: GraphScheduler | null): void {
   defaultGraphScheduler = scheduler;
-}
-
-/** The scheduler computations use when they name none (null: the built-in default). */
-export function getDefaultGraphScheduler(): GraphScheduler | null {
-  return defaultGraphScheduler;
 }
 
 export interface GetOptions {

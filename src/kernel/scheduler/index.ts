@@ -4,12 +4,11 @@ export {
   get,
   registerExecutor,
   setDefaultGraphScheduler,
-  getDefaultGraphScheduler,
   type GetOptions,
   type SchedulerName,
   type ExecutorFactory,
   type GraphScheduler,
-  type GraphRunRequest,
+  type GraphRun,
   AbortError,
 } from "./get";
 export { type State, SchedulerState } from "./state";

@@ -11,7 +11,7 @@ import { type Key, formatKey, keyPrefix } from "../../graph/keys";
 import { Graph } from "../../graph/graph";
 import { buildPlan } from "../../graph/plan";
 import { quote } from "../../graph/spec";
-import { type GraphRunRequest, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
+import { type GraphRun, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
 import type { WireTask } from "../messages";
 import type { Scheduler } from "../scheduler/scheduler";
 import type { GraphSubmission } from "../scheduler/state";
@@ -154,8 +154,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
    * `client.run({ graph, keys, callbacks, signal })`: computes a graph (how `get` uses a Client).
    */
   run<R>(fn: (worker: WorkerView) => R): Promise<Record<string, Awaited<R>>>;
-  run(request: GraphRunRequest): Promise<unknown>;
-  async run(what: ((worker: WorkerView) => unknown) | GraphRunRequest): Promise<unknown> {
+  run(request: GraphRun): Promise<unknown>;
+  async run(what: ((worker: WorkerView) => unknown) | GraphRun): Promise<unknown> {
     this.checkOpen();
     if (typeof what === "function") {
       const spec = this.scheduler.functions.specFor(what as AnyFunction, "client.run");

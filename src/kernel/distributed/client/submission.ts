@@ -6,7 +6,7 @@ import { type Key, formatKey, keyId, keyPrefix } from "../../graph/keys";
 import type { Plan } from "../../graph/plan";
 import type { Expr } from "../../graph/spec";
 import type { WireTask } from "../messages";
-import type { FunctionTable } from "../scheduler/functions";
+import type { FunctionTable } from "../../scheduler/pool/ship";
 import type { GraphSubmission } from "../scheduler/state";
 
 /** Dask's task group (key_split_group): a tuple key's name, else the key's prefix. */

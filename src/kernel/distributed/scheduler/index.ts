@@ -27,5 +27,4 @@ export { ClusterState, type GraphSubmission, type TaskListener, type TaskFailure
 export { TaskStreamRing, type CollectOptions, DEFAULT_TASK_STREAM_LENGTH } from "./task-stream";
 export type { Transport, TransportEvents, Placement } from "./transport";
 export { WorkerState } from "./workers";
-export { FunctionTable } from "./functions";
 export { BandwidthEstimate, CumulativeMetrics, WorkerMemory, clusterMemory } from "./heartbeats";

@@ -8,7 +8,7 @@ import type { BandwidthSummary, ClusterMemory, MetricRecord, TaskStateCounts, Wo
 import { now } from "../../clock";
 import { type FnSpec, type PackedError, unpackError } from "../../scheduler/pool/wire";
 import type { FromWorker, GatherReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress } from "../messages";
-import { FunctionTable } from "./functions";
+import { FunctionTable } from "../../scheduler/pool/ship";
 import { ClusterState, type GraphSubmission, type SchedulerOptions, type TaskListener } from "./state";
 import type { CollectOptions, TaskStreamRing } from "./task-stream";
 import type { Transport, TransportEvents } from "./transport";

@@ -360,11 +360,15 @@ export class ClusterState {
     this.workers.set(ws.address, ws);
     this.totalThreads += ws.nthreads;
     this.reply(ws, now);
-    // Tasks that found no worker can go now.
+    this.retryStranded();
+    return ws;
+  }
+
+  /** Tasks that found no running worker try again (one joined, or one resumed). */
+  private retryStranded(): void {
     const stranded = this.noWorker;
     this.noWorker = [];
     for (const slot of stranded) if (this.state[slot] === NO_WORKER) this.ready(slot);
-    return ws;
   }
 
   /**
@@ -429,6 +433,7 @@ export class ClusterState {
           break;
         case "worker-status-change":
           ws.status = message.status;
+          if (ws.status === "running") this.retryStranded();
           break;
         default:
           break;
