@@ -30,6 +30,7 @@ export interface ClusterHandle {
   /** For reprs and messages: "LocalCluster 'local'". */
   readonly description: string;
   summary(): ClusterSummary;
+  close(): Promise<void>;
 }
 
 /** An argument of `submit`: the value, or a Future standing for its result. */
@@ -181,7 +182,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     const at = openClients.indexOf(this);
     if (at >= 0) openClients.splice(at, 1);
     setDefaultGraphScheduler(openClients[openClients.length - 1] ?? null);
-    if (this.ownsCluster) await (this.cluster as LocalCluster).close();
+    if (this.ownsCluster) await this.cluster.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -198,7 +199,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
   }
 
   private summary(): ClusterSummary {
-    return { ...this.cluster.summary(), status: this.closed ? "closed" : this.cluster.summary().status };
+    const summary = this.cluster.summary();
+    return this.closed ? { ...summary, status: "closed" } : summary;
   }
 
   // ---- Submitting --------------------------------------------------------------------------------

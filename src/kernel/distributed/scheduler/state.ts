@@ -21,7 +21,7 @@ import type {
   WireTask,
   WorkerAddress,
 } from "../messages";
-import { BandwidthEstimate, CumulativeMetrics, DEFAULT_BANDWIDTH, clusterMemory } from "./heartbeats";
+import { BandwidthEstimate, CumulativeMetrics, clusterMemory } from "./heartbeats";
 import { SlotHeap } from "./queue";
 import { TaskStreamRing } from "./task-stream";
 import type { Placement } from "./transport";
@@ -236,7 +236,7 @@ export class ClusterState {
   get taskCount(): number {
     return this.slotByKey.size;
   }
-  /** Tasks per state (Dask's names), forgotten ones excluded. */
+  /** Tasks per state (Dask's names), forgotten ones excluded; "no-worker" ones count as queued. */
   stateCounts(): TaskStateCounts {
     const counts: Record<string, number> = {};
     STATE_NAMES.forEach((name, state) => {
@@ -304,6 +304,7 @@ export class ClusterState {
       slots[i] = slot;
       this.tasks[slot] = graph.tasks[i];
       this.functionIds[slot] = graph.functions[i] ?? EMPTY;
+      // Dask's (generation, static order): earlier submissions first, then the graph's own order.
       this.priority[slot] = generation * 2 ** 31 + graph.order[i];
       created.push(i);
     }
@@ -991,15 +992,22 @@ export class ClusterState {
   /** MEMORY → RELEASED: workers drop the result; forgotten too if no dependent could need it again. */
   private release(slot: number): void {
     if (this.placement === "queue") this.toForget.push(this.keys[slot]);
-    for (const ws of this.whoHas(slot)) {
-      this.freeOn(ws, this.keys[slot]);
-      ws.hasWhat.delete(slot);
-      ws.nbytes -= this.nbytes[slot];
+    const first = this.holder[slot];
+    if (first !== undefined) {
+      this.dropResult(first, slot);
+      const more = this.replicas.get(slot);
+      if (more !== undefined) for (const ws of more) this.dropResult(ws, slot);
     }
     this.holder[slot] = undefined;
     this.replicas.delete(slot);
     this.setState(slot, RELEASED);
     this.forgetIfUnneeded(slot);
+  }
+
+  private dropResult(ws: WorkerState, slot: number): void {
+    this.freeOn(ws, this.keys[slot]);
+    ws.hasWhat.delete(slot);
+    ws.nbytes -= this.nbytes[slot];
   }
 
   /** An active task nobody needs: its worker stops it, its inputs may go. */
@@ -1208,6 +1216,3 @@ export class ClusterState {
 
 const EMPTY_WORKERS: readonly WorkerState[] = [];
 const NO_ADDRESSES: readonly WorkerAddress[] = [];
-
-/** Default bandwidth in bytes/s before any transfer was measured (re-exported for reports). */
-export { DEFAULT_BANDWIDTH };
