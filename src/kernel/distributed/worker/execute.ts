@@ -29,10 +29,13 @@ export interface TaskRun {
   readonly error: PackedError | undefined;
   /** The task thread's id (-1 when the task never reached one). */
   readonly thread: number;
-  /** Machine clock, epoch seconds: handed to the pool, started and ended on the thread, outcome back here. */
+  /**
+   * Machine clock, epoch seconds: handed to the pool, started and ended on the thread (undefined
+   * when it never ran there, or its thread died), outcome back here.
+   */
   readonly submitted: number;
-  readonly start: number;
-  readonly end: number;
+  readonly start: number | undefined;
+  readonly end: number | undefined;
   readonly arrived: number;
   /**
    * Execute-layer metrics: thread-cpu and thread-noncpu (net of what the task metered itself,
@@ -121,36 +124,41 @@ export class TaskRunner extends AdaptiveBatching {
 
   private toRun(outcome: TaskOutcome, submitted: number): TaskRun {
     const arrived = machineNow();
-    const timing = outcome.timing as TimingWithMetrics | undefined;
-    const thread = typeof outcome.workerId === "number" ? outcome.workerId : -1;
-    if (timing === undefined) {
-      // Never ran on a thread (cancelled while queued) or its thread died: all of it was the executor's.
-      const run = failedRun(outcome.ok ? new Error("Task outcome without timing") : outcome.error, submitted);
-      return { ...run, thread, arrived, end: arrived, metrics: [["executor", arrived - submitted, "seconds"]] };
-    }
-    const { startTime: start, endTime: end } = timing;
-    const metrics: Metric[] = [];
-    if (timing.metrics !== undefined) {
-      metrics.push(...timing.metrics);
-    } else if (timing.cpuTime !== undefined) {
-      const cpu = Math.min(timing.cpuTime, end - start);
-      metrics.push(["thread-cpu", cpu, "seconds"], ["thread-noncpu", end - start - cpu, "seconds"]);
-    } else {
-      metrics.push(["thread-noncpu", end - start, "seconds"]);
-    }
-    metrics.push(["executor", Math.max(0, arrived - submitted - (end - start)), "seconds"]);
+    const timing = outcome.timing;
     return {
       ok: outcome.ok,
       value: outcome.ok ? outcome.value : undefined,
       error: outcome.ok ? undefined : packError(outcome.error),
-      thread,
+      thread: typeof outcome.workerId === "number" ? outcome.workerId : -1,
       submitted,
-      start,
-      end,
+      start: timing?.startTime,
+      end: timing?.endTime,
       arrived,
-      metrics,
+      metrics: executeMetrics(timing, submitted, arrived),
     };
   }
+}
+
+/**
+ * The execute-layer metrics of one task from what its thread measured: the task's own list when
+ * the pool reports one (thread-cpu and thread-noncpu already net of the task's own meters, and
+ * those meters), else thread-cpu and thread-noncpu from its CPU and wall times; then "executor",
+ * the time between handing the task over and its outcome that the task itself did not take.
+ */
+export function executeMetrics(timing: TimingWithMetrics | undefined, submitted: number, arrived: number): Metric[] {
+  if (timing === undefined) return [["executor", Math.max(0, arrived - submitted), "seconds"]];
+  const wall = Math.max(0, timing.endTime - timing.startTime);
+  const metrics: Metric[] = [];
+  if (timing.metrics !== undefined) {
+    metrics.push(...timing.metrics);
+  } else if (timing.cpuTime !== undefined) {
+    const cpu = Math.min(timing.cpuTime, wall);
+    metrics.push(["thread-cpu", cpu, "seconds"], ["thread-noncpu", wall - cpu, "seconds"]);
+  } else {
+    metrics.push(["thread-noncpu", wall, "seconds"]);
+  }
+  metrics.push(["executor", Math.max(0, arrived - submitted - wall), "seconds"]);
+  return metrics;
 }
 
 /** A task handed to the runner. */
@@ -166,8 +174,8 @@ export class RunningTask {
   }
 }
 
+/** The outcome of a task that could not be handed to a thread. */
 export function failedRun(error: unknown, submitted: number): TaskRun {
-  const now = machineNow();
-  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: now, end: now, arrived: now, metrics: [] };
+  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: undefined, end: undefined, arrived: machineNow(), metrics: [] };
 }
 
