@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { ComputeTaskMessage, DependencyInfo, FromWorker } from "../../src/kernel/distributed/messages";
 import { Digests, MetricsLedger, type WorkerInstruction, WorkerState } from "../../src/kernel/distributed/worker";
-import { executeMetrics } from "../../src/kernel/distributed/worker/execute";
+import { runMetrics } from "../../src/kernel/distributed/worker/execute";
 import type { StartStop } from "../../src/protocol/records";
 
 const ME = "unix:///tmp/me.sock";
@@ -238,9 +238,9 @@ describe("WorkerState", () => {
 });
 
 describe("worker metrics", () => {
-  test("execute metrics from a task's timing: cpu and non-cpu, or the task's own list; the executor gets the rest", () => {
+  test("a task's execute metrics: cpu and non-cpu, or the pool's list for it; the executor gets the rest", () => {
     const timing = { startTime: 10, endTime: 10.5, cpuTime: 0.3 };
-    const metrics = executeMetrics(timing, 9.9, 10.7);
+    const metrics = runMetrics(timing, 9.9, 10.7);
     assert.deepEqual(
       metrics.map(([activity, value, unit]) => [activity, Math.round(value * 1000) / 1000, unit]),
       [
@@ -256,11 +256,13 @@ describe("worker metrics", () => {
       ["I/O", 0.35, "seconds"],
       ["rows", 12, "count"],
     ] as const;
-    const withOwn = executeMetrics({ ...timing, metrics: own }, 9.9, 10.7);
+    const withOwn = runMetrics({ ...timing, metrics: [...own, ["serialize", 0.1, "seconds"]] }, 9.9, 10.7);
     assert.deepEqual(withOwn.slice(0, 4), own);
-    assert.equal(withOwn[4][0], "executor");
+    // Seconds add up: what the list explains (the task's 0.5 s and 0.1 s handing it over) is not the executor's.
+    assert.equal(withOwn[5][0], "executor");
+    assert.ok(Math.abs(withOwn[5][1] - 0.2) < 1e-9);
     // Never reached a thread: all of it was waiting.
-    assert.deepEqual(executeMetrics(undefined, 1, 1.25), [["executor", 0.25, "seconds"]]);
+    assert.deepEqual(runMetrics(undefined, 1, 1.25), [["executor", 0.25, "seconds"]]);
   });
 
   test("digests sum under Dask's keys, ints stay ints, and the since-heartbeat copy is swapped out whole", () => {

@@ -134,18 +134,19 @@ export class TaskRunner extends AdaptiveBatching {
       start: timing?.startTime,
       end: timing?.endTime,
       arrived,
-      metrics: executeMetrics(timing, submitted, arrived),
+      metrics: runMetrics(timing, submitted, arrived),
     };
   }
 }
 
 /**
  * The execute-layer metrics of one task from what its thread measured: the task's own list when
- * the pool reports one (thread-cpu and thread-noncpu already net of the task's own meters, and
- * those meters), else thread-cpu and thread-noncpu from its CPU and wall times; then "executor",
- * the time between handing the task over and its outcome that the task itself did not take.
+ * the pool reports one (thread-cpu and thread-noncpu net of the task's own meters, those meters,
+ * the serialize time of handing it over), else thread-cpu and thread-noncpu from its CPU and wall
+ * times; then "executor": the time between handing the task over and its outcome that no other
+ * measurement explains (waiting for a thread, the trips to and from it).
  */
-export function executeMetrics(timing: TimingWithMetrics | undefined, submitted: number, arrived: number): Metric[] {
+export function runMetrics(timing: TimingWithMetrics | undefined, submitted: number, arrived: number): Metric[] {
   if (timing === undefined) return [["executor", Math.max(0, arrived - submitted), "seconds"]];
   const wall = Math.max(0, timing.endTime - timing.startTime);
   const metrics: Metric[] = [];
@@ -157,7 +158,9 @@ export function executeMetrics(timing: TimingWithMetrics | undefined, submitted:
   } else {
     metrics.push(["thread-noncpu", wall, "seconds"]);
   }
-  metrics.push(["executor", Math.max(0, arrived - submitted - wall), "seconds"]);
+  let measured = 0;
+  for (const [, value, unit] of metrics) if (unit === "seconds") measured += value;
+  metrics.push(["executor", Math.max(0, arrived - submitted - measured), "seconds"]);
   return metrics;
 }
 
