@@ -29,14 +29,13 @@ export interface TaskRun {
   readonly error: PackedError | undefined;
   /** The task thread's id (-1 when the task never reached one). */
   readonly thread: number;
-  /**
-   * Machine clock, epoch seconds: handed to the pool, started and ended on the thread (undefined
-   * when it never ran there, or its thread died), outcome back here.
-   */
+  /** Machine clock, epoch seconds: handed to the pool, started and ended on the thread, outcome back here. */
   readonly submitted: number;
-  readonly start: number | undefined;
-  readonly end: number | undefined;
+  readonly start: number;
+  readonly end: number;
   readonly arrived: number;
+  /** Whether start and end are the thread's own measurements; false when the task never ran on one or its thread died (both are then `arrived`). */
+  readonly ranOnThread: boolean;
   /**
    * Execute-layer metrics: thread-cpu and thread-noncpu (net of what the task metered itself,
    * when the pool reports that), the task's own meters and digests, and "executor" (waiting for
@@ -131,9 +130,10 @@ export class TaskRunner extends AdaptiveBatching {
       error: outcome.ok ? undefined : packError(outcome.error),
       thread: typeof outcome.workerId === "number" ? outcome.workerId : -1,
       submitted,
-      start: timing?.startTime,
-      end: timing?.endTime,
+      start: timing?.startTime ?? arrived,
+      end: timing?.endTime ?? arrived,
       arrived,
+      ranOnThread: timing !== undefined,
       metrics: runMetrics(timing, submitted, arrived),
     };
   }
@@ -179,6 +179,7 @@ export class RunningTask {
 
 /** The outcome of a task that could not be handed to a thread. */
 export function failedRun(error: unknown, submitted: number): TaskRun {
-  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: undefined, end: undefined, arrived: machineNow(), metrics: [] };
+  const arrived = machineNow();
+  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: arrived, end: arrived, arrived, ranOnThread: false, metrics: [] };
 }
 

@@ -242,7 +242,7 @@ export class Worker {
     const cancelled = task?.state === "cancelled";
     const startstops: StartStop[] = [];
     if (diskRead !== undefined) startstops.push(this.phase("disk-read", diskRead.start, diskRead.stop));
-    if (run.start !== undefined && run.end !== undefined) {
+    if (run.ranOnThread) {
       startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
     }
     for (const [activity, value, unit] of run.metrics) ledger.add(activity, value, unit);
