@@ -1,6 +1,6 @@
 // A LocalCluster in the real tslab kernel: the cell that starts it shows the cluster's card
 // (tsdask's MIME type plus text), re-running that cell replaces the cluster without leaking its
-// processes, and get() runs on the open Client.
+// processes, get() runs on the open Client, and a kernel interrupt stops a cluster computation.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { test } from "node:test";
@@ -20,7 +20,7 @@ function card(cell: CellReport): { payload: ClusterPayload; text: string } {
 test("a cluster started in a notebook cell: its card, a re-run that leaks nothing, get on the cluster", async () => {
   const report = await runNotebook("test/notebooks/cluster.ipynb");
   assert.ok(report.ok, describeFailures(report));
-  const [, first, rerun, check, clientCell, closing] = report.cells;
+  const [, first, rerun, check, interrupted, afterInterrupt, clientCell, closing] = report.cells;
 
   const { payload, text } = card(first);
   assert.equal(payload.title, "LocalCluster");
@@ -40,6 +40,22 @@ test("a cluster started in a notebook cell: its card, a re-run that leaks nothin
   assert.equal(outcome.result, 42);
   assert.ok(outcome.onCluster, "get ran on the cluster");
   assert.deepEqual(outcome.alive, [false, false, true, true], "the first cluster's workers are gone, the second's run");
+
+  assert.equal(interrupted.status, "error");
+  const interrupt = JSON.parse(afterInterrupt.stdout.trim().split("\n").pop()!) as {
+    interrupted: string;
+    seconds: number;
+    after: number;
+    tasksLeft: number;
+    workers: number;
+    alive: boolean[];
+  };
+  assert.equal(interrupt.interrupted, "AbortError");
+  assert.ok(interrupt.seconds < 5, `the interrupt stopped the computation (${interrupt.seconds} s)`);
+  assert.equal(interrupt.after, 2, "the cluster is usable after an interrupt");
+  assert.equal(interrupt.tasksLeft, 0, "the interrupted task was released on the cluster");
+  assert.equal(interrupt.workers, 2);
+  assert.deepEqual(interrupt.alive, [false, false, true, true], "the interrupt did not reach the worker processes");
 
   assert.equal(card(clientCell).payload.title, "Client");
 

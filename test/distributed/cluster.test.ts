@@ -25,7 +25,7 @@ import {
 } from "../../src";
 import { AbortError } from "../../src/kernel/scheduler/loop";
 import type { TaskStreamRecord, TransferLogEntry } from "../../src/protocol/records";
-import { block, blockSum, fail, killOwnProcess, processId, shout, slowInc, spinFor, sumOfList } from "../fixtures/cluster-client-tasks";
+import { block, blockSum, fail, hog, killOwnProcess, processId, shout, slowInc, spinFor, sumOfList } from "../fixtures/cluster-client-tasks";
 
 const root = join(__dirname, "..", "..", "..");
 
@@ -375,6 +375,27 @@ describe("LocalCluster faults", () => {
     });
     await until(() => cluster.workers.size === 2, 10_000, "the nanny to replace the workers");
     assert.equal(await get({ fine: [slowInc, 1, 1] }, "fine", { scheduler: client }), 2);
+    });
+  });
+
+  test("the nanny restarts a worker whose memory passes 95 % of its limit, saying so", async () => {
+    await withCluster({ nWorkers: 1, threadsPerWorker: 1, memoryLimit: "300 MiB", allowedFailures: 0, name: "nanny" }, async (cluster) => {
+      const pid = cluster.processes[0].pid;
+      const said: string[] = [];
+      const write = process.stderr.write.bind(process.stderr);
+      process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+        said.push(String(chunk));
+        return write(chunk as never, ...(rest as []));
+      }) as typeof process.stderr.write;
+      try {
+        await assert.rejects(get({ hog: [hog, 400, 10_000] }, "hog"), KilledWorkerError);
+      } finally {
+        process.stderr.write = write;
+      }
+      assert.match(said.join(""), new RegExp(`worker worker-0 \\(unix://.+, pid ${pid}\\) uses [\\d.]+ MiB of its 300.00 MiB memory limit \\(more than 95 %\\): restarting it`));
+      assert.ok(!alive(pid));
+      await until(() => cluster.workers.size === 1, 10_000, "the replacement worker");
+      assert.notEqual(cluster.processes[0].pid, pid);
     });
   });
 

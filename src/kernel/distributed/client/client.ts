@@ -43,14 +43,14 @@ const openClients: Client[] = [];
 export class Client implements GraphScheduler, AsyncDisposable {
   private readonly holds = new Set<FutureHold>();
   private closed = false;
-  private readonly onSchedulerClosed = (): void => void this.close();
+  private readonly stopWatching: () => void;
 
   private constructor(
     readonly cluster: ClusterHandle,
     /** Closed with the client (a cluster the client started itself). */
     private readonly ownsCluster: boolean,
   ) {
-    cluster.scheduler.once("closed", this.onSchedulerClosed);
+    this.stopWatching = cluster.scheduler.onClose(() => void this.close());
     openClients.push(this);
     setDefaultGraphScheduler(this);
   }
@@ -176,7 +176,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.cluster.scheduler.off("closed", this.onSchedulerClosed);
+    this.stopWatching();
     for (const hold of [...this.holds]) hold.release();
     const at = openClients.indexOf(this);
     if (at >= 0) openClients.splice(at, 1);

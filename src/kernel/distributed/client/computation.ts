@@ -136,13 +136,16 @@ class Computation implements TaskListener {
   run(submission: Parameters<Scheduler["submit"]>[0], signal: AbortSignal | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const onAbort = (): void => this.settle?.(new AbortError(signal!.reason));
+      let stopWatching = (): void => {};
       this.settle = (error) => {
         this.settle = undefined;
         signal?.removeEventListener("abort", onAbort);
+        stopWatching();
         if (error === undefined) resolve();
         else reject(error);
       };
       signal?.addEventListener("abort", onAbort);
+      stopWatching = this.scheduler.onClose(() => this.settle?.(new Error("The cluster closed during the computation")));
       const watchAll = this.mirror !== undefined;
       this.slots = this.scheduler.submit(submission, watchAll ? this : undefined);
       const state = this.scheduler.state;

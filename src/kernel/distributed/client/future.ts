@@ -48,12 +48,12 @@ export class FutureHold {
       };
       const done = (): void => {
         state.removeListener(this.slot, listener);
-        this.scheduler.off("closed", done);
+        stopWatching();
         release();
         resolve();
       };
       state.addListener(this.slot, listener);
-      this.scheduler.once("closed", done);
+      const stopWatching = this.scheduler.onClose(done);
     });
   }
 

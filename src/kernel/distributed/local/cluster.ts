@@ -169,7 +169,7 @@ export class LocalCluster implements AsyncDisposable {
       status: this.status,
       transport: this.transport.description,
       dashboardLink: this.dashboardLink,
-      workers: [...this.scheduler.workers.values()].map((ws) => ({
+      workers: [...(this.closing === undefined ? this.scheduler.workers.values() : [])].map((ws) => ({
         name: ws.name,
         address: ws.address,
         nthreads: ws.nthreads,

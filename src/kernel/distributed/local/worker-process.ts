@@ -24,7 +24,10 @@ export class WorkerProcess {
 
   constructor(readonly config: WorkerStartConfig) {
     this.address = `unix://${config.listenPath}`;
-    this.child = fork(workerEntryPath, [JSON.stringify(config)], { silent: true, execArgv: workerExecArgv() });
+    // A process group of its own: interrupting a Jupyter kernel signals the kernel's whole group,
+    // which must stop the computation, not kill the workers. (A worker still exits with its
+    // parent: its IPC channel closes.)
+    this.child = fork(workerEntryPath, [JSON.stringify(config)], { silent: true, detached: true, execArgv: workerExecArgv() });
     this.child.stdout!.on("data", (chunk: Buffer) => process.stdout.write(chunk));
     this.child.stderr!.on("data", (chunk: Buffer) => {
       process.stderr.write(chunk);

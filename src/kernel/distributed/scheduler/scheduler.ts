@@ -19,7 +19,6 @@ export type SchedulerSettings = Omit<SchedulerOptions, "placement" | "functionSp
 export interface SchedulerEvents {
   "worker-joined": [worker: WorkerState];
   "worker-left": [address: WorkerAddress, reason: string];
-  closed: [];
 }
 
 interface PendingRequest {
@@ -39,6 +38,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Computations and requests under way: while any, the transport keeps the process alive. */
   private holds = 0;
   private closed = false;
+  /** Told when the scheduler closes (computations and Futures waiting on it): a Set, so thousands of waiters cost O(1) each. */
+  private readonly closeWatchers = new Set<() => void>();
 
   constructor(
     readonly transport: Transport,
@@ -60,6 +61,16 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  /** Calls `fn` when the scheduler closes (at once if it has); returns a function that stops watching. */
+  onClose(fn: () => void): () => void {
+    if (this.closed) {
+      fn();
+      return () => {};
+    }
+    this.closeWatchers.add(fn);
+    return () => this.closeWatchers.delete(fn);
   }
 
   // ---- Diagnostics' view -----------------------------------------------------------------------
@@ -204,7 +215,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.requests.delete(id);
       request.settle(new Error("The scheduler closed"));
     }
-    this.emit("closed");
+    for (const watcher of [...this.closeWatchers]) watcher();
+    this.closeWatchers.clear();
     await this.transport.close();
   }
 

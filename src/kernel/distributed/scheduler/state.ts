@@ -151,7 +151,8 @@ export class ClusterState {
   private readonly tasks: (WireTask | undefined)[] = [];
   private readonly functionIds: (readonly number[])[] = [];
   private readonly dependencies: (readonly number[])[] = [];
-  private readonly dependents: number[][] = [];
+  /** Shared EMPTY until a first dependent arrives (most tasks have one or none). */
+  private readonly dependents: (readonly number[])[] = [];
   private readonly processingOn: (WorkerState | undefined)[] = [];
   /** The first worker holding the result; further holders in `replicas`. */
   private readonly holder: (WorkerState | undefined)[] = [];
@@ -317,7 +318,7 @@ export class ClusterState {
       for (let e = from; e < to; e++) {
         const dep = slots[graph.dependencies[e]];
         deps[e - from] = dep;
-        this.dependents[dep].push(slot);
+        this.addDependent(dep, slot);
         const depGroup = this.groups[dep];
         if (depGroup !== this.groups[slot]) group.dependencies.add(depGroup);
       }
@@ -468,6 +469,12 @@ export class ClusterState {
 
   // ---- Transitions -----------------------------------------------------------------------------
 
+  private addDependent(slot: number, dependent: number): void {
+    const users = this.dependents[slot];
+    if (users === EMPTY) this.dependents[slot] = [dependent];
+    else (users as number[]).push(dependent);
+  }
+
   private allocate(key: string, name: string, prefix: string, group: string): number {
     let slot = this.freeSlots.pop();
     if (slot === undefined) {
@@ -480,7 +487,7 @@ export class ClusterState {
       this.tasks.push(undefined);
       this.functionIds.push(EMPTY);
       this.dependencies.push(EMPTY);
-      this.dependents.push([]);
+      this.dependents.push(EMPTY);
       this.processingOn.push(undefined);
       this.holder.push(undefined);
       this.listeners.push(undefined);
@@ -490,7 +497,7 @@ export class ClusterState {
       this.prefixes[slot] = prefix;
       this.groups[slot] = group;
       this.dependencies[slot] = EMPTY;
-      this.dependents[slot] = [];
+      this.dependents[slot] = EMPTY;
       this.counts[FORGOTTEN]--;
     }
     this.state[slot] = RELEASED;
@@ -806,11 +813,11 @@ export class ClusterState {
     for (let i = 0; i < deps.length; i++) {
       const dep = deps[i];
       if (this.state[dep] === MEMORY) {
-        const whoHas = this.placement === "queue" ? [] : this.whoHas(dep).map((holder) => holder.address);
+        const whoHas = this.placement === "queue" ? NO_ADDRESSES : this.addressesOf(dep);
         dependencies[i] = { key: this.keys[dep], nbytes: this.nbytes[dep], whoHas };
       } else {
         // Being computed on the same worker (sent ahead).
-        dependencies[i] = { key: this.keys[dep], nbytes: 0, whoHas: [], local: ws !== undefined };
+        dependencies[i] = { key: this.keys[dep], nbytes: 0, whoHas: NO_ADDRESSES, local: ws !== undefined };
       }
     }
     return {
@@ -823,6 +830,12 @@ export class ClusterState {
       priority: this.priority[slot],
       spanId: this.spanOf(slot),
     };
+  }
+
+  private addressesOf(slot: number): readonly WorkerAddress[] {
+    const more = this.replicas.get(slot);
+    if (more === undefined) return this.holder[slot]?.addressList ?? NO_ADDRESSES;
+    return [this.holder[slot]!.address, ...more.map((ws) => ws.address)];
   }
 
   private enqueue(slot: number): void {
@@ -1014,7 +1027,7 @@ export class ClusterState {
       const state = this.state[slot];
       if ((state !== RELEASED && state !== ERRED) || this.wants[slot] > 0 || this.dependents[slot].length > 0) continue;
       for (const dep of this.dependencies[slot]) {
-        const users = this.dependents[dep];
+        const users = this.dependents[dep] as number[];
         const at = users.indexOf(slot);
         if (at >= 0) {
           users[at] = users[users.length - 1];
@@ -1189,6 +1202,7 @@ export class ClusterState {
 }
 
 const EMPTY_WORKERS: readonly WorkerState[] = [];
+const NO_ADDRESSES: readonly WorkerAddress[] = [];
 
 /** Default bandwidth in bytes/s before any transfer was measured (re-exported for reports). */
 export { DEFAULT_BANDWIDTH };

@@ -7,6 +7,8 @@ import { WorkerMemory } from "./heartbeats";
 
 export class WorkerState {
   readonly address: WorkerAddress;
+  /** `[address]`, shared by every message naming this worker as a key's only holder. */
+  readonly addressList: readonly WorkerAddress[];
   readonly name: string;
   readonly nthreads: number;
   readonly memoryLimit: number;
@@ -42,6 +44,7 @@ export class WorkerState {
     now: number,
   ) {
     this.address = registration.address;
+    this.addressList = [registration.address];
     this.name = registration.name;
     this.nthreads = registration.nthreads;
     this.memoryLimit = registration.memoryLimit;
