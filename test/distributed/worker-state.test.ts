@@ -1,8 +1,9 @@
-// The cluster worker's state machine alone: events in, instructions out, no processes.
+// The cluster worker's state machine alone (events in, instructions out, no processes), and its metrics bookkeeping.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { ComputeTaskMessage, DependencyInfo, FromWorker } from "../../src/kernel/distributed/messages";
-import { type WorkerInstruction, WorkerState } from "../../src/kernel/distributed/worker";
+import { Digests, MetricsLedger, type WorkerInstruction, WorkerState } from "../../src/kernel/distributed/worker";
+import { runMetrics } from "../../src/kernel/distributed/worker/execute";
 import type { StartStop } from "../../src/protocol/records";
 
 const ME = "unix:///tmp/me.sock";
@@ -233,5 +234,72 @@ describe("WorkerState", () => {
     state.handle({ type: "compute-task", message: compute("z", [held("a", [A])]) });
     state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a", nbytes: 1, type: "number" }], missing: [], transfer: transfer(A) });
     assert.deepEqual(ops(state.handle({ type: "compute-task", message: compute("a") })), ["send task-finished a"]);
+  });
+});
+
+describe("worker metrics", () => {
+  test("a task's execute metrics: cpu and non-cpu, or the pool's list for it; the executor gets the rest", () => {
+    const timing = { startTime: 10, endTime: 10.5, cpuTime: 0.3 };
+    const metrics = runMetrics(timing, 9.9, 10.7);
+    assert.deepEqual(
+      metrics.map(([activity, value, unit]) => [activity, Math.round(value * 1000) / 1000, unit]),
+      [
+        ["thread-cpu", 0.3, "seconds"],
+        ["thread-noncpu", 0.2, "seconds"],
+        ["executor", 0.3, "seconds"],
+      ],
+    );
+    // With the pool's per-task list (user meters taken out of cpu/noncpu), that list is used as it is.
+    const own = [
+      ["thread-cpu", 0.1, "seconds"],
+      ["thread-noncpu", 0.05, "seconds"],
+      ["I/O", 0.35, "seconds"],
+      ["rows", 12, "count"],
+    ] as const;
+    const withOwn = runMetrics({ ...timing, metrics: [...own, ["serialize", 0.1, "seconds"]] }, 9.9, 10.7);
+    assert.deepEqual(withOwn.slice(0, 4), own);
+    // Seconds add up: what the list explains (the task's 0.5 s and 0.1 s handing it over) is not the executor's.
+    assert.equal(withOwn[5][0], "executor");
+    assert.ok(Math.abs(withOwn[5][1] - 0.2) < 1e-9);
+    // Never reached a thread: all of it was waiting.
+    assert.deepEqual(runMetrics(undefined, 1, 1.25), [["executor", 0.25, "seconds"]]);
+  });
+
+  test("digests sum under Dask's keys, ints stay ints, and the since-heartbeat copy is swapped out whole", () => {
+    const digests = new Digests();
+    digests.addAll(["execute", "span-1", "inc"], [
+      ["memory-read", 1, "count"],
+      ["memory-read", 8, "bytes"],
+    ]);
+    digests.add(["execute", "span-1", "inc", "memory-read", "count"], 2);
+    digests.add(["gather-dep", "network", "seconds"], 0.25);
+    assert.equal(digests.get(["execute", "span-1", "inc", "memory-read", "count"]), 3);
+    assert.ok(Number.isInteger(digests.get(["execute", "span-1", "inc", "memory-read", "bytes"])));
+    const first = digests.takeSinceHeartbeat();
+    assert.deepEqual(first, [
+      { context: "execute", span: "span-1", prefix: "inc", activity: "memory-read", unit: "count", value: 3 },
+      { context: "execute", span: "span-1", prefix: "inc", activity: "memory-read", unit: "bytes", value: 8 },
+      { context: "gather-dep", activity: "network", unit: "seconds", value: 0.25 },
+    ]);
+    digests.add(["gather-dep", "network", "seconds"], 0.5);
+    assert.deepEqual(digests.takeSinceHeartbeat(), [{ context: "gather-dep", activity: "network", unit: "seconds", value: 0.5 }]);
+    assert.deepEqual(digests.takeSinceHeartbeat(), []);
+    assert.equal(digests.get(["gather-dep", "network", "seconds"]), 0.75);
+    assert.deepEqual(digests.tuples()[0], [["execute", "span-1", "inc", "memory-read", "count"], 3]);
+  });
+
+  test("an instruction's ledger: what nothing measured becomes other; a failure lumps all seconds under one label", async () => {
+    const ledger = new MetricsLedger();
+    ledger.add("thread-cpu", 0, "seconds");
+    ledger.add("memory-read", 2, "count");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const done = ledger.finalize();
+    assert.equal(done.length, 3);
+    assert.equal(done[2][0], "other");
+    assert.ok(done[2][1] >= 0.015);
+    const failed = ledger.finalize("failed");
+    assert.deepEqual(failed.slice(0, 1), [["memory-read", 2, "count"]]);
+    assert.equal(failed[1][0], "failed");
+    assert.ok(failed[1][1] >= 0.015);
   });
 });

@@ -34,6 +34,8 @@ export interface TaskRun {
   readonly start: number;
   readonly end: number;
   readonly arrived: number;
+  /** Whether start and end are the thread's own measurements; false when the task never ran on one or its thread died (both are then `arrived`). */
+  readonly ranOnThread: boolean;
   /**
    * Execute-layer metrics: thread-cpu and thread-noncpu (net of what the task metered itself,
    * when the pool reports that), the task's own meters and digests, and "executor" (waiting for
@@ -121,36 +123,45 @@ export class TaskRunner extends AdaptiveBatching {
 
   private toRun(outcome: TaskOutcome, submitted: number): TaskRun {
     const arrived = machineNow();
-    const timing = outcome.timing as TimingWithMetrics | undefined;
-    const thread = typeof outcome.workerId === "number" ? outcome.workerId : -1;
-    if (timing === undefined) {
-      // Never ran on a thread (cancelled while queued) or its thread died: all of it was the executor's.
-      const run = failedRun(outcome.ok ? new Error("Task outcome without timing") : outcome.error, submitted);
-      return { ...run, thread, arrived, end: arrived, metrics: [["executor", arrived - submitted, "seconds"]] };
-    }
-    const { startTime: start, endTime: end } = timing;
-    const metrics: Metric[] = [];
-    if (timing.metrics !== undefined) {
-      metrics.push(...timing.metrics);
-    } else if (timing.cpuTime !== undefined) {
-      const cpu = Math.min(timing.cpuTime, end - start);
-      metrics.push(["thread-cpu", cpu, "seconds"], ["thread-noncpu", end - start - cpu, "seconds"]);
-    } else {
-      metrics.push(["thread-noncpu", end - start, "seconds"]);
-    }
-    metrics.push(["executor", Math.max(0, arrived - submitted - (end - start)), "seconds"]);
+    const timing = outcome.timing;
     return {
       ok: outcome.ok,
       value: outcome.ok ? outcome.value : undefined,
       error: outcome.ok ? undefined : packError(outcome.error),
-      thread,
+      thread: typeof outcome.workerId === "number" ? outcome.workerId : -1,
       submitted,
-      start,
-      end,
+      start: timing?.startTime ?? arrived,
+      end: timing?.endTime ?? arrived,
       arrived,
-      metrics,
+      ranOnThread: timing !== undefined,
+      metrics: runMetrics(timing, submitted, arrived),
     };
   }
+}
+
+/**
+ * The execute-layer metrics of one task from what its thread measured: the task's own list when
+ * the pool reports one (thread-cpu and thread-noncpu net of the task's own meters, those meters,
+ * the serialize time of handing it over), else thread-cpu and thread-noncpu from its CPU and wall
+ * times; then "executor": the time between handing the task over and its outcome that no other
+ * measurement explains (waiting for a thread, the trips to and from it).
+ */
+export function runMetrics(timing: TimingWithMetrics | undefined, submitted: number, arrived: number): Metric[] {
+  if (timing === undefined) return [["executor", Math.max(0, arrived - submitted), "seconds"]];
+  const wall = Math.max(0, timing.endTime - timing.startTime);
+  const metrics: Metric[] = [];
+  if (timing.metrics !== undefined) {
+    metrics.push(...timing.metrics);
+  } else if (timing.cpuTime !== undefined) {
+    const cpu = Math.min(timing.cpuTime, wall);
+    metrics.push(["thread-cpu", cpu, "seconds"], ["thread-noncpu", wall - cpu, "seconds"]);
+  } else {
+    metrics.push(["thread-noncpu", wall, "seconds"]);
+  }
+  let measured = 0;
+  for (const [, value, unit] of metrics) if (unit === "seconds") measured += value;
+  metrics.push(["executor", Math.max(0, arrived - submitted - measured), "seconds"]);
+  return metrics;
 }
 
 /** A task handed to the runner. */
@@ -166,8 +177,9 @@ export class RunningTask {
   }
 }
 
+/** The outcome of a task that could not be handed to a thread. */
 export function failedRun(error: unknown, submitted: number): TaskRun {
-  const now = machineNow();
-  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: now, end: now, arrived: now, metrics: [] };
+  const arrived = machineNow();
+  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: arrived, end: arrived, arrived, ranOnThread: false, metrics: [] };
 }
 

@@ -242,7 +242,9 @@ export class Worker {
     const cancelled = task?.state === "cancelled";
     const startstops: StartStop[] = [];
     if (diskRead !== undefined) startstops.push(this.phase("disk-read", diskRead.start, diskRead.stop));
-    if (run.thread >= 0) startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
+    if (run.ranOnThread) {
+      startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
+    }
     for (const [activity, value, unit] of run.metrics) ledger.add(activity, value, unit);
     if (run.ok) {
       const nbytes = sizeOf(run.value);
