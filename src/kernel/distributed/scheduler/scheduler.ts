@@ -4,7 +4,7 @@
 // memory, bandwidth, workers). It lives in the client's process; `client.runOnScheduler` gets it.
 
 import { EventEmitter } from "node:events";
-import type { BandwidthSummary, ClusterMemory, MetricRecord, TaskStateCounts, WorkerRecord } from "../../../protocol/records";
+import type { BandwidthSummary, ClusterMemory, MetricRecord, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
 import { now } from "../../clock";
 import { type FnSpec, type PackedError, unpackError } from "../../scheduler/pool/wire";
 import type { FromWorker, GatherReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress } from "../messages";
@@ -79,7 +79,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   get taskStream(): TaskStreamRing {
     return this.state.taskStream;
   }
-  getTaskStream(options?: CollectOptions) {
+  /** Task-stream records, oldest first (see TaskStreamRing.collect). */
+  getTaskStream(options?: CollectOptions): TaskStreamRecord[] {
     return this.state.taskStream.collect(options);
   }
   /** Dask's cumulative_worker_metrics: every worker digest since start, without span ids. */
