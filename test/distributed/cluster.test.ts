@@ -58,6 +58,22 @@ async function until(condition: () => boolean, timeoutMs: number, what: string):
   }
 }
 
+/** Runs `fn` while recording what is written to `stream` (still written through); returns the text. */
+async function capturing(stream: NodeJS.WriteStream, fn: (written: () => string) => Promise<void>): Promise<string> {
+  const chunks: string[] = [];
+  const write = stream.write.bind(stream);
+  stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    chunks.push(String(chunk));
+    return write(chunk as never, ...(rest as []));
+  }) as typeof stream.write;
+  try {
+    await fn(() => chunks.join(""));
+  } finally {
+    stream.write = write;
+  }
+  return chunks.join("");
+}
+
 /** A cluster and its client for one test, closed however the test ends. */
 async function withCluster(options: LocalClusterOptions, fn: (cluster: LocalCluster, client: Client) => Promise<void>): Promise<void> {
   const cluster = await LocalCluster.start({ dashboardAddress: null, ...options });
@@ -322,18 +338,10 @@ describe("LocalCluster and Client", () => {
   });
 
   test("a task's console.log reaches this process's output", async () => {
-    const written: string[] = [];
-    const write = process.stdout.write.bind(process.stdout);
-    process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
-      written.push(String(chunk));
-      return write(chunk as never, ...(rest as []));
-    }) as typeof process.stdout.write;
-    try {
+    await capturing(process.stdout, async (written) => {
       await get({ say: [shout, "hello from a worker"] }, "say");
-      await until(() => written.join("").includes("hello from a worker"), 2000, "the worker's output");
-    } finally {
-      process.stdout.write = write;
-    }
+      await until(() => written().includes("hello from a worker"), 2000, "the worker's output");
+    });
   });
 
   test("scale adds and retires workers", async () => {
@@ -383,18 +391,10 @@ describe("LocalCluster faults", () => {
   test("the nanny restarts a worker whose memory passes 95 % of its limit, saying so", async () => {
     await withCluster({ nWorkers: 1, threadsPerWorker: 1, memoryLimit: "300 MiB", allowedFailures: 0, name: "nanny" }, async (cluster) => {
       const pid = cluster.processes[0].pid;
-      const said: string[] = [];
-      const write = process.stderr.write.bind(process.stderr);
-      process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
-        said.push(String(chunk));
-        return write(chunk as never, ...(rest as []));
-      }) as typeof process.stderr.write;
-      try {
+      const said = await capturing(process.stderr, async () => {
         await assert.rejects(get({ hog: [hog, 400, 10_000] }, "hog"), KilledWorkerError);
-      } finally {
-        process.stderr.write = write;
-      }
-      assert.match(said.join(""), new RegExp(`worker worker-0 \\(unix://.+, pid ${pid}\\) uses [\\d.]+ MiB of its 300.00 MiB memory limit \\(more than 95 %\\): restarting it`));
+      });
+      assert.match(said, new RegExp(`worker worker-0 \\(unix://.+, pid ${pid}\\) uses [\\d.]+ MiB of its 300.00 MiB memory limit \\(more than 95 %\\): restarting it`));
       assert.ok(!alive(pid));
       await until(() => cluster.workers.size === 1, 10_000, "the replacement worker");
       assert.notEqual(cluster.processes[0].pid, pid);
