@@ -4,6 +4,7 @@ import { describe, test } from "node:test";
 import type { ComputeTaskMessage, DependencyInfo, FromWorker } from "../../src/kernel/distributed/messages";
 import { Digests, MetricsLedger, type WorkerInstruction, WorkerState } from "../../src/kernel/distributed/worker";
 import { runMetrics } from "../../src/kernel/distributed/worker/execute";
+import { DEFAULT_THRESHOLDS, decideMemory, memoryThresholds } from "../../src/kernel/distributed/worker/memory";
 import type { StartStop } from "../../src/protocol/records";
 
 const ME = "unix:///tmp/me.sock";
@@ -301,5 +302,21 @@ describe("worker metrics", () => {
     assert.deepEqual(failed.slice(0, 1), [["memory-read", 2, "count"]]);
     assert.equal(failed[1][0], "failed");
     assert.ok(failed[1][1] >= 0.015);
+  });
+});
+
+describe("memory thresholds", () => {
+  const limit = 1000;
+  test("above the spill threshold the monitor spills down to the target; above pause it pauses", () => {
+    assert.deepEqual(decideMemory(650, limit, DEFAULT_THRESHOLDS), { spillBytes: 0, paused: false });
+    assert.deepEqual(decideMemory(750, limit, DEFAULT_THRESHOLDS), { spillBytes: 150, paused: false });
+    assert.deepEqual(decideMemory(850, limit, DEFAULT_THRESHOLDS), { spillBytes: 250, paused: true });
+    assert.deepEqual(decideMemory(850, limit, { target: false, spill: 0.7, pause: false }), { spillBytes: 150, paused: false });
+    assert.deepEqual(decideMemory(990, limit, { target: 0.6, spill: false, pause: 0.8 }), { spillBytes: 0, paused: true });
+  });
+
+  test("thresholds are fractions, or false to turn one off", () => {
+    assert.deepEqual(memoryThresholds({ pause: false }), { target: 0.6, spill: 0.7, pause: false });
+    assert.throws(() => memoryThresholds({ spill: 70 }), /threshold spill must be a fraction in \(0, 1\] or false, got 70/);
   });
 });

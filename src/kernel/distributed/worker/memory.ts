@@ -33,7 +33,7 @@ export interface MemoryDecision {
  * until the process would be back under the target (Dask spills down to `target`, or to the
  * spill threshold when target is off); pause above `pause`, resume below it.
  */
-export function decideMemory(rss: number, limit: number, thresholds: MemoryThresholds, paused: boolean): MemoryDecision {
+export function decideMemory(rss: number, limit: number, thresholds: MemoryThresholds): MemoryDecision {
   let spillBytes = 0;
   if (thresholds.spill !== false && rss > thresholds.spill * limit) {
     const goal = (thresholds.target === false ? thresholds.spill : Math.min(thresholds.target, thresholds.spill)) * limit;

@@ -51,6 +51,7 @@ export class Worker {
   private readonly digests = new Digests();
   private readonly transfers = new TransferStats();
   private readonly thresholds: MemoryThresholds;
+  private readonly runner: TaskRunner;
   private readonly running = new Map<string, RunningTask>();
   private server: Server | undefined;
   private scheduler: Connection | undefined;
@@ -75,10 +76,9 @@ export class Worker {
   static async start(config: WorkerStartConfig, onClosed: (reason: string) => void = () => {}): Promise<Worker> {
     checkConfig(config);
     mkdirSync(config.localDirectory, { recursive: true });
-    const runner = new TaskRunner(config.nthreads);
-    const worker = new Worker(config, runner);
+    const worker = new Worker(config);
     try {
-      const globals = await runner.ready();
+      const globals = await worker.runner.ready();
       worker.server = await listen(config.listenPath, (connection) => worker.servePeer(connection));
       const scheduler = await Connection.connect(config.schedulerPath);
       worker.scheduler = scheduler;
@@ -107,10 +107,7 @@ export class Worker {
     return worker;
   }
 
-  private constructor(
-    private readonly config: WorkerStartConfig,
-    private readonly runner: TaskRunner,
-  ) {
+  private constructor(private readonly config: WorkerStartConfig) {
     this.address = `unix://${config.listenPath}`;
     this.clock = new WorkerClock(simulatedClockOffset(config.clockOffset));
     this.thresholds = memoryThresholds(config.memoryThresholds);
@@ -123,6 +120,8 @@ export class Worker {
       transferBytesLimit: limited ? 0.1 * config.memoryLimit : Infinity,
     });
     this.view = this.makeView();
+    // Last: nothing above may fail once threads exist.
+    this.runner = new TaskRunner(config.nthreads);
   }
 
   // ---- Messages from the scheduler -------------------------------------------------------------
@@ -446,12 +445,12 @@ export class Worker {
     if (!(limit > 0 && Number.isFinite(limit)) || this.closing !== undefined) return;
     const paused = this.status === "paused";
     let rss = process.memoryUsage.rss();
-    let decision = decideMemory(rss, limit, this.thresholds, paused);
+    let decision = decideMemory(rss, limit, this.thresholds);
     if ((decision.spillBytes > 0 || decision.paused) && performance.now() - this.lastCollection > GC_PROBE_MS) {
       // Garbage may be all that holds the process up there (a paused worker allocates nothing that would collect it).
       this.collect();
       rss = process.memoryUsage.rss();
-      decision = decideMemory(rss, limit, this.thresholds, paused);
+      decision = decideMemory(rss, limit, this.thresholds);
     }
     if (decision.spillBytes > 0) {
       const meter = this.meter("memory-monitor");
@@ -463,7 +462,7 @@ export class Worker {
       }
       if (spilled > 0) {
         this.collect();
-        decision = decideMemory(process.memoryUsage.rss(), limit, this.thresholds, paused);
+        decision = decideMemory(process.memoryUsage.rss(), limit, this.thresholds);
       }
     }
     if (decision.paused !== paused) this.setStatus(decision.paused ? "paused" : "running");
