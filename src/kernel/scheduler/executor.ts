@@ -6,6 +6,7 @@ import type { WorkerId } from "../callbacks/callback";
 import type { Key } from "../graph/keys";
 import type { Plan } from "../graph/plan";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
+import { callingThread } from "../profiling/main-thread";
 
 /** One task handed to an executor. */
 export interface TaskJob {
@@ -41,8 +42,8 @@ export interface Executor {
   submit(job: TaskJob, done: (outcome: TaskOutcome) => void): void;
   /** Stops the tasks still running (abort, or an error elsewhere). */
   cancelRunning?(): void;
-  /** Called once when the computation ends, however it ends. */
-  release?(): void;
+  /** Called once when the computation ends, however it ends; a promise delays the `finish` callbacks until it settles (it must not reject). */
+  release?(): void | Promise<void>;
 }
 
 /**
@@ -57,6 +58,9 @@ export class SyncExecutor implements Executor {
 
   submit(job: TaskJob, done: (outcome: TaskOutcome) => void): void {
     const { node } = job;
+    // While someone profiles, this thread's samples are told apart by the task they fall in.
+    const task = callingThread.taskStarted(job.key);
+    if (task >= 0) done = endingTask(task, done);
     let value: unknown;
     try {
       value = this.isolate ? runInsideTask(() => evaluate(job.expr, job.values)) : evaluate(job.expr, job.values);
@@ -73,4 +77,11 @@ export class SyncExecutor implements Executor {
       done({ node, ok: true, value, workerId: null });
     }
   }
+}
+
+function endingTask(task: number, done: (outcome: TaskOutcome) => void): (outcome: TaskOutcome) => void {
+  return (outcome) => {
+    callingThread.taskEnded(task);
+    done(outcome);
+  };
 }

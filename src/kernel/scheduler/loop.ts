@@ -107,7 +107,9 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
   } finally {
     signal?.removeEventListener("abort", onAbort);
     if (!succeeded && scheduler !== undefined && scheduler.running > 0) executor.cancelRunning?.();
-    executor.release?.();
+    // Measurements workers send after their results (statistical profiles) arrive before `finish`.
+    const released = executor.release?.();
+    if (released !== undefined) await released;
     let finishError: unknown;
     let finishFailed = false;
     for (const cb of started) {

@@ -4,6 +4,7 @@
 
 import type { Plan } from "../../graph/plan";
 import { forEachFunction } from "../../graph/spec";
+import { profiling } from "../../profiling/hub";
 import type { Executor, TaskJob, TaskOutcome } from "../executor";
 import type { PoolClient, WorkerPool } from "./pool";
 import { toWire } from "./ship";
@@ -66,7 +67,9 @@ export class PoolExecutor implements Executor, PoolClient {
     this.pool.cancel(this);
   }
 
-  release(): void {
+  /** Waits for the workers' statistical profiles when someone profiles, so they are complete when callbacks finish. */
+  release(): void | Promise<void> {
     this.pool.release(this);
+    if (profiling.active !== undefined) return this.pool.collectProfiles();
   }
 }

@@ -8,11 +8,14 @@ import { join } from "node:path";
 import { type MessagePort, receiveMessageOnPort, threadId, workerData } from "node:worker_threads";
 import { nowMs as epochMs } from "../../clock";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
+import { isProfilerControl } from "../../profiling/messages";
+import * as profiler from "../../profiling/worker-host";
 import {
   CALL,
   type FnSpec,
   LIST,
   LITERAL,
+  type PoolMessage,
   type RunMessage,
   type WireExpr,
   RESULT_SIZE,
@@ -187,6 +190,7 @@ function report(): void {
 
 function record(ok: boolean, value: unknown, start: number, cpuStart: number, bytesIn: number): void {
   const end = epochMs();
+  profiler.taskEnded();
   const cpu = threadCpuMs() - cpuStart;
   const bytesOut = ok ? estimateBytes(value) : 0;
   pending.push(ok ? 1 : 0, ok ? value : packError(value), start, end, cpu, bytesIn, bytesOut);
@@ -199,6 +203,7 @@ function runBatch(tasks: RunMessage, from: number): boolean {
     const bytesIn = estimateBytes(tasks[i]);
     const start = epochMs();
     const cpuStart = threadCpuMs();
+    profiler.taskStarted();
     let value: unknown;
     try {
       value = evaluate(toExpr(tasks[i]), []);
@@ -231,25 +236,29 @@ function runBatch(tasks: RunMessage, from: number): boolean {
  */
 const POLL_MS = 0.05;
 
-function onMessage(message: RunMessage): void {
-  for (let next: RunMessage | undefined = message; next !== undefined; ) {
+function onMessage(message: PoolMessage): void {
+  for (let next: PoolMessage | undefined = message; next !== undefined; ) {
     const started = epochMs();
     if (!runMessage(next) || port === null || epochMs() - started > POLL_MS) return;
     next = poll(port);
   }
 }
 
-function poll(from: MessagePort): RunMessage | undefined {
+function poll(from: MessagePort): PoolMessage | undefined {
   const end = epochMs() + POLL_MS;
   do {
     const received = receiveMessageOnPort(from);
-    if (received !== undefined) return received.message as RunMessage;
+    if (received !== undefined) return received.message as PoolMessage;
   } while (epochMs() < end);
   return undefined;
 }
 
 /** Defines the message's new functions and runs its tasks; false if a task's promise is pending. */
-function runMessage(message: RunMessage): boolean {
+function runMessage(message: PoolMessage): boolean {
+  if (isProfilerControl(message)) {
+    profiler.onProfilerControl(message, send);
+    return true;
+  }
   for (const [id, spec] of message[0] ?? []) {
     try {
       functions.set(id, resolve(spec));
