@@ -5,9 +5,10 @@ import { Widget } from "@lumino/widgets";
 import { MIME_TYPE, type Payload } from "../protocol";
 import { PayloadError, parsePayload } from "../views/payload";
 import { PlotView } from "../views/plot";
+import { ProfileView } from "../views/profile";
 import { ProgressView } from "../views/progress";
 
-type View = ProgressView | PlotView;
+type View = ProgressView | PlotView | ProfileView;
 
 export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
   private view: View | undefined;
@@ -36,6 +37,9 @@ export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
     this.message.remove();
     if (payload.kind === "progress") {
       const view = this.view instanceof ProgressView ? this.view : this.replaceView(new ProgressView());
+      view.render(payload);
+    } else if (payload.kind === "profile") {
+      const view = this.view instanceof ProfileView ? this.view : this.replaceView(new ProfileView());
       view.render(payload);
     } else {
       const view = this.view instanceof PlotView ? this.view : this.replaceView(new PlotView());

@@ -35,3 +35,23 @@ function fixed2(x: number): string {
   const hundredths = below % 2 === 0 ? below : below + 1;
   return `${Math.trunc(hundredths / 100)}.${String(hundredths % 100).padStart(2, "0")}`;
 }
+
+const BYTE_UNITS: readonly [string, number][] = [
+  ["PiB", 2 ** 50],
+  ["TiB", 2 ** 40],
+  ["GiB", 2 ** 30],
+  ["MiB", 2 ** 20],
+  ["kiB", 2 ** 10],
+];
+
+/** A size as Dask's `format_bytes` prints it: `"1.23 MiB"`, `"930 B"` (binary units, from 0.9 of a unit up). */
+export function formatBytes(bytes: number): string {
+  for (const [unit, size] of BYTE_UNITS) if (bytes >= size * 0.9) return `${(bytes / size).toFixed(2)} ${unit}`;
+  return `${Math.round(bytes)} B`;
+}
+
+/** The binary unit that suits a series whose largest value is `peak`, for an axis ("MiB", 2**20). */
+export function byteUnit(peak: number): { readonly unit: string; readonly size: number } {
+  for (const [unit, size] of BYTE_UNITS) if (peak >= size * 0.9) return { unit, size };
+  return { unit: "B", size: 1 };
+}

@@ -2,6 +2,8 @@
 // Everything the frontend shows travels as MIME_TYPE in display_data / update_display_data:
 // a complete, bounded snapshot each time (never a diff), so any single message renders alone.
 
+import type { PackedProfile, ProfileKind } from "./profile";
+
 export const MIME_TYPE = "application/vnd.tsdask.v1+json";
 export const PROTOCOL_VERSION = 1;
 
@@ -44,7 +46,24 @@ export interface PlotPayload extends PayloadBase {
   readonly spec: Readonly<Record<string, unknown>>;
 }
 
-export type Payload = ProgressPayload | PlotPayload;
+/** What the profile view draws: an icicle of Dask's profile trees over a timeline of activity. */
+export interface ProfileViewData {
+  readonly title: string;
+  /** Which side of the profile the trees hold (see ProfileWindow). */
+  readonly kind: ProfileKind;
+  readonly profile: PackedProfile;
+  /** The selection to show first (the user changes it in the view). */
+  readonly prefix?: string;
+  readonly start?: number;
+  readonly stop?: number;
+}
+
+export interface ProfilePayload extends PayloadBase {
+  readonly kind: "profile";
+  readonly data: ProfileViewData;
+}
+
+export type Payload = ProgressPayload | PlotPayload | ProfilePayload;
 
 /** A Jupyter MIME bundle: MIME type → data. */
 export type MimeBundle = Readonly<Record<string, unknown>>;

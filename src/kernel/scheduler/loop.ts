@@ -87,7 +87,16 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
       }
       for (let i = 0; i < outcomes.length; i++) {
         const outcome = outcomes[i];
-        if (!outcome.ok) throw outcome.error;
+        if (!outcome.ok) {
+          for (const cb of callbacks) {
+            try {
+              cb.taskError?.(keys[outcome.node], outcome.error, graph, state, outcome.workerId, outcome);
+            } catch {
+              // The task's error is the one to raise (see TaskErrorHook).
+            }
+          }
+          throw outcome.error;
+        }
         scheduler.finishTask(outcome.node, outcome.value);
         // The outcome doubles as the TaskInfo (it carries `timing`): no allocation per task.
         for (const cb of posttasks) cb.posttask!(keys[outcome.node], outcome.value, graph, state, outcome.workerId, outcome);
