@@ -5,5 +5,6 @@ export { PlotView } from "./plot";
 export { ProgressView } from "./progress";
 export { parsePayload, PayloadError } from "./payload";
 export { ProfileView, mountProfile, type MountedProfile, type ProfileViewState } from "./profile";
+export { mountReport, type ReportHandles } from "./report";
 /** vega-embed itself, for standalone pages that draw a spec directly. */
 export { default as vegaEmbed } from "vega-embed";

@@ -111,7 +111,7 @@ export async function profileBundle(data: ProfileViewData, summary: string): Pro
 
 /** The page script: the views bundle mounts the profile view on the page's data. */
 const PROFILE_SCRIPT = `
-tsdaskViews.mountProfile(document.getElementById("tsdask-profile"), JSON.parse(document.getElementById("tsdask-profile-data").textContent));
+window.__tsdaskProfile = tsdaskViews.mountProfile(document.getElementById("tsdask-profile"), JSON.parse(document.getElementById("tsdask-profile-data").textContent));
 `;
 
 export function profilePage(data: ProfileViewData): string {
