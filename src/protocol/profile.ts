@@ -72,6 +72,12 @@ function addProfile(target: MutableNode, source: ProfileNode): void {
   }
 }
 
+/**
+ * Deepest stack kept, innermost frames first (V8 samples at most 255 frames; Dask keeps 100):
+ * trees stay shallow enough for recursive walks and JSON.
+ */
+export const MAX_STACK_DEPTH = 256;
+
 /** A tree under construction from stacks: each stack counts once on every node along it (leaf included). */
 export class ProfileBuilder {
   readonly root: MutableNode = { identifier: "root", count: 0, description: ROOT_DESCRIPTION, children: {} };
@@ -80,7 +86,7 @@ export class ProfileBuilder {
   add(frames: readonly { readonly identifier: string; readonly description: ProfileNode["description"] }[], count = 1): void {
     let node = this.root;
     node.count += count;
-    for (const frame of frames) {
+    for (const frame of frames.length > MAX_STACK_DEPTH ? frames.slice(-MAX_STACK_DEPTH) : frames) {
       let child = node.children[frame.identifier];
       if (child === undefined) child = node.children[frame.identifier] = { identifier: frame.identifier, count: 0, description: frame.description, children: {} };
       child.count += count;

@@ -54,7 +54,7 @@ export function fileOf(url: string, line: number): string {
 export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions): ProfileWindow[] {
   const { cycle, source, keyOf } = options;
   const runnerFiles = options.runnerFiles ?? TASK_RUNNER_FILES;
-  const { frames, nodeFrame, nodeParent, nodeLine, samples, times, sampleTask } = profile;
+  const { frames, nodeFrame, nodeParent, nodeLine, samples, times, sampleTask, nearEdge } = profile;
 
   // Per node: its frame as a tree node (the description from the node's own hottest line).
   const nodeFrames: Frame[] = [];
@@ -101,7 +101,8 @@ export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions):
     const stack = stackOf(node);
     const task = sampleTask[i];
     let prefix: string | undefined;
-    if (task >= 0) {
+    // At a task's very edge, only a stack that reached the task's runner is the task's.
+    if (task >= 0 && !(nearEdge[i] === 1 && !stack.some((frame) => frame.runner))) {
       if (!prefixOf.has(task)) {
         const key = keyOf(task);
         prefixOf.set(task, key === undefined ? undefined : keyPrefix(key));
