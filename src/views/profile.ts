@@ -85,10 +85,11 @@ export function mountProfile(container: HTMLElement, initial: ProfileViewData, i
   bar.append(title, prefixLabel, resetZoom, wholeRun, summary);
   const crumbs = html("div", "tsdask-profile-crumbs");
   const icicle = svg("svg", { class: "tsdask-icicle", role: "img" });
+  const legend = html("div", "tsdask-profile-legend");
   const detail = html("div", "tsdask-profile-detail", "Hover a frame for its details; click to zoom in.");
   const timelineTitle = html("div", "tsdask-profile-timeline-title", "Activity over time (drag to select a window, click to clear)");
   const timeline = svg("svg", { class: "tsdask-profile-timeline", height: TIMELINE_HEIGHT });
-  root.append(bar, crumbs, icicle, detail, timelineTitle, timeline);
+  root.append(bar, crumbs, icicle, legend, detail, timelineTitle, timeline);
   container.append(root);
 
   let cells: IcicleCell[] = [];
@@ -206,6 +207,28 @@ export function mountProfile(container: HTMLElement, initial: ProfileViewData, i
       marks.push(group);
     });
     icicle.replaceChildren(...marks);
+    drawLegend();
+  }
+
+  /** The colours' files, widest first: which code the time went to at a glance. */
+  function drawLegend(): void {
+    const widths = new Map<string, number>();
+    for (const cell of cells) {
+      if (cell.depth === 0) continue;
+      const file = cell.node.description.filename;
+      widths.set(file, (widths.get(file) ?? 0) + (cell.x1 - cell.x0));
+    }
+    const files = [...widths].sort((a, b) => b[1] - a[1]).slice(0, 8);
+    legend.replaceChildren(
+      ...files.map(([file]) => {
+        const item = html("span", "tsdask-profile-legend-item");
+        const swatch = html("span", "tsdask-profile-swatch");
+        swatch.style.background = frameColor(file);
+        item.title = file;
+        item.append(swatch, document.createTextNode(file === "" ? "(runtime)" : shortFilename(file)));
+        return item;
+      }),
+    );
   }
 
   function drawTimeline(): void {
@@ -333,6 +356,8 @@ const STYLE = `
 .tsdask-icicle text { font-size: 11px; fill: #111; pointer-events: none; }
 .tsdask-icicle rect { stroke: var(--jp-layout-color0, #fff); stroke-width: 0.5; }
 .tsdask-icicle-cell:hover rect { stroke: #000; stroke-width: 1.5; }
+.tsdask-profile-legend { display: flex; flex-wrap: wrap; gap: 4px 14px; margin-top: 4px; color: var(--jp-ui-font-color2, #555); }
+.tsdask-profile-swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; vertical-align: baseline; }
 .tsdask-profile-detail { min-height: 1.4em; margin: 4px 0; color: var(--jp-ui-font-color2, #555); white-space: pre-wrap; overflow-wrap: anywhere; }
 .tsdask-profile-timeline-title { margin-top: 6px; color: var(--jp-ui-font-color2, #555); }
 .tsdask-profile-timeline { display: block; cursor: crosshair; user-select: none; }
