@@ -4,7 +4,7 @@
 // This is the local form: what the local schedulers can measure.
 
 import { writeFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { relative, resolve } from "node:path";
 import { inspect } from "node:util";
 import type { ReportData } from "../../../protocol/report";
 import { withCallbacks } from "../../callbacks/callback";
@@ -33,7 +33,8 @@ export class PerformanceReport<T> {
 
   [inspect.custom](): string {
     const { summary } = this.data;
-    return `PerformanceReport { ${summary.tasks} tasks in ${formatTime(summary.duration)}, written to ${this.filename} }`;
+    const shown = relative(process.cwd(), this.filename);
+    return `PerformanceReport { ${summary.tasks} tasks in ${formatTime(summary.duration)}, written to ${shown.startsWith("..") ? this.filename : shown} }`;
   }
 }
 
