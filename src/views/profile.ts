@@ -20,6 +20,7 @@ import {
   unpackProfile,
 } from "../protocol/profile";
 import type { ProfileNode } from "../protocol/records";
+import { addStyle } from "./style";
 
 export interface ProfileViewState {
   /** The task prefix shown; undefined: all. */
@@ -323,7 +324,7 @@ export function mountProfile(container: HTMLElement, initial: ProfileViewData, i
   const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => draw()) : undefined;
   resize?.observe(root);
 
-  injectStyle();
+  addStyle("tsdask-profile-style", STYLE);
   draw();
 
   return {
@@ -367,14 +368,6 @@ const STYLE = `
 .tsdask-timeline-selection { fill: rgba(255, 165, 0, 0.25); stroke: orange; }
 `;
 
-/** Adds the view's styles to the document once (standalone pages and JupyterLab alike). */
-function injectStyle(): void {
-  if (document.getElementById("tsdask-profile-style") !== null) return;
-  const style = document.createElement("style");
-  style.id = "tsdask-profile-style";
-  style.textContent = STYLE;
-  document.head.append(style);
-}
 
 /** The hover text of a frame: name, where, the line, time and share. */
 function describe(node: ProfileNode, isWholeRoot: boolean, interval: number, total: number): string {

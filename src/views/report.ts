@@ -8,6 +8,7 @@ import type { ProfileViewData } from "../protocol";
 import { formatBytes, formatTime } from "../protocol/format";
 import type { ReportData, ReportPart, VegaLiteSpecData } from "../protocol/report";
 import { type MountedProfile, mountProfile } from "./profile";
+import { addStyle } from "./style";
 import { tooltipHtml } from "./tooltip";
 
 type Drawer = (panel: HTMLElement) => Promise<void> | void;
@@ -52,7 +53,7 @@ function note(panel: HTMLElement, text: string): void {
 }
 
 export function mountReport(container: HTMLElement, data: ReportData): ReportHandles {
-  injectStyle();
+  addStyle("tsdask-report-style", STYLE);
   const views: Record<string, Result[]> = {};
   const profiles: Record<string, MountedProfile> = {};
 
@@ -208,11 +209,3 @@ const STYLE = `
 .tsdask-report-code { background: #f6f8fa; border: 1px solid #ddd; padding: 10px; overflow: auto; max-height: 480px; }
 .tsdask-report-plot { margin: 8px 0 16px; }
 `;
-
-function injectStyle(): void {
-  if (document.getElementById("tsdask-report-style") !== null) return;
-  const style = document.createElement("style");
-  style.id = "tsdask-report-style";
-  style.textContent = STYLE;
-  document.head.append(style);
-}

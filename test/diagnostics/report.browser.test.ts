@@ -8,14 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { type Browser, type Page, chromium } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { MemorySampler, type PerformanceReport, get, performanceReport } from "../../src";
 import { binCount } from "../../src/kernel/diagnostics/visualize/plot";
+import { ROOT, launchChromium } from "../helpers/jupyterlab";
 import { filled, hotLoop } from "./hot";
 import { add } from "./tasks";
 
-const root = join(__dirname, "../../..");
-const SHOTS = join(root, "test-output");
+const SHOTS = join(ROOT, "test-output");
 const dir = mkdtempSync(join(tmpdir(), "tsdask-report-browser-"));
 const EVIL = "<img src=x onerror=globalThis.__xss=1>";
 const TABS = ["Summary", "Task Stream", "Worker Profile (compute)", "Worker Profile (administrative)", "Bandwidth", "System", "Memory"];
@@ -23,8 +23,7 @@ let browser: Browser;
 
 before(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  const setup = (await import(pathToFileURL(join(root, "scripts/setup/chromium.mjs")).href)) as { ensureChromium(): string; CHROMIUM_ARGS: string[] };
-  browser = await chromium.launch({ executablePath: process.env.TSDASK_CHROMIUM ?? setup.ensureChromium(), args: setup.CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();

@@ -5,7 +5,7 @@
 // axis. Above DETAIL_LIMIT phases it shows per-row time bins instead (never a slab of sub-pixel marks).
 
 import { formatBytes, formatTime } from "../../../protocol/format";
-import { binIntervals } from "../visualize/bins";
+import { binIntervals, binnedEncoding } from "../visualize/bins";
 import { seconds } from "../visualize/frame";
 import { rankGroups } from "../visualize/groups";
 import { type VisualizeOptions, resolveOptions } from "../visualize/options";
@@ -124,26 +124,20 @@ export function taskStreamSpec(table: TaskStreamTable, options: TaskStreamSpecOp
       x2: { field: "t2" },
       y: { field: "row", type: "nominal", title: "Worker thread", scale: { domain: rows.labels.length > 0 ? rows.labels : ["main"], paddingInner: 0.2 }, axis: { ticks: false, domain: false } },
       color: { field: "color", type: "nominal", title: "Prefix / phase", scale: { domain, range }, legend: { symbolLimit: domain.length } },
-      ...(detailed ? {} : { opacity: { field: "busy", type: "quantitative", scale: { domain: [0, 1], range: [0.15, 1] }, legend: null } }),
-      tooltip: detailed
-        ? [
-            { field: "key", type: "nominal", title: "Key" },
-            { field: "phase", type: "nominal", title: "Phase" },
-            { field: "prefix", type: "nominal", title: "Prefix" },
-            { field: "duration", type: "nominal", title: "Duration" },
-            { field: "t", type: "quantitative", title: "Start (s)", format: ".6~f" },
-            { field: "bytes", type: "nominal", title: "Bytes" },
-            { field: "row", type: "nominal", title: "Worker thread" },
-            { field: "status", type: "nominal", title: "Status" },
-          ]
-        : [
-            { field: "row", type: "nominal", title: "Worker thread" },
-            { field: "t", type: "quantitative", title: "From (s)", format: ".3~f" },
-            { field: "t2", type: "quantitative", title: "To (s)", format: ".3~f" },
-            { field: "color", type: "nominal", title: "Mostly" },
-            { field: "busy", type: "quantitative", title: "Busy", format: ".0%" },
-            { field: "started", type: "quantitative", title: "Phases started" },
-          ],
+      ...(detailed
+        ? {
+            tooltip: [
+              { field: "key", type: "nominal", title: "Key" },
+              { field: "phase", type: "nominal", title: "Phase" },
+              { field: "prefix", type: "nominal", title: "Prefix" },
+              { field: "duration", type: "nominal", title: "Duration" },
+              { field: "t", type: "quantitative", title: "Start (s)", format: ".6~f" },
+              { field: "bytes", type: "nominal", title: "Bytes" },
+              { field: "row", type: "nominal", title: "Worker thread" },
+              { field: "status", type: "nominal", title: "Status" },
+            ],
+          }
+        : binnedEncoding("row", "Worker thread", "Phases")),
     },
     config: { view: { stroke: null }, axis: { labelLimit: 200 }, legend: { labelLimit: 220 }, ...options.config },
   };

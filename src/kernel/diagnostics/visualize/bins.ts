@@ -77,3 +77,18 @@ export function binIntervals(intervals: BinnedIntervals, origin: number, span: n
   }
   return values;
 }
+
+/** The shading and hover of binned marks: `rowField`/`rowTitle` name the row, `what` the intervals counted. */
+export function binnedEncoding(rowField: string, rowTitle: string, what: string): { opacity: Record<string, unknown>; tooltip: Record<string, unknown>[] } {
+  return {
+    opacity: { field: "busy", type: "quantitative", scale: { domain: [0, 1], range: [0.15, 1] }, legend: null },
+    tooltip: [
+      { field: rowField, type: "nominal", title: rowTitle },
+      { field: "t", type: "quantitative", title: "From (s)", format: ".3~f" },
+      { field: "t2", type: "quantitative", title: "To (s)", format: ".3~f" },
+      { field: "color", type: "nominal", title: "Mostly" },
+      { field: "busy", type: "quantitative", title: "Busy", format: ".0%" },
+      { field: "started", type: "quantitative", title: `${what} started` },
+    ],
+  };
+}

@@ -5,7 +5,7 @@ import { formatKey } from "../../graph/keys";
 import type { TaskData } from "../types";
 import { seconds, timeAxis } from "./frame";
 import { taskFunctionName } from "./groups";
-import { binIntervals } from "./bins";
+import { binIntervals, binnedEncoding } from "./bins";
 import { DETAIL_LIMIT, type PlotContext, type VegaLiteSpec } from "./plot";
 
 /** The label of a worker row; the sync scheduler runs tasks on the main thread (worker id null). */
@@ -56,18 +56,9 @@ export function tasksPlot(tasks: readonly TaskData[], groups: readonly string[],
           { field: "t", type: "quantitative", title: "Start (s)", format: ".6~f" },
           { field: "dur", type: "quantitative", title: "Duration (s)", format: ".3~g" },
         ]
-      : [
-          { field: "worker", type: "nominal", title: "Worker" },
-          { field: "t", type: "quantitative", title: "From (s)", format: ".3~f" },
-          { field: "t2", type: "quantitative", title: "To (s)", format: ".3~f" },
-          { field: "color", type: "nominal", title: "Mostly" },
-          { field: "busy", type: "quantitative", title: "Busy", format: ".0%" },
-          { field: "started", type: "quantitative", title: "Tasks started" },
-        ],
+      : binnedEncoding("worker", "Worker", "Tasks").tooltip,
   };
-  if (!detailed) {
-    encoding.opacity = { field: "busy", type: "quantitative", scale: { domain: [0, 1], range: [0.15, 1] }, legend: null };
-  }
+  if (!detailed) encoding.opacity = binnedEncoding("worker", "Worker", "Tasks").opacity;
   return {
     width: context.width,
     height: context.height,
