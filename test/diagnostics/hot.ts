@@ -5,7 +5,7 @@
 export function hotLoop(rounds: number): number {
   let sum = 0;
   for (let round = 0; round < rounds; round++) {
-    for (let i = 1; i < 4000; i++) sum += Math.sqrt(i) / i; // HOT LINE
+    for (let i = 1; i < 4000; i++) sum += Math.sqrt(i) / i; // HOT LINE <img src=x onerror=globalThis.__xss=1>
   }
   return sum;
 }

@@ -3,7 +3,7 @@
 // plus the local meaning of each measure and a source that can be swapped (the cluster's, later).
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { MemorySampler, get, type MemorySource } from "../../src";
+import { MemorySampler, get, now, type MemorySource } from "../../src";
 import { memorySpec } from "../../src/kernel/diagnostics/memory";
 import { filled } from "./hot";
 import { nap } from "./tasks";
@@ -38,7 +38,7 @@ describe("MemorySampler", () => {
 
   test("process memory while a block runs: first sample at its start, growing with the data", async () => {
     const ms = new MemorySampler();
-    const started = Date.now() / 1000;
+    const started = now();
     const result = await ms.sample("big", async () => {
       const held = await get({ a: [filled, 30e6], b: [nap, "a", 300] }, "b", { scheduler: "sync" });
       return (held as Float64Array).length;

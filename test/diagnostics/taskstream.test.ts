@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { threadId } from "node:worker_threads";
-import { TaskStreamCollector, TaskStreamTable, getTaskStream, get, withCallbacks } from "../../src";
+import { TaskStreamCollector, TaskStreamTable, getTaskStream, get, now, withCallbacks } from "../../src";
 import { PHASE_COLORS, streamRows, taskStreamSpec } from "../../src/kernel/diagnostics/taskstream";
 import { DETAIL_LIMIT, binCount } from "../../src/kernel/diagnostics/visualize/plot";
 import type { TaskStreamRecord } from "../../src/protocol/records";
@@ -42,9 +42,9 @@ describe("getTaskStream", () => {
   });
 
   test("threads: one row per worker thread, tasks on the worker's own clock", async () => {
-    const before = Date.now() / 1000;
+    const before = now();
     const ts = await getTaskStream(() => get(fourBusy(60), ["total", "total2"], { scheduler: "threads", numWorkers: 2 }));
-    const after = Date.now() / 1000;
+    const after = now();
     assert.equal((ts.result as unknown[]).length, 2);
     const workers = new Set(ts.data.map((r) => r.worker));
     assert.equal(workers.size, 2, `workers: ${[...workers].join(", ")}`);

@@ -77,7 +77,7 @@ export async function performanceReport<T>(options: PerformanceReportOptions, bl
     code: block.toString(),
     scheduler: "local schedulers of this process (sync on the calling thread, threads and processes in pools)",
     taskStream: stream.table,
-    profile: { windows: profiler.windows, interval: profiler.interval },
+    profile: { windows: profiler.windows, interval: profiler.samplingInterval },
     transfersNote:
       "No transfers: the local schedulers move no data between workers (a pool worker gets its task's inputs with the task and sends its result back). Bandwidth between workers is measured on a cluster.",
     system: system.results,

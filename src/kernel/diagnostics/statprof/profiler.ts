@@ -45,6 +45,8 @@ export class StatisticalProfiler extends Callback {
   endTime: number | undefined = undefined;
   readonly interval: number;
   readonly cycle: number;
+  /** The interval in force while recording (another profiler's, if its lease came first). */
+  private sampledInterval: number;
   private lease: ProfilingLease | undefined;
   private stopListening: (() => void) | undefined;
   /** Computations outside a block that are running now; sampling stops when none is. */
@@ -66,6 +68,12 @@ export class StatisticalProfiler extends Callback {
     if (cycle < interval) throw new TypeError(`StatisticalProfiler option cycle (${cycle} s) must be at least the interval (${interval} s)`);
     this.interval = interval;
     this.cycle = cycle;
+    this.sampledInterval = interval;
+  }
+
+  /** Seconds between samples while recording: a count × this is thread time. */
+  get samplingInterval(): number {
+    return this.sampledInterval;
   }
 
   /** The compute profile of everything recorded: Dask's tree, all task prefixes merged. */
@@ -101,7 +109,7 @@ export class StatisticalProfiler extends Callback {
 
   /** The interactive profile (icicle over a timeline), shown in a notebook or written to a file. */
   visualize(options?: ProfileFigureOptions): Promise<ProfileFigure> {
-    return ProfileFigure.show(this.windows, this.interval, options);
+    return ProfileFigure.show(this.windows, this.sampledInterval, options);
   }
 
   /** Forgets what was recorded. */
@@ -152,6 +160,7 @@ export class StatisticalProfiler extends Callback {
       for (const window of windows) this.windows.push(window);
     });
     this.lease = profiling.acquire({ interval: this.interval, cycle: this.cycle });
+    this.sampledInterval = this.lease.options.interval;
     this.startTime ??= time;
     this.endTime = undefined;
   }
