@@ -31,7 +31,12 @@ export function onProfilerControl(message: ProfilerControl, send: (message: Prof
   switch (message.action) {
     case "start": {
       if (thread !== undefined) return;
-      thread = new SampledThread(message.interval);
+      try {
+        thread = new SampledThread(message.interval);
+      } catch {
+        // No inspector in this Node build: the worker runs its tasks unsampled rather than fail.
+        return;
+      }
       // Between batches the worker's event loop runs this; during a long task it waits, and the
       // task's samples (timestamped) go out with the next cycle.
       timer = setInterval(() => {
