@@ -9,7 +9,7 @@ import { DETAIL_LIMIT, type VegaLiteSpec } from "../visualize/plot";
 import { VEGA_LITE_SCHEMA } from "../visualize/spec";
 import { ProfilePlot } from "../visualize/visualize";
 import { MEASURE_TITLES } from "./measures";
-import type { MemorySeries } from "./sampler";
+import type { MemorySeries } from "./source";
 
 export interface MemoryPlotOptions extends VisualizeOptions {
   /** Start every series at 0 s (compare runs); default false: wall-clock time. */

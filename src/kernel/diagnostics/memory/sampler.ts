@@ -7,7 +7,7 @@ import type { MemorySample } from "../../../protocol/records";
 import type { ProfilePlot } from "../visualize";
 import { type MemoryMeasure, measureNamed } from "./measures";
 import { memoryPlot, type MemoryPlotOptions } from "./plot";
-import { type MemoryPoint, type MemorySource, localMemory } from "./source";
+import { type MemoryPoint, type MemorySeries, type MemorySource, localMemory } from "./source";
 
 export interface MemorySampleOptions {
   /** A Dask MemoryState measure; default "process". */
@@ -16,12 +16,6 @@ export interface MemorySampleOptions {
   readonly interval?: number;
   /** Where to measure; default: the sampler's source. */
   readonly source?: MemorySource;
-}
-
-export interface MemorySeries {
-  readonly label: string;
-  readonly measure: MemoryMeasure;
-  readonly points: readonly MemoryPoint[];
 }
 
 /** Blocks that want the series recorded inside them (performanceReport's Memory tab). */

@@ -15,6 +15,13 @@ import { type MemoryMeasure, MEASURE_TITLES } from "./measures";
 /** [epoch seconds, bytes] */
 export type MemoryPoint = readonly [time: number, bytes: number];
 
+/** One labelled series of samples. */
+export interface MemorySeries {
+  readonly label: string;
+  readonly measure: MemoryMeasure;
+  readonly points: readonly MemoryPoint[];
+}
+
 export interface MemorySource {
   /** What it measures, for messages ("this process and its children", "cluster tcp://…"). */
   readonly description: string;
