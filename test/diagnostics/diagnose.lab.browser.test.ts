@@ -31,26 +31,32 @@ after(async () => {
   assert.deepEqual(await stopLab(server), [], "kernel processes outlived the server");
 });
 
-/** The index of the cell whose source starts with `start`. */
-async function cellStarting(start: string): Promise<number> {
-  const sources = await page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell .jp-InputArea-editor").allTextContents();
-  const index = sources.findIndex((source) => source.trimStart().startsWith(start));
+/** The cell whose source starts with `start` (found in the notebook's model: off-screen editors may be empty), scrolled into view. */
+async function cellStarting(start: string): Promise<ReturnType<typeof lab.cell>> {
+  const index = await page.evaluate((prefix) => {
+    const panel = window.jupyterapp.shell.currentWidget as unknown as { content: { model: { cells: { length: number; get(i: number): { sharedModel: { getSource(): string } } } } } };
+    const { cells } = panel.content.model;
+    for (let i = 0; i < cells.length; i++) if (cells.get(i).sharedModel.getSource().trimStart().startsWith(prefix)) return i;
+    return -1;
+  }, start);
   assert.ok(index >= 0, `no cell starts with ${start}`);
-  return index;
+  const cell = lab.cell(page, index);
+  await cell.scrollIntoViewIfNeeded();
+  return cell;
 }
 
 test("the saved task stream and memory plots render as live Vega views", async () => {
-  const stream = lab.cell(page, await cellStarting("const ts = await getTaskStream"));
+  const stream = await cellStarting("const ts = await getTaskStream");
   await stream.locator(".tsdask-plot svg .mark-rect path").first().waitFor({ timeout: 60_000 });
   assert.ok((await stream.locator(".tsdask-plot svg .mark-rect path").count()) > 10);
   await stream.screenshot({ path: join(SHOTS, "notebook-task-stream.png") });
-  const memory = lab.cell(page, await cellStarting("const ms = new MemorySampler()"));
+  const memory = await cellStarting("const ms = new MemorySampler()");
   await memory.locator(".tsdask-plot svg .mark-line path").first().waitFor({ timeout: 60_000 });
   assert.equal(await memory.locator(".tsdask-plot svg .mark-line path").count(), 2, "one line per label");
 });
 
 test("the saved statistical profile renders as the icicle view and zooms on a click", async () => {
-  const output = lab.cell(page, await cellStarting("await sp.visualize()"));
+  const output = await cellStarting("await sp.visualize()");
   const cells = output.locator(".tsdask-profile .tsdask-icicle-cell");
   await cells.first().waitFor({ timeout: 60_000 });
   assert.ok((await cells.count()) > 5);
