@@ -7,11 +7,11 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { pathToFileURL } from "node:url";
 import type { Browser, Page } from "playwright-core";
 import { MemorySampler, type PerformanceReport, get, performanceReport } from "../../src";
 import { binCount } from "../../src/kernel/diagnostics/visualize/plot";
 import { ROOT, launchChromium } from "../helpers/jupyterlab";
+import { type OfflinePage, assertOffline, openOffline } from "../helpers/offline-page";
 import { filled, hotLoop } from "./hot";
 import { add } from "./tasks";
 
@@ -30,26 +30,8 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Opened {
-  page: Page;
-  errors: string[];
-  requests: string[];
-  /** Milliseconds from navigation to the drawn summary. */
-  openMs: number;
-}
-
-async function open(file: string): Promise<Opened> {
-  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-  const errors: string[] = [];
-  const requests: string[] = [];
-  page.on("console", (message) => void (message.type() === "error" && errors.push(message.text())));
-  page.on("pageerror", (error) => void errors.push(error.message));
-  page.on("request", (request) => void requests.push(request.url()));
-  const started = Date.now();
-  await page.goto(pathToFileURL(file).href);
-  await page.locator("#panel-summary h1").waitFor({ timeout: 30_000 });
-  return { page, errors, requests, openMs: Date.now() - started };
-}
+const open = (file: string): Promise<OfflinePage> =>
+  openOffline(browser, file, { width: 1300, height: 900 }, (page) => page.locator("#panel-summary h1").waitFor({ timeout: 30_000 }));
 
 /** Draws a tab and waits for it. */
 async function show(page: Page, tab: string): Promise<void> {
@@ -74,14 +56,9 @@ function vegaMarks(page: Page, tab: string): Promise<[string, number][]> {
   }, tab);
 }
 
-function assertOffline(opened: Opened): void {
-  assert.deepEqual(opened.errors, []);
-  for (const url of opened.requests) assert.match(url, /^(file|data|blob):/, `network request to ${url}`);
-}
-
 describe("a local computation's report", () => {
   let report: PerformanceReport<unknown>;
-  let opened: Opened;
+  let opened: OfflinePage;
   let phases: number;
 
   before(async () => {

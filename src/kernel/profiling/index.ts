@@ -1,6 +1,6 @@
 // Statistical profiling of this process's threads with V8's sampler (node:inspector): the sampler
 // any thread can host, the fold into Dask's profile trees, and the hub profilers lease it from.
-export { ThreadSampler, type SampleBatch, type SampledFrame } from "./thread-sampler";
+export { ThreadSampler, wakeSampler, type SampleBatch, type SampledFrame } from "./thread-sampler";
 export { SampledThread, type ThreadProfile } from "./thread";
 export { foldThreadProfile, TASK_RUNNER_FILES, type FoldOptions } from "./fold";
 export { profiling, ProfileHub, DEFAULT_PROFILING, type ProfileSource, type ProfilingOptions, type ProfilingLease } from "./hub";

@@ -7,6 +7,7 @@
 // costs ~0.3 ms. No sample is lost and none is counted twice: the ended profile is cut where the
 // next one begins. Samples carry their own timestamps, so where a long task delays a hand-over,
 // its samples still land in the right cycle window (and the task itself is never interrupted).
+// Once a thread has been profiled its sampler never stops, only sleeps (see ThreadSampler).
 
 import * as inspector from "node:inspector";
 import { nowMs } from "../clock";
@@ -44,53 +45,96 @@ interface CpuProfile {
 
 /** The profile title prefix: our profiles never clash with a user's console.profile() calls. */
 const TITLE = "tsdask-sampler-";
-let samplersCreated = 0;
+/** While nobody profiles, a thread's dormant samples are dropped this often (they only keep V8 profiling). */
+const DORMANT_ROTATION_MS = 30_000;
 
+/** This thread's sampler, once a profile has been taken here. */
+let threadSampler: ThreadSampler | undefined;
+/** Whether this thread's optimised code was discarded once (see discardOptimizedCode). */
+let discarded = false;
+
+/**
+ * This thread's sampler, sampling every `intervalSeconds` from now on. The first call discards
+ * the thread's optimised code once (see discardOptimizedCode); later ones wake the dormant sampler.
+ */
+export function wakeSampler(intervalSeconds: number): ThreadSampler {
+  if (threadSampler !== undefined && threadSampler.interval !== intervalSeconds) {
+    threadSampler.close();
+    threadSampler = undefined;
+  }
+  threadSampler ??= new ThreadSampler(intervalSeconds);
+  threadSampler.wake();
+  return threadSampler;
+}
+
+/**
+ * V8's CPU profiler in this thread. Between profiles it stays dormant rather than stopping: code
+ * V8 optimises while no profiler runs cannot be placed by a later profile (see
+ * discardOptimizedCode), and discarding it again at every profile costs ~50–100 ms of CPU per
+ * thread on the QR example (measured) — more than the sampling itself. Dormant sampling costs what
+ * sampling costs (a stack walk per interval); its samples are dropped every 30 s.
+ */
 export class ThreadSampler {
   private readonly session = new inspector.Session();
-  private readonly id = ++samplersCreated;
   private generation = 0;
   private finished: CpuProfile | undefined;
   /** Epoch ms minus V8's profile clock (µs on the monotonic clock, as process.hrtime). */
   private readonly clockOffsetMs: number;
-  private running = true;
+  private dormant: ReturnType<typeof setInterval> | undefined;
+  private closed = false;
 
-  /** Starts sampling this thread every `intervalSeconds`. */
-  constructor(intervalSeconds: number) {
+  constructor(readonly interval: number) {
     this.session.connect();
     // Same-thread sessions answer synchronously, notifications included.
     this.session.on("Profiler.consoleProfileFinished", (message) => {
       this.finished = (message.params as { profile: CpuProfile }).profile;
     });
     this.session.post("Profiler.enable");
-    discardOptimizedCode(this.session);
-    this.session.post("Profiler.setSamplingInterval", { interval: Math.max(1, Math.round(intervalSeconds * 1e6)) });
+    if (!discarded) {
+      discardOptimizedCode(this.session);
+      discarded = true;
+    }
+    this.session.post("Profiler.setSamplingInterval", { interval: Math.max(1, Math.round(interval * 1e6)) });
     this.clockOffsetMs = nowMs() - Number(process.hrtime.bigint()) / 1e6;
     inspector.console.profile(this.title(this.generation));
   }
 
   /** Everything sampled since the last hand-over; sampling goes on. */
   collect(): SampleBatch {
-    if (!this.running) throw new Error("tsdask: this thread's sampler was stopped");
+    if (this.closed) throw new Error("tsdask: this thread's sampler was closed");
     const cut = Number(process.hrtime.bigint()) / 1e3;
     inspector.console.profile(this.title(this.generation + 1));
     return this.end(this.generation++, cut);
   }
 
-  /** The last samples; the thread is no longer sampled. */
-  stop(): SampleBatch {
-    if (!this.running) throw new Error("tsdask: this thread's sampler was stopped");
-    this.running = false;
-    try {
-      return this.end(this.generation, Infinity);
-    } finally {
-      this.session.post("Profiler.disable");
-      this.session.disconnect();
-    }
+  /** The last samples of a profile; the sampler goes dormant until the next wake(). */
+  sleep(): SampleBatch {
+    const batch = this.collect();
+    this.dormant = setInterval(() => void this.collect(), DORMANT_ROTATION_MS);
+    this.dormant.unref();
+    return batch;
+  }
+
+  /** Drops what was sampled while dormant. */
+  wake(): void {
+    if (this.dormant === undefined) return;
+    clearInterval(this.dormant);
+    this.dormant = undefined;
+    this.collect();
+  }
+
+  /** Stops V8's profiler in this thread for good (a profile with another interval follows). */
+  close(): void {
+    clearInterval(this.dormant);
+    this.closed = true;
+    this.finished = undefined;
+    inspector.console.profileEnd(this.title(this.generation));
+    this.session.post("Profiler.disable");
+    this.session.disconnect();
   }
 
   private title(generation: number): string {
-    return `${TITLE}${this.id}-${generation}`;
+    return `${TITLE}${generation}`;
   }
 
   /** Ends profile `generation` and converts its samples taken before `cutMicros`. */
@@ -105,11 +149,12 @@ export class ThreadSampler {
 }
 
 /**
- * V8 cannot place samples in code it optimised before the profiler started (an on-stack-replaced
- * loop shows up as its caller: measured, `spin` reported as `evaluate`). Switching precise coverage
- * on and off deoptimises everything once (~3 ms, then the code warms up again), so every sample
- * lands in the right function. Skipped when Node collects coverage itself (NODE_V8_COVERAGE, c8):
- * turning coverage off would end that collection.
+ * V8 cannot place samples in code it optimised while no profiler ran (measured: an
+ * on-stack-replaced `spin` reported as its caller `evaluate`, and so are functions optimised
+ * between two profiles). Switching precise coverage on and off deoptimises everything once
+ * (~3 ms, then the code warms up again); from then on the thread's profiler never stops (see
+ * ThreadSampler), so every later sample lands in the right function. Skipped when Node collects
+ * coverage itself (NODE_V8_COVERAGE, c8): turning coverage off would end that collection.
  */
 function discardOptimizedCode(session: inspector.Session): void {
   if (process.env.NODE_V8_COVERAGE !== undefined) return;

@@ -4,7 +4,7 @@
 // handed them out maps the numbers back to keys (a pool knows the order of its worker's tasks).
 
 import { now } from "../clock";
-import { type SampleBatch, ThreadSampler } from "./thread-sampler";
+import { type SampleBatch, type ThreadSampler, wakeSampler } from "./thread-sampler";
 
 export interface ThreadProfile extends SampleBatch {
   /** Per sample: the number of the task running then (the innermost, if tasks nest), −1 outside tasks. */
@@ -34,7 +34,7 @@ export class SampledThread {
   private first = 0;
 
   constructor(intervalSeconds: number) {
-    this.sampler = new ThreadSampler(intervalSeconds);
+    this.sampler = wakeSampler(intervalSeconds);
   }
 
   /** Marks a task's start; returns its number. */
@@ -55,10 +55,10 @@ export class SampledThread {
     return this.tag(this.sampler.collect(), until);
   }
 
-  /** The last samples; the thread is no longer sampled. */
+  /** The last samples; the thread's sampler goes dormant. */
   stop(): ThreadProfile {
     const until = now();
-    return this.tag(this.sampler.stop(), until);
+    return this.tag(this.sampler.sleep(), until);
   }
 
   private tag(batch: SampleBatch, until: number): ThreadProfile {
