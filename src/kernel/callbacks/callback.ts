@@ -159,3 +159,13 @@ export function activeCallbacks(own: readonly Callback[] | undefined): Callback[
 export function runInsideTask<T>(fn: () => T): T {
   return scopes.run(INSIDE_TASK, fn);
 }
+
+/**
+ * Beyond Dask's five hooks: a task failed. The computation stops right after (the loop raises the
+ * task's error), so this is the only hook that sees the failed task: the task stream draws it.
+ * An error thrown here is ignored, so that the task's own error is the one raised.
+ */
+export interface TaskErrorHook {
+  taskError?(key: Key, error: unknown, dsk: Graph, state: State, workerId: WorkerId, info: TaskInfo): void;
+}
+export interface Callback extends TaskErrorHook {}

@@ -11,11 +11,33 @@ import { type ProfileSnapshot, type TaskData, type Visualizable, now } from "./t
  * Dispatch times of the tasks running in one computation. The last dispatch is kept apart from
  * the map: one task at a time (the sync scheduler) then costs no map operations at all.
  */
-interface Dispatches {
+export interface Dispatches {
   key: Key | undefined;
   time: number;
   /** Key → dispatch time; the key instances come from the plan, so tuple keys match by identity. */
   readonly earlier: Map<Key, number>;
+}
+
+export function newDispatches(): Dispatches {
+  return { key: undefined, time: 0, earlier: new Map() };
+}
+
+/** Notes that `key` was dispatched now. */
+export function noteDispatch(run: Dispatches, key: Key): void {
+  if (run.key !== undefined) run.earlier.set(run.key, run.time);
+  run.key = key;
+  run.time = now();
+}
+
+/** When `key` was dispatched; forgets it. */
+export function takeDispatch(run: Dispatches, key: Key): number {
+  if (key === run.key) {
+    run.key = undefined;
+    return run.time;
+  }
+  const time = run.earlier.get(key)!;
+  run.earlier.delete(key);
+  return time;
 }
 
 /**
@@ -27,7 +49,7 @@ export class Profiler extends Recorder<Dispatches> implements Visualizable {
   results: TaskData[] = [];
 
   protected newRun(): Dispatches {
-    return { key: undefined, time: 0, earlier: new Map() };
+    return newDispatches();
   }
 
   override clear(): void {
@@ -36,22 +58,11 @@ export class Profiler extends Recorder<Dispatches> implements Visualizable {
   }
 
   override pretask(key: Key, _dsk: Graph, state: State): void {
-    const run = this.run(state);
-    if (run.key !== undefined) run.earlier.set(run.key, run.time);
-    run.key = key;
-    run.time = now();
+    noteDispatch(this.run(state), key);
   }
 
   override posttask(key: Key, _result: unknown, dsk: Graph, state: State, workerId: WorkerId, info: TaskInfo): void {
-    const run = this.run(state);
-    let dispatched: number;
-    if (key === run.key) {
-      dispatched = run.time;
-      run.key = undefined;
-    } else {
-      dispatched = run.earlier.get(key)!;
-      run.earlier.delete(key);
-    }
+    const dispatched = takeDispatch(this.run(state), key);
     // A pool worker's own clock brackets the task itself, not its queueing and transfer.
     const timing = info.timing;
     this.results.push({

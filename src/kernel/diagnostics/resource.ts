@@ -132,8 +132,8 @@ export class ResourceProfiler extends Recorder<null> implements Visualizable {
   }
 }
 
-/** The main thread's side of one sampler thread. */
-class SamplerThread {
+/** The main thread's side of one sampler thread (also MemorySampler's). */
+export class SamplerThread {
   private readonly control = new SharedArrayBuffer(P.CONTROL_BYTES);
   private readonly ints = new Int32Array(this.control, 0, 4);
   private readonly floats = new Float64Array(this.control, 16, 2);
@@ -141,10 +141,10 @@ class SamplerThread {
   readonly worker: Worker;
   private failure: Error | undefined = undefined;
 
-  constructor(dt: number) {
+  constructor(dt: number, firstSampleAfter?: number) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    const data: P.SamplerThreadData = { control: this.control, port: port2, dt };
+    const data: P.SamplerThreadData = { control: this.control, port: port2, dt, firstSampleAfter };
     this.worker = new Worker(join(__dirname, "sampler-worker.js"), { workerData: data, transferList: [port2] });
     this.worker.on("error", (error) => (this.failure = error));
     this.worker.unref();

@@ -26,4 +26,6 @@ export interface SamplerThreadData {
   /** Samples go here as [time, mem, cpu]; a failure as { error }. */
   readonly port: MessagePort;
   readonly dt: number;
+  /** Seconds from a start to its first sample; default FIRST_SAMPLE_AFTER (bounded by dt). */
+  readonly firstSampleAfter?: number;
 }

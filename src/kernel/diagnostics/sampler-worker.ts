@@ -8,7 +8,7 @@ import { now } from "../clock";
 import { type Sample, newSampler } from "./sampler";
 import * as P from "./sampler-protocol";
 
-const { control, port, dt } = workerData as P.SamplerThreadData;
+const { control, port, dt, firstSampleAfter = P.FIRST_SAMPLE_AFTER } = workerData as P.SamplerThreadData;
 const ints = new Int32Array(control, 0, 4);
 const floats = new Float64Array(control, 16, 2);
 
@@ -29,7 +29,7 @@ async function run(): Promise<void> {
       session = latest;
       await sampler.restart({ time: floats[P.BASE_TIME], cpuMicros: floats[P.BASE_CPU] });
       open = true;
-      next = floats[P.BASE_TIME] + Math.min(dt, P.FIRST_SAMPLE_AFTER);
+      next = floats[P.BASE_TIME] + Math.min(dt, firstSampleAfter);
     }
     if (command === P.RUN) {
       const wait = next - now();

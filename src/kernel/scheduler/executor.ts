@@ -7,6 +7,7 @@ import type { Key } from "../graph/keys";
 import type { Plan } from "../graph/plan";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
 import { type TaskLedger, type TaskMetric, TaskMeter, executeMetrics } from "../metrics/context-meter";
+import { callingThread } from "../profiling/main-thread";
 
 /** One task handed to an executor. */
 export interface TaskJob {
@@ -50,8 +51,8 @@ export interface Executor {
   submit(job: TaskJob, done: (outcome: TaskOutcome) => void): void;
   /** Stops the tasks still running (abort, or an error elsewhere). */
   cancelRunning?(): void;
-  /** Called once when the computation ends, however it ends. */
-  release?(): void;
+  /** Called once when the computation ends, however it ends; a promise delays the `finish` callbacks until it settles (it must not reject). */
+  release?(): void | Promise<void>;
 }
 
 /**
@@ -75,6 +76,9 @@ export class SyncExecutor implements Executor {
   }
 
   submit(job: TaskJob, done: (outcome: TaskOutcome) => void): void {
+    // While someone profiles, this thread's samples are told apart by the task they fall in.
+    const task = callingThread.taskStarted(job.key);
+    if (task >= 0) done = endingTask(task, done);
     if (this.meter !== undefined) {
       this.submitMeasured(job, done, this.meter);
       return;
@@ -138,5 +142,12 @@ function timingOf(meter: TaskMeter, ledger: TaskLedger): TaskTiming {
     endTime: ledger.end / 1000,
     cpuTime: Number.isNaN(cpu) ? undefined : cpu,
     metrics: executeMetrics(wall, cpu, ledger),
+  };
+}
+
+function endingTask(task: number, done: (outcome: TaskOutcome) => void): (outcome: TaskOutcome) => void {
+  return (outcome) => {
+    callingThread.taskEnded(task);
+    done(outcome);
   };
 }

@@ -1,7 +1,6 @@
 // visualize(): Dask's `visualize([prof, rprof, cprof])`. Builds the stacked spec, then shows it
 // where the user is: a display in a tslab notebook, a standalone HTML file everywhere else.
 
-import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { inspect } from "node:util";
@@ -9,7 +8,7 @@ import type { MimeBundle } from "../../../protocol";
 import type { ProfileSnapshot, Visualizable } from "../types";
 import { MAX_GROUPS } from "./groups";
 import { standaloneHTML } from "./html";
-import { display, inNotebook } from "../../display";
+import { present } from "../show";
 import { plotBundle } from "./notebook";
 import { type VisualizeOptions, resolveOptions } from "./options";
 import type { VegaLiteSpec } from "./plot";
@@ -70,13 +69,7 @@ export async function visualize(profilers: Visualizable | readonly Visualizable[
   if (options?.palette === undefined) palette = strongShadesFirst(palette);
   const spec = buildSpec(snapshots, { width: opts.width, height: opts.height, title: opts.title, palette, config: opts.config });
   const plot = new ProfilePlot(spec, summarize(snapshots));
-  const notebook = inNotebook();
-  if (notebook) display(await plot.toMimeBundle());
-  if (opts.save ?? !notebook) {
-    plot.file = plot.save(opts.filename);
-    if (!notebook) console.log(`Profile plot written to ${plot.file}`);
-    if (opts.show) openInBrowser(plot.file);
-  }
+  await present(plot, opts, "Profile plot");
   return plot;
 }
 
@@ -113,12 +106,4 @@ export function summarize(snapshots: readonly ProfileSnapshot[]): string {
     return `${snapshot.results.length} cache entries (${snapshot.metricName})`;
   });
   return `tsdask profile: ${parts.length > 0 ? parts.join("; ") : "no profilers"}`;
-}
-
-/** Opens a file with the desktop's opener; a headless machine has none, which is reported, not thrown. */
-function openInBrowser(path: string): void {
-  const command = process.platform === "darwin" ? "open" : process.platform === "win32" ? "explorer" : "xdg-open";
-  const child = spawn(command, [path], { detached: true, stdio: "ignore" });
-  child.on("error", (error) => console.warn(`Could not open ${path} (${command}: ${error.message}); open it in a browser yourself`));
-  child.unref();
 }
