@@ -1,7 +1,7 @@
 // Local diagnostics, Dask's dask.diagnostics: ProgressBar, Profiler, ResourceProfiler and
 // CacheProfiler are Callbacks; their records feed visualize() and the notebook views.
 export { ProgressBar, type ProgressBarOptions, type ProgressOutput } from "./progress";
-export { Profiler } from "./profiler";
+export { Profiler, type ProfilerResults, threadProf, processProf } from "./profiler";
 export { ResourceProfiler, type ResourceProfilerOptions } from "./resource";
 export { CacheProfiler, type CacheProfilerOptions } from "./cache";
 export { nbytes } from "./nbytes";

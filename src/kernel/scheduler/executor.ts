@@ -1,8 +1,7 @@
 // The contract between the scheduler loop and whatever runs tasks (this thread, a thread pool,
 // a process pool), and the synchronous executor that runs them on the calling thread.
 
-import { runInsideTask } from "../callbacks/callback";
-import type { WorkerId } from "../callbacks/callback";
+import { type TaskTiming, type WorkerId, runInsideTask } from "../callbacks/callback";
 import type { Key } from "../graph/keys";
 import type { Plan } from "../graph/plan";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
@@ -14,18 +13,6 @@ export interface TaskJob {
   readonly expr: Expr;
   /** Node → value; the job's references point into it. */
   readonly values: readonly unknown[];
-}
-
-/** What the worker measured while running a task (the executor hooks the diagnostics read). */
-export interface TaskTiming {
-  /** Wall clock, epoch seconds, on the clock every thread and process shares. */
-  readonly startTime: number;
-  readonly endTime: number;
-  /** CPU seconds spent by the thread that ran the task, when the platform can tell. */
-  readonly cpuTime?: number;
-  /** Bytes of arguments sent to and of the result received from the worker. */
-  readonly bytesIn?: number;
-  readonly bytesOut?: number;
 }
 
 export type TaskOutcome =
