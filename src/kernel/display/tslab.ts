@@ -16,6 +16,11 @@ export interface DisplayChannel {
   /** How bundles travel: "bundle" sends them whole; "raw" only one MIME type each (see below). */
   readonly mode: "bundle" | "raw";
   newSlot(): OutputSlot;
+  /**
+   * A token for the execute request the kernel is running (or ran last): it changes when the next
+   * one starts. Undefined when the channel cannot tell.
+   */
+  currentRequest(): unknown;
 }
 
 /** The part of tslab's public module (`import * as tslab from "tslab"`) we use. */
@@ -98,6 +103,8 @@ function jupyterModuleOf(tslab: TslabPublic): TslabJupyter | null {
 function bundleChannel(jupyter: TslabJupyter): DisplayChannel {
   return {
     mode: "bundle",
+    // tslab installs a new writer for every execute_request.
+    currentRequest: () => jupyter.lastWriteDisplayData,
     newSlot() {
       const displayId = randomBytes(8).toString("hex");
       let shown = false;
@@ -123,6 +130,7 @@ function bundleChannel(jupyter: TslabJupyter): DisplayChannel {
 function rawChannel(tslab: TslabPublic): DisplayChannel {
   return {
     mode: "raw",
+    currentRequest: () => undefined,
     newSlot() {
       let display: ReturnType<TslabPublic["newDisplay"]> | null = null;
       let shown = false;
