@@ -4,23 +4,13 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Graph } from "../graph/graph";
 import type { Key } from "../graph/keys";
+import type { TaskTiming, WorkerId } from "../scheduler/executor";
 import type { State } from "../scheduler/state";
 import { now } from "../clock";
 
-/** The id of the thread or process that ran a task; `null` with the sync scheduler. */
-export type WorkerId = number | string | null;
-
-/** What the worker measured while running a task (executors fill it in; diagnostics read it). */
-export interface TaskTiming {
-  /** Wall clock, epoch seconds, on the clock every thread and process shares. */
-  readonly startTime: number;
-  readonly endTime: number;
-  /** CPU seconds spent by the thread that ran the task, when the platform can tell. */
-  readonly cpuTime?: number;
-  /** Bytes of arguments sent to and of the result received from the worker. */
-  readonly bytesIn?: number;
-  readonly bytesOut?: number;
-}
+// Callbacks are told about tasks in the executors' terms (the scheduler runs them; this module
+// only names the types), so dependencies point one way: scheduler → callbacks → executor types.
+export type { WorkerId };
 
 /** What the scheduler knows about a finished task beyond its result: the worker's own timing, when measured. */
 export interface TaskInfo {

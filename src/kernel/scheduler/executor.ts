@@ -1,10 +1,12 @@
 // The contract between the scheduler loop and whatever runs tasks (this thread, a thread pool,
 // a process pool), and the synchronous executor that runs them on the calling thread.
 
-import { type TaskTiming, type WorkerId, runInsideTask } from "../callbacks/callback";
 import type { Key } from "../graph/keys";
 import type { Plan } from "../graph/plan";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
+
+/** The id of the thread or process that ran a task; `null` with the sync scheduler. */
+export type WorkerId = number | string | null;
 
 /** One task handed to an executor. */
 export interface TaskJob {
@@ -13,6 +15,18 @@ export interface TaskJob {
   readonly expr: Expr;
   /** Node → value; the job's references point into it. */
   readonly values: readonly unknown[];
+}
+
+/** What the worker measured while running a task (the executor hooks the diagnostics read). */
+export interface TaskTiming {
+  /** Wall clock, epoch seconds, on the clock every thread and process shares. */
+  readonly startTime: number;
+  readonly endTime: number;
+  /** CPU seconds spent by the thread that ran the task, when the platform can tell. */
+  readonly cpuTime?: number;
+  /** Bytes of arguments sent to and of the result received from the worker. */
+  readonly bytesIn?: number;
+  readonly bytesOut?: number;
 }
 
 export type TaskOutcome =
@@ -39,14 +53,17 @@ export interface Executor {
 export class SyncExecutor implements Executor {
   readonly capacity = 1;
 
-  /** `isolate`: run tasks so that computations they start do not see this one's callbacks. */
-  constructor(private readonly isolate: boolean) {}
+  /**
+   * `isolate`, when given, runs each task's code (the callbacks module's runInsideTask, so that
+   * computations a task starts do not see this one's callbacks).
+   */
+  constructor(private readonly isolate?: <T>(fn: () => T) => T) {}
 
   submit(job: TaskJob, done: (outcome: TaskOutcome) => void): void {
     const { node } = job;
     let value: unknown;
     try {
-      value = this.isolate ? runInsideTask(() => evaluate(job.expr, job.values)) : evaluate(job.expr, job.values);
+      value = this.isolate !== undefined ? this.isolate(() => evaluate(job.expr, job.values)) : evaluate(job.expr, job.values);
     } catch (error) {
       done({ node, ok: false, error, workerId: null });
       return;

@@ -3,7 +3,7 @@
 // default), gathers the callbacks and runs the loop on an executor, or hands the graph over.
 
 import { AsyncLocalStorage } from "node:async_hooks";
-import { activeCallbacks } from "../callbacks/callback";
+import { activeCallbacks, runInsideTask } from "../callbacks/callback";
 import { inNotebook } from "../display";
 import { Graph, type GraphInput } from "../graph/graph";
 import type { Key } from "../graph/keys";
@@ -27,7 +27,7 @@ export type { GetFunction, GetOptions, GraphRun, GraphScheduler, SchedulerChoice
 /** Makes the executor for one computation. `isolate`: tasks must not see this computation's callbacks. */
 export type ExecutorFactory = (options: GetOptions, isolate: boolean) => Executor;
 const factories = new Map<SchedulerName, ExecutorFactory>([
-  ["sync", (_options, isolate) => new SyncExecutor(isolate)],
+  ["sync", (_options, isolate) => new SyncExecutor(isolate ? runInsideTask : undefined)],
   ["threads", (options) => new PoolExecutor(getPool("threads", options.numWorkers))],
   ["processes", (options) => new PoolExecutor(getPool("processes", options.numWorkers))],
 ]);
