@@ -41,7 +41,8 @@ export function buildLabextension({ development = false } = {}) {
   return outputDir;
 }
 
-function newestChange(path) {
+/** The latest modification time of a file or of anything in a folder. */
+export function newestChange(path) {
   const stat = statSync(path);
   if (!stat.isDirectory()) return stat.mtimeMs;
   return Math.max(stat.mtimeMs, ...readdirSync(path).map((name) => newestChange(join(path, name))));
@@ -52,7 +53,7 @@ export function labextensionIsStale() {
   const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
   const manifest = join(root, pkg.jupyterlab.outputDir, "package.json");
   if (!existsSync(manifest)) return true;
-  const sources = ["src/labextension", "src/protocol", "package.json"].map((path) => newestChange(join(root, path)));
+  const sources = ["src/labextension", "src/views", "src/protocol", "package.json"].map((path) => newestChange(join(root, path)));
   return Math.max(...sources) > statSync(manifest).mtimeMs;
 }
 

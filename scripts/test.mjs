@@ -5,6 +5,7 @@ import { readdirSync, rmSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildLabextension, labextensionIsStale } from "./build-labextension.mjs";
+import { buildViews, viewsAreStale } from "./build-views.mjs";
 import { ensureChromium } from "./setup/chromium.mjs";
 import { ensureSelfLink } from "./setup/link-self.mjs";
 import { ensurePythonEnv } from "./setup/python.mjs";
@@ -18,6 +19,8 @@ run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsc
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.test.json"]);
 // The browser tests load the built JupyterLab extension; rebuild it when its sources changed.
 if (labextensionIsStale()) buildLabextension();
+// Standalone pages (reports, plot files) inline the views bundle.
+if (viewsAreStale()) await buildViews();
 
 // Real parts for the notebook and browser tests: a Jupyter stack with the tslab kernel, and Chromium.
 // Notebooks import "tsdask" through node_modules/tsdask, made here too in case install scripts were skipped.

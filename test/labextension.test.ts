@@ -2,10 +2,10 @@
 // and how plot updates are told apart from new plots. (The rendering itself: browser.test.ts.)
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { formatRate, formatTime, percent } from "../src/labextension/format";
-import { PayloadError, parsePayload } from "../src/labextension/payload";
-import { splitSpec } from "../src/labextension/spec";
-import { tooltipHtml } from "../src/labextension/tooltip";
+import { formatRate, formatTime, percent } from "../src/views/format";
+import { PayloadError, parsePayload } from "../src/views/payload";
+import { splitSpec } from "../src/views/spec";
+import { tooltipHtml } from "../src/views/tooltip";
 
 const progress = {
   version: 1,

@@ -3,9 +3,9 @@
 import type { IRenderMime } from "@jupyterlab/rendermime-interfaces";
 import { Widget } from "@lumino/widgets";
 import { MIME_TYPE, type Payload } from "../protocol";
-import { PayloadError, parsePayload } from "./payload";
-import { PlotView } from "./plot";
-import { ProgressView } from "./progress";
+import { PayloadError, parsePayload } from "../views/payload";
+import { PlotView } from "../views/plot";
+import { ProgressView } from "../views/progress";
 
 type View = ProgressView | PlotView;
 

@@ -1,0 +1,229 @@
+// Values as binary frames, for everything that leaves a process (worker to worker, worker to
+// client, Redis): part 0 is V8's serialisation of the value with each binary block replaced by a
+// placeholder; parts 1… are the blocks' own bytes, not copied on the sending side and copied
+// once on the receiving side. V8's serialiser alone would copy them into its buffer, and refuses
+// SharedArrayBuffers, which tsdask/array uses for every block.
+
+import { deserialize, serialize } from "node:v8";
+
+/** Marks a placeholder object in part 0; a user object would need this exact key to be mistaken for one. */
+const FRAME = "\u0000tsdask.frame";
+
+const VIEW_TYPES = {
+  Int8Array,
+  Uint8Array,
+  Uint8ClampedArray,
+  Int16Array,
+  Uint16Array,
+  Int32Array,
+  Uint32Array,
+  Float32Array,
+  Float64Array,
+  BigInt64Array,
+  BigUint64Array,
+  DataView,
+} as const;
+type ViewTypeName = keyof typeof VIEW_TYPES;
+type BinaryKind = ViewTypeName | "Buffer" | "ArrayBuffer";
+
+interface Placeholder {
+  readonly [FRAME]: number;
+  readonly kind: BinaryKind;
+  /** The block lived in a SharedArrayBuffer (worker threads share it rather than copy it). */
+  readonly shared: boolean;
+}
+
+function isBinary(value: object): value is ArrayBufferView | ArrayBuffer | SharedArrayBuffer {
+  return ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof SharedArrayBuffer;
+}
+
+/** True if a binary block sits anywhere inside `value` (plain objects, arrays, Maps and Sets are searched). */
+function containsBinary(value: unknown, visited: Set<object>): boolean {
+  if (value === null || typeof value !== "object") return false;
+  if (isBinary(value)) return true;
+  if (visited.has(value) || value instanceof Error) return false;
+  visited.add(value);
+  if (Array.isArray(value)) {
+    for (const item of value) if (typeof item === "object" && containsBinary(item, visited)) return true;
+    return false;
+  }
+  if (value instanceof Map) {
+    for (const [k, v] of value) if (containsBinary(k, visited) || containsBinary(v, visited)) return true;
+    return false;
+  }
+  if (value instanceof Set) {
+    for (const item of value) if (containsBinary(item, visited)) return true;
+    return false;
+  }
+  for (const key of Object.keys(value)) if (containsBinary((value as Record<string, unknown>)[key], visited)) return true;
+  return false;
+}
+
+/** The built-in view class of `view` (a subclass travels as its built-in base). */
+function viewTypeOf(view: ArrayBufferView): ViewTypeName {
+  for (const name of Object.keys(VIEW_TYPES) as ViewTypeName[]) if (view instanceof VIEW_TYPES[name]) return name;
+  return "Uint8Array";
+}
+
+class Encoder {
+  readonly frames: Buffer[] = [];
+  /** Original object → its copy or placeholder: keeps shared references shared and cycles finite. */
+  private readonly copies = new Map<object, unknown>();
+
+  encode(value: unknown): unknown {
+    if (value === null || typeof value !== "object") return value;
+    const known = this.copies.get(value);
+    if (known !== undefined) return known;
+    if (isBinary(value)) {
+      const placeholder = this.placeholder(value);
+      this.copies.set(value, placeholder);
+      return placeholder;
+    }
+    if (value instanceof Error || value instanceof Date || value instanceof RegExp) return value;
+    if (Array.isArray(value)) {
+      const copy: unknown[] = new Array(value.length);
+      this.copies.set(value, copy);
+      for (let i = 0; i < value.length; i++) copy[i] = this.encode(value[i]);
+      return copy;
+    }
+    if (value instanceof Map) {
+      const copy = new Map<unknown, unknown>();
+      this.copies.set(value, copy);
+      for (const [k, v] of value) copy.set(this.encode(k), this.encode(v));
+      return copy;
+    }
+    if (value instanceof Set) {
+      const copy = new Set<unknown>();
+      this.copies.set(value, copy);
+      for (const item of value) copy.add(this.encode(item));
+      return copy;
+    }
+    const copy: Record<string, unknown> = {};
+    this.copies.set(value, copy);
+    for (const key of Object.keys(value)) copy[key] = this.encode((value as Record<string, unknown>)[key]);
+    return copy;
+  }
+
+  private placeholder(block: ArrayBufferView | ArrayBuffer | SharedArrayBuffer): Placeholder {
+    let kind: BinaryKind;
+    let bytes: Buffer;
+    let shared: boolean;
+    if (ArrayBuffer.isView(block)) {
+      kind = Buffer.isBuffer(block) ? "Buffer" : viewTypeOf(block);
+      bytes = Buffer.from(block.buffer, block.byteOffset, block.byteLength);
+      shared = block.buffer instanceof SharedArrayBuffer;
+    } else {
+      kind = "ArrayBuffer";
+      bytes = Buffer.from(block);
+      shared = block instanceof SharedArrayBuffer;
+    }
+    this.frames.push(bytes);
+    return { [FRAME]: this.frames.length, kind, shared };
+  }
+}
+
+/**
+ * The frames of `value`: what structured clone keeps (plain objects, arrays, Maps, Sets, Dates,
+ * errors, primitives, BigInts), with typed arrays, Buffers, DataViews, ArrayBuffers and
+ * SharedArrayBuffers as raw byte frames that reference the value's own memory (do not change the
+ * value until the frames are written).
+ */
+export function encodeValue(value: unknown): Buffer[] {
+  if (!containsBinary(value, new Set())) return [serialize(value)];
+  const encoder = new Encoder();
+  const skeleton = encoder.encode(value);
+  return [serialize(skeleton), ...encoder.frames];
+}
+
+export interface DecodeOptions {
+  /**
+   * Where blocks that were shared memory on the sending side go: true (default) rebuilds them in a
+   * SharedArrayBuffer, so this process's worker threads share them as the sender's did; false
+   * uses plain ArrayBuffers.
+   */
+  readonly shared?: boolean;
+}
+
+/** The value `encodeValue` made `parts` from. Each block is copied once, into memory of its own. */
+export function decodeValue(parts: readonly Uint8Array[], options: DecodeOptions = {}): unknown {
+  const value = deserialize(parts[0]);
+  if (parts.length === 1) return value;
+  const decoder = new Decoder(parts, options.shared ?? true);
+  return decoder.restore(value);
+}
+
+class Decoder {
+  private readonly visited = new Set<object>();
+  private readonly blocks = new Map<number, unknown>();
+
+  constructor(
+    private readonly parts: readonly Uint8Array[],
+    private readonly shared: boolean,
+  ) {}
+
+  /** Replaces placeholders inside `value` (a fresh copy from the deserialiser, so it is changed in place). */
+  restore(value: unknown): unknown {
+    if (value === null || typeof value !== "object") return value;
+    if (FRAME in value) return this.block(value as Placeholder);
+    if (this.visited.has(value) || isBinary(value) || value instanceof Error || value instanceof Date) return value;
+    this.visited.add(value);
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) value[i] = this.restore(value[i]);
+    } else if (value instanceof Map) {
+      const entries = [...value];
+      value.clear();
+      for (const [k, v] of entries) value.set(this.restore(k), this.restore(v));
+    } else if (value instanceof Set) {
+      const items = [...value];
+      value.clear();
+      for (const item of items) value.add(this.restore(item));
+    } else {
+      const record = value as Record<string, unknown>;
+      for (const key of Object.keys(record)) record[key] = this.restore(record[key]);
+    }
+    return value;
+  }
+
+  private block(placeholder: Placeholder): unknown {
+    const index = placeholder[FRAME];
+    const known = this.blocks.get(index);
+    if (known !== undefined) return known;
+    const bytes = this.parts[index];
+    if (bytes === undefined) throw new Error(`tsdask frames: block ${index} is missing (got ${this.parts.length - 1} blocks)`);
+    const memory = this.memoryFor(bytes, placeholder.shared && this.shared);
+    const block = materialize(placeholder.kind, memory);
+    this.blocks.set(index, block);
+    return block;
+  }
+
+  /** Memory holding exactly `bytes`: the part's own buffer when it is one whole plain ArrayBuffer, else a copy. */
+  private memoryFor(bytes: Uint8Array, shared: boolean): ArrayBuffer | SharedArrayBuffer {
+    if (!shared && bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) {
+      return bytes.buffer;
+    }
+    const memory = shared ? new SharedArrayBuffer(bytes.byteLength) : new ArrayBuffer(bytes.byteLength);
+    new Uint8Array(memory).set(bytes);
+    return memory;
+  }
+}
+
+function materialize(kind: BinaryKind, memory: ArrayBuffer | SharedArrayBuffer): unknown {
+  switch (kind) {
+    case "ArrayBuffer":
+      return memory;
+    case "Buffer":
+      return Buffer.from(memory);
+    default: {
+      const View = VIEW_TYPES[kind] as unknown as new (buffer: ArrayBufferLike) => ArrayBufferView;
+      if (View === undefined) throw new Error(`tsdask frames: unknown block type ${JSON.stringify(kind)}`);
+      return new View(memory);
+    }
+  }
+}
+
+/** Bytes the frames occupy (without the connection's length headers). */
+export function framesByteLength(parts: readonly Uint8Array[]): number {
+  let total = 0;
+  for (const part of parts) total += part.byteLength;
+  return total;
+}

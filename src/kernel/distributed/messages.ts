@@ -1,0 +1,245 @@
+// What the scheduler (in the client's process) and its workers say to each other: the contract
+// between the scheduler state machine, the worker state machine and the transports that carry
+// them. Plain data; keys travel as `keyId` strings. Messages are sent in batches (arrays), each
+// batch encoded with `encodeValue` (./frames), so typed arrays inside travel as raw bytes.
+
+import type { FnSpec, PackedError } from "../scheduler/pool/wire";
+import type { MetricRecord, StartStop, WorkerStatus } from "../../protocol/records";
+
+/** Where a worker is reached: `unix://<socket path>` for LocalCluster workers; its name for Redis workers. */
+export type WorkerAddress = string;
+
+// ---- Task specs --------------------------------------------------------------------------------
+
+/**
+ * A task's expression as it travels. Functions are ids into the worker's function table (their
+ * FnSpec is sent once per worker, in the batch that first needs it); references name other keys.
+ */
+export type WireTask =
+  | readonly ["lit", unknown]
+  | readonly ["ref", string]
+  | readonly ["call", number, ...WireTask[]]
+  | readonly ["list", ...WireTask[]];
+
+export interface DependencyInfo {
+  readonly key: string;
+  readonly nbytes: number;
+  /** Workers holding it; empty when it sits in the shared store (Redis). */
+  readonly whoHas: readonly WorkerAddress[];
+}
+
+// ---- Scheduler → worker ------------------------------------------------------------------------
+
+export interface ComputeTaskMessage {
+  readonly op: "compute-task";
+  readonly key: string;
+  /** Dask's repr of the key, for records and errors. */
+  readonly name: string;
+  readonly prefix: string;
+  readonly task: WireTask;
+  readonly dependencies: readonly DependencyInfo[];
+  /** Lower runs first (the graph's static order, then submission order). */
+  readonly priority: number;
+  readonly spanId: string;
+}
+
+export interface DefineFunctionsMessage {
+  readonly op: "define-functions";
+  readonly functions: readonly (readonly [number, FnSpec])[];
+}
+
+/** The scheduler no longer wants these keys on this worker: cancel them if queued or running, drop their data. */
+export interface FreeKeysMessage {
+  readonly op: "free-keys";
+  readonly keys: readonly string[];
+}
+
+/** Sends the values of `keys` back to the client (Client.gather, results of get/compute). */
+export interface GatherMessage {
+  readonly op: "gather";
+  readonly requestId: number;
+  readonly keys: readonly string[];
+}
+
+/** Runs a self-contained function on the worker's main thread with a view of the worker (Client.run). */
+export interface RunMessage {
+  readonly op: "run";
+  readonly requestId: number;
+  readonly fn: FnSpec;
+}
+
+export interface HeartbeatReplyMessage {
+  readonly op: "heartbeat-reply";
+  /** The scheduler's clock when it handled the heartbeat. */
+  readonly time: number;
+  /** Seconds until the next heartbeat. */
+  readonly heartbeatInterval: number;
+}
+
+export interface CloseWorkerMessage {
+  readonly op: "close";
+  readonly reason: string;
+}
+
+export type ToWorker =
+  | ComputeTaskMessage
+  | DefineFunctionsMessage
+  | FreeKeysMessage
+  | GatherMessage
+  | RunMessage
+  | HeartbeatReplyMessage
+  | CloseWorkerMessage;
+
+// ---- Worker → scheduler ------------------------------------------------------------------------
+
+export interface RegisterMessage {
+  readonly op: "register";
+  readonly address: WorkerAddress;
+  readonly name: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly nthreads: number;
+  readonly memoryLimit: number;
+  /** Names on the worker's globalThis that shipped sources may use (see pool/ship.ts). */
+  readonly globals: readonly string[];
+  /** The worker's clock when it sent this (for the first offset estimate). */
+  readonly now: number;
+}
+
+export interface TaskFinishedMessage {
+  readonly op: "task-finished";
+  readonly key: string;
+  readonly nbytes: number;
+  /** The result's type name. */
+  readonly type: string;
+  /** The task thread's id within the worker. */
+  readonly thread: number;
+  /** On the scheduler's clock (the worker applies its offset estimate). */
+  readonly startstops: readonly StartStop[];
+}
+
+export interface TaskErredMessage {
+  readonly op: "task-erred";
+  readonly key: string;
+  readonly error: PackedError;
+  readonly thread: number;
+  readonly startstops: readonly StartStop[];
+}
+
+/** A dependency could not be fetched from `errantWorker`: it does not hold it (any more), or is gone. */
+export interface MissingDataMessage {
+  readonly op: "missing-data";
+  readonly key: string;
+  readonly errantWorker: WorkerAddress;
+}
+
+/** The worker now also holds these keys (fetched from peers): the scheduler adds it to their holders. */
+export interface AddKeysMessage {
+  readonly op: "add-keys";
+  readonly keys: readonly string[];
+}
+
+/** The worker dropped its copies of these keys (not asked to: e.g. a fetched replica it no longer needs). */
+export interface ReleaseWorkerDataMessage {
+  readonly op: "release-worker-data";
+  readonly keys: readonly string[];
+}
+
+export interface WorkerStatusMessage {
+  readonly op: "worker-status-change";
+  readonly status: WorkerStatus;
+}
+
+export interface HeartbeatMessage {
+  readonly op: "heartbeat";
+  /** The worker's clock when it sent this. */
+  readonly now: number;
+  readonly metrics: WorkerMetrics;
+}
+
+/** What a heartbeat reports (Dask's `Worker.get_metrics`). */
+export interface WorkerMetrics {
+  /** % of one core, since the previous heartbeat. */
+  readonly cpu: number;
+  /** Resident set size of the worker process. */
+  readonly memory: number;
+  readonly managedBytes: number;
+  readonly spilledBytes: { readonly memory: number; readonly disk: number };
+  readonly taskCounts: Readonly<Record<string, number>>;
+  /** Fine performance metrics digested since the previous heartbeat, with span ids (worker layer). */
+  readonly digests: readonly MetricRecord[];
+  readonly transfer: {
+    readonly incomingBytes: number;
+    readonly outgoingBytes: number;
+    readonly incomingCount: number;
+    readonly outgoingCount: number;
+  };
+  /** Bandwidth estimates since the previous heartbeat (bytes/s): overall, per peer, per type. */
+  readonly bandwidth: {
+    readonly total: number;
+    readonly workers: Readonly<Record<WorkerAddress, number>>;
+    readonly types: Readonly<Record<string, number>>;
+  };
+}
+
+export interface GatherReplyMessage {
+  readonly op: "gather-reply";
+  readonly requestId: number;
+  /** keyId → value, for the keys it holds. */
+  readonly values: Readonly<Record<string, unknown>>;
+  readonly missing: readonly string[];
+}
+
+export interface RunReplyMessage {
+  readonly op: "run-reply";
+  readonly requestId: number;
+  readonly ok: boolean;
+  readonly value?: unknown;
+  readonly error?: PackedError;
+}
+
+export type FromWorker =
+  | RegisterMessage
+  | TaskFinishedMessage
+  | TaskErredMessage
+  | MissingDataMessage
+  | AddKeysMessage
+  | ReleaseWorkerDataMessage
+  | WorkerStatusMessage
+  | HeartbeatMessage
+  | GatherReplyMessage
+  | RunReplyMessage;
+
+// ---- Worker ↔ worker (peer data) ---------------------------------------------------------------
+
+export interface GetDataRequest {
+  readonly op: "get-data";
+  readonly keys: readonly string[];
+  /** The asking worker's address, for the transfer logs. */
+  readonly who: WorkerAddress;
+}
+
+export interface GetDataReply {
+  readonly op: "data";
+  /** keyId → value for the keys held; the others are missing. */
+  readonly values: Readonly<Record<string, unknown>>;
+  readonly missing: readonly string[];
+}
+
+// ---- Starting a worker -------------------------------------------------------------------------
+
+/** What LocalCluster gives a worker process it forks (JSON in the first command-line argument). */
+export interface WorkerStartConfig {
+  readonly name: string;
+  /** Socket path of the scheduler's listener (in the client's process). */
+  readonly schedulerPath: string;
+  /** Socket path the worker listens on for peers and gathers; its address is `unix://<path>`. */
+  readonly listenPath: string;
+  readonly nthreads: number;
+  /** Bytes; spilling, pausing and the nanny's restart are fractions of it. */
+  readonly memoryLimit: number;
+  /** A folder of the worker's own (spill files); removed when the worker closes. */
+  readonly localDirectory: string;
+  /** Seconds added to the worker's own clock, to test clock correction (or TSDASK_CLOCK_OFFSET). */
+  readonly clockOffset?: number;
+}

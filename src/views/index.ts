@@ -1,0 +1,8 @@
+// Browser views that are pure functions of data (payloads and records from src/protocol): plots,
+// progress bars, and the distributed half's panels. Shared by the JupyterLab extension (bundled by
+// its builder) and by standalone pages (the bundle scripts/build-views.mjs makes for them).
+export { PlotView } from "./plot";
+export { ProgressView } from "./progress";
+export { parsePayload, PayloadError } from "./payload";
+/** vega-embed itself, for standalone pages that draw a spec directly. */
+export { default as vegaEmbed } from "vega-embed";
