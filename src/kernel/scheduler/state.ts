@@ -157,25 +157,11 @@ export class SchedulerState {
   }
 }
 
-/** Nodes as a read-only set of keys; membership is a flag test, size a counter. */
-class NodeSet implements ReadonlySet<Key> {
-  constructor(
-    private readonly keyOf: readonly Key[],
-    private readonly indexOf: (key: Key) => number,
-    private readonly contains: (node: number) => boolean,
-    private readonly count: () => number,
-    private readonly candidates: () => Iterable<number>,
-  ) {}
-  get size(): number {
-    return this.count();
-  }
-  has(key: Key): boolean {
-    const node = this.indexOf(key);
-    return node >= 0 && this.contains(node);
-  }
-  *keys(): IterableIterator<Key> {
-    for (const node of this.candidates()) if (this.contains(node)) yield this.keyOf[node];
-  }
+/** The parts of a read-only set of keys that follow from its `keys()`. */
+abstract class KeySet implements ReadonlySet<Key> {
+  abstract readonly size: number;
+  abstract has(key: Key): boolean;
+  abstract keys(): IterableIterator<Key>;
   values(): IterableIterator<Key> {
     return this.keys();
   }
@@ -190,11 +176,34 @@ class NodeSet implements ReadonlySet<Key> {
   }
 }
 
+/** Nodes as a read-only set of keys; membership is a flag test, size a counter. */
+class NodeSet extends KeySet {
+  constructor(
+    private readonly keyOf: readonly Key[],
+    private readonly indexOf: (key: Key) => number,
+    private readonly contains: (node: number) => boolean,
+    private readonly count: () => number,
+    private readonly candidates: () => Iterable<number>,
+  ) {
+    super();
+  }
+  get size(): number {
+    return this.count();
+  }
+  has(key: Key): boolean {
+    const node = this.indexOf(key);
+    return node >= 0 && this.contains(node);
+  }
+  *keys(): IterableIterator<Key> {
+    for (const node of this.candidates()) if (this.contains(node)) yield this.keyOf[node];
+  }
+}
+
 /**
  * A node's dependencies or dependents (`list[from..to)`), those passing `keep` when given: one
  * small object per lookup, iterated straight off the plan's edge list.
  */
-class EdgeSet implements ReadonlySet<Key> {
+class EdgeSet extends KeySet {
   constructor(
     private readonly keyOf: readonly Key[],
     private readonly indexOf: (key: Key) => number,
@@ -202,7 +211,9 @@ class EdgeSet implements ReadonlySet<Key> {
     private readonly from: number,
     private readonly to: number,
     private readonly keep: ((node: number) => boolean) | null,
-  ) {}
+  ) {
+    super();
+  }
   get size(): number {
     if (this.keep === null) return this.to - this.from;
     let size = 0;
@@ -218,18 +229,6 @@ class EdgeSet implements ReadonlySet<Key> {
   *keys(): IterableIterator<Key> {
     const { list, keep, keyOf } = this;
     for (let e = this.from; e < this.to; e++) if (keep === null || keep(list[e])) yield keyOf[list[e]];
-  }
-  values(): IterableIterator<Key> {
-    return this.keys();
-  }
-  *entries(): IterableIterator<[Key, Key]> {
-    for (const key of this.keys()) yield [key, key];
-  }
-  [Symbol.iterator](): IterableIterator<Key> {
-    return this.keys();
-  }
-  forEach(fn: (value: Key, key: Key, set: ReadonlySet<Key>) => void): void {
-    for (const key of this.keys()) fn(key, key, this);
   }
 }
 
