@@ -21,9 +21,11 @@ interface Dispatches {
 
 /**
  * `Profiler.results` in its two forms: Dask's list of records, and, on a profiler built around a
- * scheduler's get (seed 001's `Profiler(get)`), the method `results()` that returns them.
+ * scheduler's get (seed 001's `Profiler(get)`), the method `results()` that returns them. The
+ * first form is marked "records" rather than `undefined`: notebook cells compile without
+ * strictNullChecks, where `undefined` would pass for a get function.
  */
-export type ProfilerResults<G extends GetFunction | undefined> = [G] extends [GetFunction] ? () => TaskData[] : TaskData[];
+export type ProfilerResults<G extends GetFunction | "records"> = [G] extends [GetFunction] ? () => TaskData[] : TaskData[];
 
 /**
  * Records when each task started and ended and which worker ran it. Tasks that fail (or are
@@ -33,7 +35,7 @@ export type ProfilerResults<G extends GetFunction | undefined> = [G] extends [Ge
  * Seed 001's form: `new Profiler(get)` wraps a scheduler's get; `prof.get(dsk, keys, opts)` then
  * computes with it and records that computation, and `prof.results()` returns the records.
  */
-export class Profiler<G extends GetFunction | undefined = undefined> extends Recorder<Dispatches> implements Visualizable {
+export class Profiler<G extends GetFunction | "records" = "records"> extends Recorder<Dispatches> implements Visualizable {
   /** The task records; a method returning them on a profiler built around a get. */
   results: ProfilerResults<G>;
   /**
