@@ -290,7 +290,7 @@ describe("no silent typos: unknown hook names are TypeErrors", () => {
         /Unknown Callback hook "postTask" \(did you mean posttask\?\)/.test(error.message) &&
         /start, startState, pretask, posttask, finish, startCallback, endCallback/.test(error.message),
     );
-    assert.throws(() => new Callback({ onTask: () => undefined } as never), /Unknown Callback hook "onTask"; the hooks are start, /);
+    assert.throws(() => new Callback({ onTask: () => undefined } as never), /Unknown Callback hook "onTask"; known: start, /);
   });
 
   test("a subclass method spelt like a hook it does not define is rejected, naming class, method and hook", () => {

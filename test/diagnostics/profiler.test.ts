@@ -1,7 +1,7 @@
 // Profiler and CacheProfiler: ports of dask/diagnostics/tests/test_profiler.py, plus lifecycle fixes.
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { CacheProfiler, type GetOptions, type GraphInput, type Key, Profiler, closePools, get, nbytes, now, threadProf, processProf, withCallbacks } from "../../src";
+import { CacheProfiler, type GetOptions, type GraphInput, type Key, Profiler, ProgressBar, ResourceProfiler, closePools, get, nbytes, now, threadProf, processProf, withCallbacks } from "../../src";
 import * as da from "../../src/kernel/collections/array";
 import { Graph } from "../../src/kernel/graph/graph";
 import type { Executor, TaskJob, TaskOutcome } from "../../src/kernel/scheduler/executor";
@@ -204,6 +204,15 @@ test("pool executors: Profiler uses the worker-side start and end", async () => 
 test("bad CacheProfiler options are named", () => {
   assert.throws(() => new CacheProfiler({ metric: 3 as never }), /metric/);
   assert.throws(() => new CacheProfiler({ metricName: 3 as never }), /metricName/);
+  // Dask's keyword, as a Dask user would write it: named, with the right spelling.
+  assert.throws(() => new CacheProfiler({ metric_name: "bytes" } as never), /Unknown CacheProfiler option "metric_name" \(did you mean metricName\?\); known: metric, metricName/);
+});
+
+test("unknown options of the other diagnostics are TypeErrors naming them", () => {
+  assert.throws(() => new ProgressBar({ widht: 10 } as never), /Unknown ProgressBar option "widht"; known: minimum, width, dt, out, display/);
+  assert.throws(() => new ResourceProfiler({ dt: 0.5, interval: 1 } as never), /Unknown ResourceProfiler option "interval"; known: dt/);
+  // Dask's positional dt: the options object is what TypeScript takes.
+  assert.throws(() => new ResourceProfiler(0.25 as never), /Expected an object of ResourceProfiler options \(dt\), got 0.25/);
 });
 
 test("nbytes", () => {

@@ -7,6 +7,7 @@ import type { Key } from "../graph/keys";
 import type { TaskTiming, WorkerId } from "../scheduler/executor";
 import type { State } from "../scheduler/state";
 import { now } from "../clock";
+import { checkNames, nearName } from "../names";
 
 // Callbacks are told about tasks in the executors' terms (the scheduler runs them; this module
 // only names the types), so dependencies point one way: scheduler → callbacks → executor types.
@@ -73,9 +74,8 @@ const registered = new Set<Callback>();
  */
 export class Callback {
   constructor(hooks: CallbackOptions = {}) {
-    if (hooks === null || typeof hooks !== "object") throw new TypeError(`Callback takes an object of hook functions, got ${hooks}`);
+    checkNames(hooks, OPTION_NAMES, "Callback hook");
     for (const name of Object.keys(hooks)) {
-      if (!(OPTION_NAMES as readonly string[]).includes(name)) throw new TypeError(`Unknown Callback hook "${name}"${suggestion(name)}; the hooks are ${OPTION_NAMES.join(", ")}`);
       const hook = hooks[name as keyof CallbackOptions];
       if (hook === undefined) continue;
       if (typeof hook !== "function") throw new TypeError(`Callback hook ${name} must be a function, got ${typeof hook}`);
@@ -110,16 +110,6 @@ export class Callback {
 // Hook methods are optional members that subclasses may define.
 export interface Callback extends CallbackHooks, TwoCallbackHooks, BlockHooks {}
 
-/** `name` folded the way typos and Dask's spellings differ: case and underscores (`_pre_task` → `pretask`). */
-function fold(name: string): string {
-  return name.replace(/_/g, "").toLowerCase();
-}
-
-function suggestion(name: string): string {
-  const near = CALLED_NAMES.find((hook) => fold(hook) === fold(name));
-  return near === undefined ? "" : ` (did you mean ${near}?)`;
-}
-
 /** Per class: its methods named like a hook but not exactly (`postTask` → posttask); worked out once per class. */
 const nearMissesByClass = new WeakMap<object, readonly (readonly [method: string, hook: string])[]>();
 
@@ -137,7 +127,7 @@ function checkSubclassMethods(cb: Callback): void {
     const found: (readonly [string, string])[] = [];
     for (let level = proto; level !== Callback.prototype && level !== null; level = Object.getPrototypeOf(level) as object) {
       for (const name of Object.getOwnPropertyNames(level)) {
-        const hook = CALLED_NAMES.includes(name) ? undefined : CALLED_NAMES.find((candidate) => fold(candidate) === fold(name));
+        const hook = CALLED_NAMES.includes(name) ? undefined : nearName(name, CALLED_NAMES);
         if (hook !== undefined) found.push([name, hook]);
       }
     }

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { Graph } from "../graph/graph";
 import type { State } from "../scheduler/state";
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from "node:worker_threads";
+import { checkNames } from "../names";
 import { processCpuMicros } from "./sampler";
 import * as P from "./sampler-protocol";
 import { Recorder } from "./recorder";
@@ -46,6 +47,7 @@ export class ResourceProfiler extends Recorder<null> implements Visualizable {
 
   constructor(options: ResourceProfilerOptions = {}) {
     super();
+    checkNames(options, ["dt"], "ResourceProfiler option");
     const { dt = 1 } = options;
     if (typeof dt !== "number" || !(dt > 0) || !Number.isFinite(dt)) {
       throw new TypeError(`ResourceProfiler option dt must be a number of seconds > 0, got ${dt}`);

@@ -3,6 +3,7 @@
 // like withCallbacks: concurrent computations never see each other's scoped settings).
 
 import { AsyncLocalStorage } from "node:async_hooks";
+import { checkNames } from "../names";
 import { type SchedulerChoice, checkNumWorkers, checkScheduler } from "./options";
 
 /** The settings; each is optional, and unset means "fall through to the next source". */
@@ -31,15 +32,8 @@ let globalValues: ConfigValues = {};
 const scopes = new AsyncLocalStorage<ConfigValues>();
 
 /** Checks names and values; returns the given ones, `undefined` kept (it means "unset"). */
-function checked(values: ConfigValues, caller: string): ConfigValues {
-  if (values === null || typeof values !== "object" || Array.isArray(values)) {
-    throw new TypeError(`${caller} takes an object of settings, got ${String(values)}`);
-  }
-  const unknown = Object.keys(values).filter((name) => !(CONFIG_NAMES as string[]).includes(name));
-  if (unknown.length > 0) {
-    const names = unknown.map((name) => `"${name}"`).join(", ");
-    throw new TypeError(`Unknown config name${unknown.length > 1 ? "s" : ""} ${names}; known: ${CONFIG_NAMES.join(", ")}`);
-  }
+function checked(values: ConfigValues): ConfigValues {
+  checkNames(values, CONFIG_NAMES, "config name");
   for (const name of CONFIG_NAMES) {
     const value = values[name];
     if (value !== undefined) CHECKS[name](value, `Config ${name}`);
@@ -63,7 +57,7 @@ export const config = {
    * A value of `undefined` unsets that name. Returns a change whose `restore()` undoes it.
    */
   set(values: ConfigValues): ConfigChange {
-    const changes = checked(values, "config.set");
+    const changes = checked(values);
     const before: Record<string, unknown> = {};
     for (const name of Object.keys(changes)) before[name] = globalValues[name as ConfigName];
     globalValues = merged(globalValues, changes);
@@ -94,7 +88,7 @@ export const config = {
  * for the block (the global value then applies). Returns what `fn` returns.
  */
 export function withConfig<T>(values: ConfigValues, fn: () => T): T {
-  const changes = checked(values, "withConfig");
+  const changes = checked(values);
   if (typeof fn !== "function") throw new TypeError(`withConfig takes a function to run, got ${typeof fn}`);
   return scopes.run(merged(scopes.getStore() ?? {}, changes), fn);
 }
