@@ -21,6 +21,8 @@ const abandoned = new FinalizationRegistry<Worker>((worker) => void worker.termi
 
 /** Longest a stop waits for the sampler's last sample (it normally answers within milliseconds). */
 const STOP_TIMEOUT_MS = 2000;
+/** Longest a start waits for a running sampler to take its baseline (a millisecond or so). */
+const START_TIMEOUT_MS = 200;
 
 /**
  * Sampler threads no profiler holds, paused, for the next one: starting a thread takes ~20 ms,
@@ -207,9 +209,13 @@ class SamplerThread {
     this.floats[P.BASE_TIME] = time;
     this.floats[P.BASE_CPU] = processCpuMicros();
     this.floats[P.DT] = dt;
-    Atomics.add(this.ints, P.SESSION, 1); // after the baseline: the sampler reads it when it sees the new session
+    const session = Atomics.add(this.ints, P.SESSION, 1) + 1; // after the baseline: the sampler reads it when it sees the new session
     Atomics.store(this.ints, P.COMMAND, P.RUN);
     Atomics.notify(this.ints, P.COMMAND);
+    // A thread that has run before answers at once: wait for it to read the descendants' CPU
+    // times, or work they do right away would count before the start. (A new thread is still
+    // booting, ~20 ms; waiting for it would cost every first block that.)
+    if (session > 1 && !this.failed) Atomics.wait(this.ints, P.STARTED, session - 1, START_TIMEOUT_MS);
   }
 
   /** Pauses and returns the samples taken since the last call, the final one included. */

@@ -1,7 +1,7 @@
 // The shared-memory handshake between ResourceProfiler (main thread) and its sampler thread.
 // Int32 slots: COMMAND (RUN / PAUSE), SESSION (bumped by every start, after the baseline
 // is written), ACK (bumped by the sampler once it has sampled and obeyed a PAUSE; −1 if
-// it failed). Float64 slots: the baseline and sampling interval of the current session (a paused
+// it failed), STARTED (the session whose baseline the sampler has taken). Float64 slots: the baseline and sampling interval of the current session (a paused
 // thread is reused by the next profiler, with its own interval).
 
 import type { MessagePort } from "node:worker_threads";
@@ -9,6 +9,7 @@ import type { MessagePort } from "node:worker_threads";
 export const COMMAND = 0;
 export const SESSION = 1;
 export const ACK = 2;
+export const STARTED = 3;
 export const RUN = 1;
 export const PAUSE = 2;
 export const FAILED = -1;

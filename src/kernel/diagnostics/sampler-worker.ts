@@ -32,6 +32,8 @@ async function run(): Promise<never> {
       session = latest;
       dt = floats[P.DT];
       await sampler.restart({ time: floats[P.BASE_TIME], cpuMicros: floats[P.BASE_CPU] });
+      Atomics.store(ints, P.STARTED, session);
+      Atomics.notify(ints, P.STARTED);
       open = true;
       next = floats[P.BASE_TIME] + Math.min(dt, P.FIRST_SAMPLE_AFTER);
     }
