@@ -16,7 +16,7 @@ from dask.local import get_sync
 
 from dask_graphs import STANDARD_GRAPHS
 
-rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 
 CONFIGS = {
     "none": lambda: [],

@@ -70,7 +70,7 @@ async function measure(graph: Parameters<typeof get>[0], keys: Parameters<typeof
 }
 
 async function main(): Promise<void> {
-  const rounds = Number(process.argv[2] ?? 10);
+  const rounds = Number(process.argv[2] ?? 20);
   const dask = runPython<DaskResult>("dask_diagnostics.py", [String(rounds)]);
   // Wall time suffers first when other work shares the cores: say how busy the machine was.
   const load = loadavg().map((value) => value.toFixed(1)).join(" ");
