@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Callback, Delayed, type Key, compareKeys, compute, delayed, formatKey, keyPrefix, tokenize } from "../src";
+import { keyPrefixer } from "../src/kernel/graph/keys";
 
 const add = (a: number, b: number): number => a + b;
 
@@ -81,6 +82,16 @@ describe("keys", () => {
     assert.equal(keyPrefix("ae05086432ca935f6eba409a8ecd4896"), "data");
     assert.equal(keyPrefix(["tsqr-8d16e396b237bf7a731333130d310cb9_QR_st1", 5, 0]), "tsqr");
     assert.equal(keyPrefix("add-3f2a9c0d1e2f3a4b5c6d7e8f9a0b1c2d"), "add");
+  });
+
+  test("keyPrefixer (cached) groups every key exactly as keyPrefix does", () => {
+    const keys: Key[] = [
+      "x", "x-1", "x-1-2-3", "hello-world-1", "hello-world", "x-abcdefab", "x-ABCDEFAB-1", "x-abcdefabc-2", "inc-abcdef12",
+      "inc-3f2a9c0d", "ae05086432ca935f6eba409a8ecd4896", "a--b", "-x", "x-", "_private-3", "('x', 1)-2", "sum-3-17", "sum-3-18",
+      "leaf-9", "Ünï-cödé-1", ["x-2", 1], ["tsqr-8d16e396b237bf7a731333130d310cb9_QR_st1", 5, 0], [["x-1", 2], 3], 7, ["a-b-c", 0],
+    ];
+    const cached = keyPrefixer();
+    for (const key of [...keys, ...keys]) assert.equal(cached(key), keyPrefix(key), `key ${JSON.stringify(key)}`);
   });
 
   test("L9 keys sort by kind, then value; tuples element by element", () => {

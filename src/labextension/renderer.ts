@@ -3,11 +3,12 @@
 import type { IRenderMime } from "@jupyterlab/rendermime-interfaces";
 import { Widget } from "@lumino/widgets";
 import { MIME_TYPE, type Payload } from "../protocol";
+import { FpmView } from "../views/fpm";
 import { PayloadError, parsePayload } from "../views/payload";
 import { PlotView } from "../views/plot";
 import { ProgressView } from "../views/progress";
 
-type View = ProgressView | PlotView;
+type View = ProgressView | PlotView | FpmView;
 
 export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
   private view: View | undefined;
@@ -37,6 +38,10 @@ export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
     if (payload.kind === "progress") {
       const view = this.view instanceof ProgressView ? this.view : this.replaceView(new ProgressView());
       view.render(payload);
+    } else if (payload.kind === "fpm") {
+      // The selection in the payload is where the panel opens; later updates keep what the user picked.
+      const view = this.view instanceof FpmView ? this.view : this.replaceView(new FpmView(payload.selection));
+      await view.update(payload.data);
     } else {
       const view = this.view instanceof PlotView ? this.view : this.replaceView(new PlotView());
       await view.render(payload);

@@ -35,3 +35,11 @@ function fixed2(x: number): string {
   const hundredths = below % 2 === 0 ? below : below + 1;
   return `${Math.trunc(hundredths / 100)}.${String(hundredths % 100).padStart(2, "0")}`;
 }
+
+/** Bytes as Dask's `format_bytes` prints them: `"917 B"`, `"1.21 kiB"`, `"2.00 GiB"` (binary prefixes, from 0.9 of a unit). */
+export function formatBytes(bytes: number): string {
+  for (const [prefix, unit] of [["Pi", 2 ** 50], ["Ti", 2 ** 40], ["Gi", 2 ** 30], ["Mi", 2 ** 20], ["ki", 2 ** 10]] as const) {
+    if (bytes >= unit * 0.9) return `${fixed2(bytes / unit)} ${prefix}B`;
+  }
+  return `${Math.round(bytes)} B`;
+}

@@ -2,6 +2,8 @@
 // Everything the frontend shows travels as MIME_TYPE in display_data / update_display_data:
 // a complete, bounded snapshot each time (never a diff), so any single message renders alone.
 
+import type { FpmData, FpmSelection } from "./fpm";
+
 export const MIME_TYPE = "application/vnd.tsdask.v1+json";
 export const PROTOCOL_VERSION = 1;
 
@@ -44,7 +46,14 @@ export interface PlotPayload extends PayloadBase {
   readonly spec: Readonly<Record<string, unknown>>;
 }
 
-export type Payload = ProgressPayload | PlotPayload;
+/** The Fine Performance Metrics panel: its data and the selection it opens with. */
+export interface FpmPayload extends PayloadBase {
+  readonly kind: "fpm";
+  readonly data: FpmData;
+  readonly selection: FpmSelection;
+}
+
+export type Payload = ProgressPayload | PlotPayload | FpmPayload;
 
 /** A Jupyter MIME bundle: MIME type → data. */
 export type MimeBundle = Readonly<Record<string, unknown>>;

@@ -103,6 +103,11 @@ export interface SpanRecord {
   readonly states: TaskStateCounts;
   /** Σ (interval × threads on the cluster) while the span was active: the "wall × threads" budget. */
   readonly activeCpuSeconds: number;
+  /**
+   * The intervals behind activeCpuSeconds, `[start, stop, threads]` (Dask's `nthreads_intervals`):
+   * what lets a viewer merge spans (a union of their intervals) without counting overlaps twice.
+   */
+  readonly intervals?: readonly (readonly [start: number, stop: number, threads: number])[];
   readonly nbytesTotal: number;
   /** The subtree's execute metrics (no span field), idle included as ("N/A", "idle or other spans"). */
   readonly metrics: readonly MetricRecord[];

@@ -4,5 +4,8 @@
 export { PlotView } from "./plot";
 export { ProgressView } from "./progress";
 export { parsePayload, PayloadError } from "./payload";
+export { FpmView, mountFpm, type FpmHandle, type FpmMountOptions } from "./fpm";
 /** vega-embed itself, for standalone pages that draw a spec directly. */
 export { default as vegaEmbed } from "vega-embed";
+/** The dashboard page for serveDashboard's standalone page. */
+export { mountDashboardPage } from "./dashboard";

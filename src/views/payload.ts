@@ -1,6 +1,9 @@
 // Checks an output's data against the protocol before anything is drawn: outputs come from
 // kernels and from saved notebooks of unknown origin, so nothing is assumed about their shape.
+import type { FpmData, FpmSelection, FpmSource } from "../protocol/fpm";
+import type { MetricContext, MetricRecord, SpanRecord } from "../protocol/records";
 import {
+  type FpmPayload,
   type Payload,
   type PlotPayload,
   type ProgressGroup,
@@ -63,6 +66,94 @@ function plot(fields: Fields, base: { id: string; seq: number }): PlotPayload {
   return { version: PROTOCOL_VERSION, kind: "plot", ...base, spec: fields.spec };
 }
 
+function strings(fields: Fields, name: string): string[] {
+  const value = fields[name];
+  if (!Array.isArray(value) || !value.every((item) => typeof item === "string")) {
+    throw new PayloadError(`"${name}" must be an array of strings`);
+  }
+  return value;
+}
+
+function finite(fields: Fields, name: string): number {
+  const value = fields[name];
+  if (typeof value !== "number" || !Number.isFinite(value)) throw new PayloadError(`"${name}" must be a number, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function list<T>(fields: Fields, name: string, item: (value: Fields, where: string) => T): T[] {
+  const value = fields[name];
+  if (!Array.isArray(value)) throw new PayloadError(`"${name}" must be an array`);
+  return value.map((entry, i) => {
+    if (!isFields(entry)) throw new PayloadError(`${name}[${i}] must be an object`);
+    return item(entry, `${name}[${i}]`);
+  });
+}
+
+const CONTEXTS: readonly MetricContext[] = ["execute", "gather-dep", "get-data", "memory-monitor"];
+
+function metric(fields: Fields, where: string): MetricRecord {
+  if (!CONTEXTS.includes(fields.context as MetricContext)) throw new PayloadError(`${where}.context must be one of ${CONTEXTS.join(", ")}`);
+  for (const name of ["span", "prefix"]) {
+    if (fields[name] !== undefined && typeof fields[name] !== "string") throw new PayloadError(`${where}.${name} must be a string`);
+  }
+  return {
+    context: fields.context as MetricContext,
+    ...(fields.span === undefined ? {} : { span: fields.span as string }),
+    ...(fields.prefix === undefined ? {} : { prefix: fields.prefix as string }),
+    activity: text(fields, "activity"),
+    unit: text(fields, "unit"),
+    value: finite(fields, "value"),
+  };
+}
+
+function spanRecord(fields: Fields, where: string): SpanRecord {
+  const parent = fields.parent;
+  if (parent !== null && typeof parent !== "string") throw new PayloadError(`${where}.parent must be a span id or null`);
+  const states = fields.states;
+  if (!isFields(states) || !Object.values(states).every((n) => typeof n === "number")) throw new PayloadError(`${where}.states must map states to counts`);
+  const intervals = fields.intervals;
+  if (
+    intervals !== undefined &&
+    !(Array.isArray(intervals) && intervals.every((i) => Array.isArray(i) && i.length === 3 && i.every((n) => typeof n === "number" && Number.isFinite(n))))
+  ) {
+    throw new PayloadError(`${where}.intervals must be [start, stop, threads] triples`);
+  }
+  return {
+    id: text(fields, "id"),
+    name: strings(fields, "name"),
+    parent,
+    children: strings(fields, "children"),
+    enqueued: finite(fields, "enqueued"),
+    start: finite(fields, "start"),
+    stop: finite(fields, "stop"),
+    done: fields.done === true,
+    states: states as SpanRecord["states"],
+    activeCpuSeconds: finite(fields, "activeCpuSeconds"),
+    ...(intervals === undefined ? {} : { intervals: intervals as SpanRecord["intervals"] }),
+    nbytesTotal: finite(fields, "nbytesTotal"),
+    metrics: list(fields, "metrics", metric),
+  };
+}
+
+function fpmData(value: unknown): FpmData {
+  if (!isFields(value)) throw new PayloadError(`"data" must be an object`);
+  let source: FpmSource | undefined;
+  if (value.source !== undefined) {
+    if (!isFields(value.source)) throw new PayloadError(`"source" must be an object`);
+    source = { description: text(value.source, "description"), transfers: value.source.transfers === true };
+  }
+  return { metrics: list(value, "metrics", metric), spans: list(value, "spans", spanRecord), time: finite(value, "time"), ...(source === undefined ? {} : { source }) };
+}
+
+function fpmSelection(value: unknown): FpmSelection {
+  if (!isFields(value)) throw new PayloadError(`"selection" must be an object`);
+  return { spans: strings(value, "spans"), functions: strings(value, "functions"), unit: text(value, "unit") };
+}
+
+function fpm(fields: Fields, base: { id: string; seq: number }): FpmPayload {
+  return { version: PROTOCOL_VERSION, kind: "fpm", ...base, data: fpmData(fields.data), selection: fpmSelection(fields.selection) };
+}
+
 /** The payload in an output's data: an object, or its JSON text (what tslab's display.raw sends). */
 export function parsePayload(data: unknown): Payload {
   let value = data;
@@ -86,6 +177,8 @@ export function parsePayload(data: unknown): Payload {
       return progress(value, base);
     case "plot":
       return plot(value, base);
+    case "fpm":
+      return fpm(value, base);
     default:
       throw new PayloadError(`unknown output kind ${JSON.stringify(value.kind)}`);
   }

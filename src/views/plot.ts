@@ -21,7 +21,11 @@ export class PlotView {
   private drain: Promise<void> | undefined;
   private readonly stopWatchingTheme: () => void;
 
-  constructor() {
+  /**
+   * `interpretExpressions`: run Vega's expressions through its interpreter instead of compiling
+   * them, for pages whose Content-Security-Policy forbids eval (tsdask's standalone pages).
+   */
+  constructor(private readonly options: { readonly interpretExpressions?: boolean } = {}) {
     this.node.className = "tsdask-plot";
     this.stopWatchingTheme = watchTheme(() => {
       if (this.last !== undefined) void this.render(this.last);
@@ -80,6 +84,7 @@ export class PlotView {
     const result = await embed(container, split.spec as VisualizationSpec, {
       mode: "vega-lite",
       renderer: "svg",
+      ast: this.options.interpretExpressions === true,
       config: vegaConfig(),
       actions: { export: { svg: true, png: true }, source: false, compiled: false, editor: false },
       downloadFileName: safeFileName(payload.id),

@@ -1,6 +1,7 @@
 // The live progress bar. Built once; each snapshot only rewrites text and widths, so updates at
 // 10 Hz neither flicker nor lose the hover panel. Every string from the kernel goes in as textContent.
 import type { ProgressGroup, ProgressPayload } from "../protocol";
+import { element } from "./dom";
 import { formatRate, formatTime, percent } from "./format";
 
 const STATE_LABELS: Readonly<Record<ProgressPayload["state"], string>> = {
@@ -9,13 +10,6 @@ const STATE_LABELS: Readonly<Record<ProgressPayload["state"], string>> = {
   errored: "Errored",
   cancelled: "Cancelled",
 };
-
-function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, parent?: Element): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  parent?.append(node);
-  return node;
-}
 
 /** One row of the per-group panel: name, a small bar, done/total. */
 class GroupRow {

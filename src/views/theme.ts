@@ -3,8 +3,9 @@
 
 import type { Config } from "vega-embed";
 
-function cssVariable(name: string): string {
-  return getComputedStyle(document.body).getPropertyValue(name).trim();
+/** A --jp-* variable's value, or `fallback` outside JupyterLab (a standalone page) where it is unset. */
+function cssVariable(name: string, fallback: string): string {
+  return getComputedStyle(document.body).getPropertyValue(name).trim() || fallback;
 }
 
 export function isDarkTheme(): boolean {
@@ -17,11 +18,11 @@ export function themeKey(): string {
 }
 
 export function vegaConfig(): Config {
-  const text = cssVariable("--jp-ui-font-color1");
-  const muted = cssVariable("--jp-ui-font-color2");
-  const border = cssVariable("--jp-border-color1");
-  const grid = cssVariable("--jp-border-color2");
-  const font = cssVariable("--jp-ui-font-family");
+  const text = cssVariable("--jp-ui-font-color1", "#1f1f1f");
+  const muted = cssVariable("--jp-ui-font-color2", "#555");
+  const border = cssVariable("--jp-border-color1", "#bbb");
+  const grid = cssVariable("--jp-border-color2", "#e0e0e0");
+  const font = cssVariable("--jp-ui-font-family", "system-ui, sans-serif");
   const label = { labelColor: muted, titleColor: text, labelFont: font, titleFont: font };
   return {
     background: "transparent",

@@ -10,6 +10,7 @@ import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { type VegaLiteSpec, visualize } from "../../src/kernel/diagnostics/visualize";
+import { watchPage } from "../helpers/page-log";
 import { binCount } from "../../src/kernel/diagnostics/visualize/plot";
 import { XSS_KEY, cacheSnapshot, makeCache, makeResources, makeTasks, profiler, resourcesSnapshot, tasksSnapshot } from "./visualize-fixtures";
 
@@ -38,11 +39,7 @@ interface Opened {
 /** Opens a saved plot, recording console errors, page errors and every request the page makes. */
 async function open(file: string): Promise<Opened> {
   const page = await browser.newPage({ viewport: { width: 1100, height: 950 } });
-  const errors: string[] = [];
-  const requests: string[] = [];
-  page.on("console", (message) => void (message.type() === "error" && errors.push(message.text())));
-  page.on("pageerror", (error) => void errors.push(error.message));
-  page.on("request", (request) => void requests.push(request.url()));
+  const { errors, requests } = watchPage(page);
   await page.goto(pathToFileURL(file).href);
   await page.waitForFunction(() => (globalThis as { __tsdaskView?: unknown }).__tsdaskView !== undefined, null, { timeout: 20_000 });
   return { page, errors, requests };

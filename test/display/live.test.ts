@@ -7,42 +7,9 @@ import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { display, inNotebook, newLiveDisplay } from "../../src";
 import type { MimeBundle } from "../../src/protocol";
-import { type Clock, ThrottledDisplay } from "../../src/kernel/display/live";
+import { ThrottledDisplay } from "../../src/kernel/display/live";
+import { FakeClock } from "../helpers/fake-clock";
 import { findChannel, type OutputSlot } from "../../src/kernel/display/tslab";
-
-/** A manual clock: timers fire only when the test advances time. */
-class FakeClock implements Clock {
-  time = 0;
-  private timers: { at: number; fn: () => void; id: number }[] = [];
-  private nextId = 0;
-  now(): number {
-    return this.time;
-  }
-  setTimer(ms: number, fn: () => void): () => void {
-    const id = this.nextId++;
-    this.timers.push({ at: this.time + ms, fn, id });
-    return () => {
-      this.timers = this.timers.filter((timer) => timer.id !== id);
-    };
-  }
-  nextTurn(): Promise<void> {
-    return new Promise((resolve) => setImmediate(resolve));
-  }
-  get pendingTimers(): number {
-    return this.timers.length;
-  }
-  advance(ms: number): void {
-    const end = this.time + ms;
-    for (;;) {
-      const due = this.timers.filter((timer) => timer.at <= end).sort((a, b) => a.at - b.at)[0];
-      if (due === undefined) break;
-      this.timers = this.timers.filter((timer) => timer !== due);
-      this.time = due.at;
-      due.fn();
-    }
-    this.time = end;
-  }
-}
 
 /** Records what would have gone to the kernel; can be told to be busy, like tslab's socket. */
 class FakeSlot implements OutputSlot {

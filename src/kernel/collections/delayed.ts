@@ -2,6 +2,7 @@
 
 import type { Key } from "../graph/keys";
 import { keyOfCollection, quote } from "../graph/spec";
+import { tagTask } from "../metrics/spans";
 import { type GetOptions, get } from "../scheduler/get";
 import { GET_OPTION_NAMES } from "../scheduler/options";
 import { tokenize } from "./tokenize";
@@ -63,7 +64,9 @@ export function delayed<A extends unknown[], R>(
     const dependencies: Delayed[] = [];
     const specArgs = args.map((arg) => toSpec(arg, dependencies));
     const key = `${name}-${tokenize(fn, ...args)}`;
-    return new Delayed<Awaited<R>>(key, [fn, ...specArgs], dependencies);
+    const task = [fn, ...specArgs];
+    tagTask(task);
+    return new Delayed<Awaited<R>>(key, task, dependencies);
   };
 }
 

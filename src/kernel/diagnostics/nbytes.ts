@@ -1,5 +1,6 @@
 // nbytes(value): an estimate of the memory a task result holds, a ready CacheProfiler metric
-// (Dask's docs suggest cachey's nbytes for the same job).
+// (Dask's docs suggest cachey's nbytes for the same job); estimateNbytes(value): a cheaper one for
+// every task (pool transfers, span sizes), which samples long arrays and objects.
 
 /**
  * Bytes held by `value`:
@@ -47,4 +48,37 @@ function sizeOf(value: unknown, seen: Set<object>): number {
     for (const k of Object.keys(value)) total += k.length * 2 + sizeOf((value as Record<string, unknown>)[k], seen);
   }
   return total;
+}
+
+/**
+ * Roughly `value`'s size in bytes, at a cost that does not grow with it: long arrays, Maps, Sets
+ * and objects are sampled (64 items) and extrapolated, nesting is followed 8 levels deep.
+ * `sharedIsFree`: shared memory counts 0 (what structured clone moves between threads).
+ */
+export function estimateNbytes(value: unknown, sharedIsFree = false, depth = 0): number {
+  switch (typeof value) {
+    case "number":
+    case "bigint":
+      return 8;
+    case "string":
+      return value.length + 4;
+    case "object":
+      break;
+    default:
+      return 1;
+  }
+  if (value === null) return 1;
+  if (ArrayBuffer.isView(value)) return sharedIsFree && value.buffer instanceof SharedArrayBuffer ? 0 : value.byteLength;
+  if (value instanceof ArrayBuffer) return value.byteLength;
+  if (value instanceof SharedArrayBuffer) return sharedIsFree ? 0 : value.byteLength;
+  if (depth > 8) return 8;
+  const items: unknown[] =
+    value instanceof Map ? [...value.keys(), ...value.values()] : value instanceof Set ? [...value] : Array.isArray(value) ? value : Object.values(value);
+  const sample = Math.min(items.length, 64);
+  let total = 0;
+  for (let i = 0; i < sample; i++) total += estimateNbytes(items[i], sharedIsFree, depth + 1);
+  if (!Array.isArray(value) && !(value instanceof Map) && !(value instanceof Set)) {
+    for (const name of Object.keys(value).slice(0, sample)) total += name.length + 4;
+  }
+  return 8 + (sample === 0 ? 0 : (total * items.length) / sample);
 }

@@ -21,22 +21,29 @@ export interface PageParts {
   readonly data?: Readonly<Record<string, unknown>>;
   /** The page's own script (trusted), run after the views bundle; reads its data with `JSON.parse(document.getElementById(id).textContent)`. */
   readonly script: string;
+  /** A served page that fetches from the server it came from (the dashboard's live feed): adds `connect-src 'self'`. */
+  readonly connectToOrigin?: boolean;
 }
 
-let viewsBundle: string | undefined;
+let viewsBundle: { script: string; style: string } | undefined;
 
 const BUNDLE = join("dist", "views", "tsdask-views.js");
+const STYLE = join("dist", "views", "tsdask-views.css");
 
 /**
- * The views bundle's text, read once per process. It sits in the package's dist/ (npm run build
- * makes it); this file runs from dist/ or from the tests' build/, so look upward for it.
+ * The views bundle's script and styles, read once per process. They sit in the package's dist/
+ * (npm run build makes them); this file runs from dist/ or from the tests' build/, so look upward.
  */
-function viewsScript(): string {
+function views(): { script: string; style: string } {
   if (viewsBundle === undefined) {
     for (let dir = __dirname; ; dir = dirname(dir)) {
       const path = join(dir, BUNDLE);
       if (existsSync(path)) {
-        viewsBundle = scriptText(readFileSync(path, "utf8"));
+        const style = join(dir, STYLE);
+        viewsBundle = {
+          script: scriptText(readFileSync(path, "utf8")),
+          style: existsSync(style) ? readFileSync(style, "utf8").replace(/<\/(style)/gi, "<\\/$1") : "",
+        };
         break;
       }
       if (dirname(dir) === dir) throw new Error(`tsdask's browser views (${BUNDLE}) are missing: run "npm run build"`);
@@ -67,11 +74,12 @@ export function standalonePage(parts: PageParts): string {
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${PAGE_CSP}">
+<meta http-equiv="Content-Security-Policy" content="${PAGE_CSP}${parts.connectToOrigin === true ? "; connect-src 'self'" : ""}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHTML(parts.title)}</title>
+<style>${views().style}</style>
 <style>body { margin: 16px; font-family: sans-serif; }${parts.style ?? ""}</style>
-<script>${viewsScript()}</script>
+<script>${views().script}</script>
 </head>
 <body>
 ${parts.body}

@@ -15,7 +15,12 @@ export interface OutputSlot {
 export interface DisplayChannel {
   /** How bundles travel: "bundle" sends them whole; "raw" only one MIME type each (see below). */
   readonly mode: "bundle" | "raw";
-  newSlot(): OutputSlot;
+  /**
+   * `hidden`: an id no cell ever shows. Every send is an update_display_data for it, which
+   * frontends drop from all outputs (no output has that id) but still hand to iopub listeners:
+   * the dashboard feed's channel (research/jupyterlab-ext.md §6).
+   */
+  newSlot(options?: { readonly hidden?: boolean }): OutputSlot;
   /**
    * A token for the execute request the kernel is running (or ran last): it changes when the next
    * one starts. Undefined when the channel cannot tell.
@@ -105,9 +110,9 @@ function bundleChannel(jupyter: TslabJupyter): DisplayChannel {
     mode: "bundle",
     // tslab installs a new writer for every execute_request.
     currentRequest: () => jupyter.lastWriteDisplayData,
-    newSlot() {
+    newSlot({ hidden = false } = {}) {
       const displayId = randomBytes(8).toString("hex");
-      let shown = false;
+      let shown = hidden;
       return {
         show(bundle) {
           // Read the writer at each send: tslab replaces it for every execute_request, and the
@@ -131,13 +136,17 @@ function rawChannel(tslab: TslabPublic): DisplayChannel {
   return {
     mode: "raw",
     currentRequest: () => undefined,
-    newSlot() {
+    newSlot({ hidden = false } = {}) {
       let display: ReturnType<TslabPublic["newDisplay"]> | null = null;
       let shown = false;
       return {
         show(bundle) {
           const [mime, value] = Object.entries(bundle)[0] ?? ["text/plain", ""];
-          display ??= tslab.newDisplay();
+          if (display === null) {
+            display = tslab.newDisplay();
+            // tslab's Display sends update_display_data once its public `update` field is set.
+            if (hidden) (display as { update?: boolean }).update = true;
+          }
           try {
             display.raw(mime, typeof value === "string" ? value : JSON.stringify(value));
           } catch (error) {

@@ -4,6 +4,7 @@
 import type { Key } from "../graph/keys";
 import type { Plan } from "../graph/plan";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
+import { type TaskLedger, type TaskMetric, TaskMeter, executeMetrics } from "../metrics/context-meter";
 
 /** The id of the thread or process that ran a task; `null` with the sync scheduler. */
 export type WorkerId = number | string | null;
@@ -27,6 +28,12 @@ export interface TaskTiming {
   /** Bytes of arguments sent to and of the result received from the worker. */
   readonly bytesIn?: number;
   readonly bytesOut?: number;
+  /**
+   * The task's execute-layer fine performance metrics, measured where it ran: thread-cpu and
+   * thread-noncpu (outside the user's meters), the user's meters and digests (contextMeter), and
+   * serialize (seconds spent cloning its arguments to a pool worker, for the first task of a batch).
+   */
+  readonly metrics?: readonly TaskMetric[];
 }
 
 export type TaskOutcome =
@@ -36,6 +43,8 @@ export type TaskOutcome =
 export interface Executor {
   /** How many tasks may be handed over at once (read before each dispatch, so it may change). */
   readonly capacity: number;
+  /** How many threads run the tasks (default 1): the budget fine performance metrics count idle time against. */
+  readonly threads?: number;
   /** Checks the computation's tasks before any runs, e.g. that their functions can reach a worker. */
   prepare?(plan: Plan): void | Promise<void>;
   /** Starts a task; `done` is called exactly once, possibly before `submit` returns. */
@@ -52,14 +61,26 @@ export interface Executor {
  */
 export class SyncExecutor implements Executor {
   readonly capacity = 1;
+  readonly threads = 1;
+  private readonly meter: TaskMeter | undefined;
 
   /**
    * `isolate`, when given, runs each task's code (the callbacks module's runInsideTask, so that
    * computations a task starts do not see this one's callbacks).
+   * `measure`: report each task's timing and metrics (and let contextMeter record into them).
    */
-  constructor(private readonly isolate?: <T>(fn: () => T) => T) {}
+  constructor(
+    private readonly isolate?: <T>(fn: () => T) => T,
+    measure = false,
+  ) {
+    if (measure) this.meter = (mainThreadMeter ??= new TaskMeter());
+  }
 
   submit(job: TaskJob, done: (outcome: TaskOutcome) => void): void {
+    if (this.meter !== undefined) {
+      this.submitMeasured(job, done, this.meter);
+      return;
+    }
     const { node } = job;
     let value: unknown;
     try {
@@ -77,4 +98,44 @@ export class SyncExecutor implements Executor {
       done({ node, ok: true, value, workerId: null });
     }
   }
+
+  private submitMeasured(job: TaskJob, done: (outcome: TaskOutcome) => void, meter: TaskMeter): void {
+    const { node } = job;
+    const ledger = meter.begin();
+    const settle = (ok: boolean, result: unknown): void => {
+      const timing = timingOf(meter, ledger);
+      done(ok ? { node, ok, value: result, workerId: null, timing } : { node, ok, error: result, workerId: null, timing });
+    };
+    let value: unknown;
+    try {
+      const isolate = this.isolate;
+      value = meter.run(ledger, isolate !== undefined ? (expr, values) => isolate(() => evaluate(expr, values)) : evaluate, job.expr, job.values);
+    } catch (error) {
+      settle(false, error);
+      return;
+    }
+    if (isThenable(value)) {
+      value.then(
+        (result) => settle(true, result),
+        (error: unknown) => settle(false, error),
+      );
+    } else {
+      settle(true, value);
+    }
+  }
+}
+
+/** One meter for the main thread: its clock state is the thread's, whichever computation runs. */
+let mainThreadMeter: TaskMeter | undefined;
+
+function timingOf(meter: TaskMeter, ledger: TaskLedger): TaskTiming {
+  meter.end(ledger);
+  const wall = (ledger.end - ledger.start) / 1000;
+  const cpu = ledger.cpu / 1000;
+  return {
+    startTime: ledger.start / 1000,
+    endTime: ledger.end / 1000,
+    cpuTime: Number.isNaN(cpu) ? undefined : cpu,
+    metrics: executeMetrics(wall, cpu, ledger),
+  };
 }

@@ -5,6 +5,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { activeCallbacks, runInsideTask } from "../callbacks/callback";
 import { inNotebook } from "../display";
+import { wantsTaskMetrics } from "../metrics/computations";
 import { Graph, type GraphInput } from "../graph/graph";
 import type { Key } from "../graph/keys";
 import { config } from "./config";
@@ -24,10 +25,13 @@ import { PoolExecutor } from "./pool/executor";
 
 export type { GetFunction, GetOptions, GraphRun, GraphScheduler, SchedulerChoice, SchedulerName } from "./options";
 
-/** Makes the executor for one computation. `isolate`: tasks must not see this computation's callbacks. */
-export type ExecutorFactory = (options: GetOptions, isolate: boolean) => Executor;
+/**
+ * Makes the executor for one computation. `isolate`: tasks must not see this computation's
+ * callbacks. `measure`: a callback wants each task's timing and metrics (pools always report them).
+ */
+export type ExecutorFactory = (options: GetOptions, isolate: boolean, measure: boolean) => Executor;
 const factories = new Map<SchedulerName, ExecutorFactory>([
-  ["sync", (_options, isolate) => new SyncExecutor(isolate ? runInsideTask : undefined)],
+  ["sync", (_options, isolate, measure) => new SyncExecutor(isolate ? runInsideTask : undefined, measure)],
   ["threads", (options) => new PoolExecutor(getPool("threads", options.numWorkers))],
   ["processes", (options) => new PoolExecutor(getPool("processes", options.numWorkers))],
 ]);
@@ -87,7 +91,7 @@ export async function computeGraph(
       throw new Error(`Scheduler "${scheduler}" is not available; this build has: ${[...factories.keys()].join(", ")}`);
     }
     const numWorkers = options.numWorkers ?? config.get("numWorkers");
-    const executor = factory({ ...options, numWorkers }, callbacks.length > 0);
+    const executor = factory({ ...options, numWorkers }, callbacks.length > 0, wantsTaskMetrics(callbacks));
     return await runLoop({ graph, keys, executor, callbacks, signal, cache: options.cache });
   } finally {
     interrupt.stop();

@@ -5,6 +5,7 @@ import type { Callback } from "../callbacks/callback";
 import type { Graph } from "../graph/graph";
 import type { Key } from "../graph/keys";
 import { type Plan, type Request, buildPlan } from "../graph/plan";
+import { noteComputation } from "../metrics/computations";
 import type { Executor, TaskOutcome } from "./executor";
 import { SchedulerState, type State } from "./state";
 
@@ -63,6 +64,7 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
     await executor.prepare?.(plan);
     scheduler = new SchedulerState(plan, options.cache);
     state = scheduler.view;
+    noteComputation(state, executor.threads ?? 1);
     for (const cb of callbacks) cb.startState?.(graph, state);
 
     const pretasks = callbacks.filter((cb) => cb.pretask !== undefined);

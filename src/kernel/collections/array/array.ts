@@ -2,6 +2,7 @@
 // [name, i, j] produce its blocks. Every operation returns a new array with one more layer.
 
 import type { Key } from "../../graph/keys";
+import { tagLayer } from "../../metrics/spans";
 import { type GetOptions, computeGraph } from "../../scheduler/get";
 import { tokenize } from "../tokenize";
 import { type Chunk, allocate } from "./chunk";
@@ -172,6 +173,9 @@ export class ChunkedArray {
 
   /** A new array built from this one's layers, the inputs' layers, and one new layer. */
   derive(name: string, chunks: Chunks, layer: Layer, inputs: readonly ChunkedArray[], extra: ReadonlyMap<string, Layer> = new Map()): ChunkedArray {
+    // The new layers' tasks belong to the span this array is built in (see span()).
+    tagLayer(layer);
+    for (const extraLayer of extra.values()) tagLayer(extraLayer);
     const layers = new Map<string, Layer>();
     for (const input of inputs) for (const [layerName, inputLayer] of input.layers) layers.set(layerName, inputLayer);
     for (const [layerName, extraLayer] of extra) layers.set(layerName, extraLayer);

@@ -2,6 +2,7 @@
 
 import { randomBytes } from "node:crypto";
 import type { Key } from "../../graph/keys";
+import { tagLayer } from "../../metrics/spans";
 import { tokenize } from "../tokenize";
 import { ChunkedArray, type ChunksInput, blockIndices, normalizeChunks, offsets, tuple } from "./array";
 import { allocate } from "./chunk";
@@ -44,6 +45,7 @@ function fromBlockTasks(op: string, shape: Shape, chunks: ChunksInput | undefine
     const blockShape = index.map((i, axis) => normalized[axis][i]);
     layer.set([name, ...index], task(blockShape, token, index));
   }
+  tagLayer(layer);
   return new ChunkedArray(name, normalized, new Map([[name, layer]]));
 }
 
@@ -114,6 +116,7 @@ export function fromArray(values: ArrayLike<number>, shape: Shape, options: Crea
     layer.set([name, ...index], [kernels.getBlock, original, blockStarts, blockShape]);
   }
   const originalLayer = new Map<Key, unknown>([[original, source]]);
+  tagLayer(layer);
   return new ChunkedArray(name, normalized, new Map([[original, originalLayer], [name, layer]]));
 }
 

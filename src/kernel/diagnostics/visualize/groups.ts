@@ -1,7 +1,7 @@
 // Task groups (Dask's key_split of each key) and their colours. The colour scale is computed once
 // per visualize() call and given to every plot, so a group has one colour in the task and cache plots.
 
-import { type Key, keyPrefix } from "../../graph/keys";
+import { type Key, keyPrefixer } from "../../graph/keys";
 import type { ProfileSnapshot } from "../types";
 
 /** Groups past the most important ones share this name and a neutral colour: legends stay readable. */
@@ -19,20 +19,10 @@ export interface GroupColors {
   readonly scale: Record<string, unknown>;
 }
 
-/**
- * The group of each record, computed once per call: key_split costs ~0.4 µs a key, which
- * matters at a million. Tuple keys share their first element (`["x-token", i, j]`), so its
- * group is looked up once per distinct string.
- */
+/** The group of each record, computed once per call. */
 export function groupsOf(records: readonly { readonly key: Key }[]): string[] {
-  const byHead = new Map<string, string>();
-  return records.map(({ key }) => {
-    if (!Array.isArray(key) || typeof key[0] !== "string") return keyPrefix(key);
-    const head = key[0];
-    let group = byHead.get(head);
-    if (group === undefined) byHead.set(head, (group = keyPrefix(head)));
-    return group;
-  });
+  const groupOf = keyPrefixer();
+  return records.map(({ key }) => groupOf(key));
 }
 
 /** The groups of every tasks and cache snapshot's records. */

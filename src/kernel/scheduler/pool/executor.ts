@@ -20,6 +20,10 @@ export class PoolExecutor implements Executor, PoolClient {
 
   constructor(private readonly pool: WorkerPool) {}
 
+  get threads(): number {
+    return this.pool.size;
+  }
+
   /** Tasks handed out at once: one per worker for long tasks, a few batches' worth for tiny ones. */
   get capacity(): number {
     return this.pool.size * this.batchSize;

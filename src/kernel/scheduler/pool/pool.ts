@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
 import type { Key } from "../../graph/keys";
 import { formatKey } from "../../graph/keys";
+import { type TaskMetric, executeMetrics } from "../../metrics/context-meter";
 import type { TaskJob, TaskOutcome } from "../executor";
 import { FunctionShipper } from "./ship";
 import {
@@ -63,6 +64,8 @@ interface Entry {
   readonly wire: WireExpr;
   readonly fnIds: readonly number[];
   readonly done: (outcome: TaskOutcome) => void;
+  /** For the first task of a batch: ms spent cloning the batch into the worker's message (serialize). */
+  postMs?: number;
 }
 
 /** One thread or process, seen through the few operations the pool needs. */
@@ -337,7 +340,10 @@ export class WorkerPool {
     try {
       const message: unknown[] = [fns.length > 0 ? fns : null];
       for (const entry of batch) message.push(entry.wire);
+      // postMessage / send clone the message on this thread before returning: that is the batch's serialize time.
+      const posting = performance.now();
       worker.transport.post(message as unknown as RunMessage);
+      batch[0].postMs = performance.now() - posting;
     } catch {
       // Something in the batch cannot be cloned: fail those tasks, send the rest.
       for (const [id] of fns) worker.knownFunctions.delete(id);
@@ -389,16 +395,19 @@ export class WorkerPool {
 
   /** The outcome at `results[at …]` (see ResultsMessage). */
   private outcome(entry: Entry, results: ResultsMessage, at: number, workerId: number): TaskOutcome {
-    const [ok, value, start, end, cpu, bytesIn, bytesOut] = results.slice(at, at + RESULT_SIZE) as [
-      number, unknown, number, number, number, number, number,
+    const [ok, value, start, end, cpu, bytesIn, bytesOut, metered] = results.slice(at, at + RESULT_SIZE) as [
+      number, unknown, number, number, number, number, number, TaskMetric[] | null,
     ];
     entry.client.recordDuration(end - start);
+    const metrics = metered ?? executeMetrics((end - start) / 1000, cpu / 1000, null);
+    if (entry.postMs !== undefined) metrics.push(["serialize", entry.postMs / 1000, "seconds"]);
     const timing = {
       startTime: start / 1000,
       endTime: end / 1000,
       cpuTime: Number.isNaN(cpu) ? undefined : cpu / 1000,
       bytesIn,
       bytesOut,
+      metrics,
     };
     const node = entry.job.node;
     if (ok === 1) return { node, ok: true, value, workerId, timing };

@@ -41,10 +41,11 @@ export interface CrashMessage {
 /**
  * Worker → pool: the outcomes of the batch's next tasks, in order, RESULT_SIZE slots each:
  * ok (1 or 0), the value or a PackedError, start and end (epoch ms), CPU ms of the worker thread
- * (NaN if unknown), bytes in, bytes out.
+ * (NaN if unknown), bytes in, bytes out, and the task's execute metrics when its code metered
+ * or digested any (else null: the pool derives thread-cpu/noncpu from the times).
  */
 export type ResultsMessage = unknown[];
-export const RESULT_SIZE = 7;
+export const RESULT_SIZE = 8;
 
 export type WorkerMessage = ReadyMessage | CrashMessage | ResultsMessage;
 

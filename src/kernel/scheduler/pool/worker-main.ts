@@ -1,13 +1,14 @@
 // The program each pool worker runs, as a worker thread or as a forked child process: it
 // resolves shipped functions, runs batches of tasks one at a time and reports each task's
-// outcome with its wall times, thread CPU time and bytes moved.
+// outcome with its wall times, thread CPU time, bytes moved and what contextMeter recorded.
 
-import { closeSync, openSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { type MessagePort, receiveMessageOnPort, threadId, workerData } from "node:worker_threads";
 import { nowMs as epochMs } from "../../clock";
+import { estimateNbytes } from "../../diagnostics/nbytes";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
+import { type TaskLedger, TaskMeter, executeMetrics } from "../../metrics/context-meter";
 import {
   CALL,
   type FnSpec,
@@ -87,74 +88,6 @@ function toExpr(wire: WireExpr): Expr {
   }
 }
 
-// ---- Measurements ----------------------------------------------------------------------------
-
-
-/** CPU milliseconds used so far by this thread, or NaN when the platform cannot tell. */
-const threadCpuMs: () => number = (() => {
-  const threadCpuUsage = (process as { threadCpuUsage?: () => { user: number; system: number } }).threadCpuUsage;
-  if (typeof threadCpuUsage === "function") {
-    return () => {
-      const { user, system } = threadCpuUsage.call(process);
-      return (user + system) / 1000;
-    };
-  }
-  // Linux before Node 22.19: the scheduler's own count of ns this thread spent on a CPU. The file
-  // is opened once (by this thread, so it stays this thread's) and re-read with a positioned read.
-  try {
-    const fd = openSync("/proc/thread-self/schedstat", "r");
-    const buffer = Buffer.alloc(64);
-    const read = (): number => {
-      const length = readSync(fd, buffer, 0, buffer.length, 0);
-      const text = buffer.toString("latin1", 0, length);
-      return Number(text.slice(0, text.indexOf(" "))) / 1e6;
-    };
-    if (Number.isFinite(read())) return read;
-    closeSync(fd);
-  } catch {
-    // not Linux, or no schedstat: fall through
-  }
-  if (!isThread) {
-    return () => {
-      const { user, system } = process.cpuUsage();
-      return (user + system) / 1000;
-    };
-  }
-  return () => Number.NaN;
-})();
-
-/**
- * Roughly how many bytes structured clone moves for `value`: a cheap walk (long arrays and
- * objects are sampled) rather than a second serialisation. Shared memory moves nothing between threads.
- */
-function estimateBytes(value: unknown, depth = 0): number {
-  switch (typeof value) {
-    case "number":
-    case "bigint":
-      return 8;
-    case "string":
-      return value.length + 4;
-    case "object":
-      break;
-    default:
-      return 1;
-  }
-  if (value === null) return 1;
-  if (ArrayBuffer.isView(value)) return isThread && value.buffer instanceof SharedArrayBuffer ? 0 : value.byteLength;
-  if (value instanceof ArrayBuffer) return value.byteLength;
-  if (value instanceof SharedArrayBuffer) return isThread ? 0 : value.byteLength;
-  if (depth > 8) return 8;
-  const items: unknown[] =
-    value instanceof Map ? [...value.keys(), ...value.values()] : value instanceof Set ? [...value] : Array.isArray(value) ? value : Object.values(value);
-  const sample = Math.min(items.length, 64);
-  let total = 0;
-  for (let i = 0; i < sample; i++) total += estimateBytes(items[i], depth + 1);
-  if (!Array.isArray(value) && !(value instanceof Map) && !(value instanceof Set)) {
-    for (const name of Object.keys(value).slice(0, sample)) total += name.length + 4;
-  }
-  return 8 + (sample === 0 ? 0 : (total * items.length) / sample);
-}
-
 // ---- Running batches -------------------------------------------------------------------------
 
 /** Results are sent when the batch ends, or sooner once a task has kept them waiting this long. */
@@ -185,41 +118,48 @@ function report(): void {
   }
 }
 
-function record(ok: boolean, value: unknown, start: number, cpuStart: number, bytesIn: number): void {
-  const end = epochMs();
-  const cpu = threadCpuMs() - cpuStart;
-  const bytesOut = ok ? estimateBytes(value) : 0;
-  pending.push(ok ? 1 : 0, ok ? value : packError(value), start, end, cpu, bytesIn, bytesOut);
-  if (end - lastReport > REPORT_AFTER_MS) report();
+/** Times each task and keeps the ledger contextMeter records into while it runs. */
+const meter = new TaskMeter();
+
+function record(ok: boolean, value: unknown, task: TaskLedger, bytesIn: number): void {
+  meter.end(task);
+  const bytesOut = ok ? estimateNbytes(value, isThread) : 0;
+  // Only a task whose code metered something ships its breakdown; the pool derives the rest.
+  const metrics = task.user === null && task.meteredWall === 0 ? null : executeMetrics((task.end - task.start) / 1000, task.cpu / 1000, task);
+  pending.push(ok ? 1 : 0, ok ? value : packError(value), task.start, task.end, task.cpu, bytesIn, bytesOut, metrics);
+  if (task.end - lastReport > REPORT_AFTER_MS) report();
+}
+
+function evaluateWire(wire: WireExpr): unknown {
+  return evaluate(toExpr(wire), []);
 }
 
 /** Runs the batch's tasks from `from` on; false if it is waiting for a task's promise. */
 function runBatch(tasks: RunMessage, from: number): boolean {
   for (let i = from; i < tasks.length; i++) {
-    const bytesIn = estimateBytes(tasks[i]);
-    const start = epochMs();
-    const cpuStart = threadCpuMs();
+    const bytesIn = estimateNbytes(tasks[i], isThread);
+    const task = meter.begin();
     let value: unknown;
     try {
-      value = evaluate(toExpr(tasks[i]), []);
+      value = meter.run(task, evaluateWire, tasks[i]);
     } catch (error) {
-      record(false, error, start, cpuStart, bytesIn);
+      record(false, error, task, bytesIn);
       continue;
     }
     if (isThenable(value)) {
       value.then(
         (resolved) => {
-          record(true, resolved, start, cpuStart, bytesIn);
+          record(true, resolved, task, bytesIn);
           runBatch(tasks, i + 1);
         },
         (error: unknown) => {
-          record(false, error, start, cpuStart, bytesIn);
+          record(false, error, task, bytesIn);
           runBatch(tasks, i + 1);
         },
       );
       return false;
     }
-    record(true, value, start, cpuStart, bytesIn);
+    record(true, value, task, bytesIn);
   }
   if (pending.length > 0) report();
   return true;
