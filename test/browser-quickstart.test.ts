@@ -197,12 +197,14 @@ test("hovering a task shows its key; zooming the top plot zooms all three", asyn
   assert.ok(area !== null);
   await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
   await page.mouse.wheel(0, -600);
+  // Wait on this plot's own axis: the notebook's first .tsdask-plot is another cell's.
+  const plotElement = await plot.elementHandle();
   await page.waitForFunction(
-    (previous) => {
-      const axis = document.querySelector('.tsdask-plot g.plot_0_group g.role-axis[aria-label^="X-axis"]');
-      return axis !== null && axis.getAttribute("aria-label") !== previous;
+    ([element, previous]) => {
+      const axis = element?.querySelector('g.plot_0_group g.role-axis[aria-label^="X-axis"]');
+      return axis != null && axis.getAttribute("aria-label") !== previous;
     },
-    before[0]!.xAxis,
+    [plotElement, before[0]!.xAxis] as const,
     { timeout: 10_000 },
   );
   const after = await subViews(plot);

@@ -9,3 +9,4 @@ export * from "./display";
 export * from "./diagnostics/visualize";
 export * from "./metrics";
 export * from "./dashboard";
+export * from "./distributed";

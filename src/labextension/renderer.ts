@@ -7,8 +7,9 @@ import { FpmView } from "../views/fpm";
 import { PayloadError, parsePayload } from "../views/payload";
 import { PlotView } from "../views/plot";
 import { ProgressView } from "../views/progress";
+import { ClusterView } from "../views/cluster";
 
-type View = ProgressView | PlotView | FpmView;
+type View = ProgressView | PlotView | FpmView | ClusterView;
 
 export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
   private view: View | undefined;
@@ -42,6 +43,9 @@ export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
       // The selection in the payload is where the panel opens; later updates keep what the user picked.
       const view = this.view instanceof FpmView ? this.view : this.replaceView(new FpmView(payload.selection));
       await view.update(payload.data);
+    } else if (payload.kind === "cluster") {
+      const view = this.view instanceof ClusterView ? this.view : this.replaceView(new ClusterView());
+      view.render(payload);
     } else {
       const view = this.view instanceof PlotView ? this.view : this.replaceView(new PlotView());
       await view.render(payload);

@@ -10,7 +10,7 @@ import type { Key } from "../../graph/keys";
 import { formatKey } from "../../graph/keys";
 import { type TaskMetric, executeMetrics } from "../../metrics/context-meter";
 import type { TaskJob, TaskOutcome } from "../executor";
-import { FunctionShipper } from "./ship";
+import { FunctionShipper, FunctionTable } from "./ship";
 import {
   type FnSpec,
   type ReadyMessage,
@@ -58,9 +58,12 @@ export interface PoolClient {
   recordDuration(ms: number): void;
 }
 
+/** What the pool needs of a task: its node (echoed in the outcome) and key (named in errors). */
+export type PoolJob = Pick<TaskJob, "node" | "key">;
+
 interface Entry {
   readonly client: PoolClient;
-  readonly job: TaskJob;
+  readonly job: PoolJob;
   readonly wire: WireExpr;
   readonly fnIds: readonly number[];
   readonly done: (outcome: TaskOutcome) => void;
@@ -91,7 +94,7 @@ const WORKER_SCRIPT = join(__dirname, "worker-main.js");
  * The caller's Node flags minus those that would make the worker something else: a script
  * (`-e`, `-p`), a REPL, a test runner, a file watcher, or a second debugger on the same port.
  */
-function workerExecArgv(): string[] {
+export function workerExecArgv(): string[] {
   const kept: string[] = [];
   const flags = process.execArgv;
   for (let i = 0; i < flags.length; i++) {
@@ -180,10 +183,7 @@ export class WorkerPool {
   private polling = false;
   private waitingForReady = 0;
   private keepsAlive = false;
-  private readonly functionIds = new WeakMap<object, number>();
-  private readonly functionSpecs: FnSpec[] = [];
-  private readonly idsBySpec = new Map<string, number>();
-  private shipper: FunctionShipper | undefined;
+  private readonly functions = new FunctionTable();
   private readonly shipperReady: Promise<FunctionShipper>;
   private resolveShipper!: (shipper: FunctionShipper) => void;
   private rejectShipper!: (error: Error) => void;
@@ -205,7 +205,7 @@ export class WorkerPool {
   /** Resolves once a worker has said which globals task sources may use. */
   async ready(): Promise<FunctionShipper> {
     if (this.broken !== undefined) throw this.broken;
-    if (this.shipper !== undefined) return this.shipper;
+    if (this.functions.shipper !== undefined) return this.functions.shipper;
     // Starting workers are unreferenced; someone waiting for them must keep the process alive.
     this.waitingForReady++;
     this.updateKeepAlive();
@@ -219,24 +219,20 @@ export class WorkerPool {
 
   /** The id under which `fn` travels; decides (and checks) how on first sight. */
   functionId(fn: (...args: never[]) => unknown, key: Key): number {
-    let id = this.functionIds.get(fn);
-    if (id === undefined) {
-      if (this.shipper === undefined) throw new Error(`The ${this.kind} pool is not ready yet (internal: prepare() was skipped)`);
-      // Functions with the same spec (the same source, say, from re-running a notebook cell) share an id,
-      // so the table grows with distinct code rather than with function objects.
-      const spec = this.shipper.spec(fn, key);
-      const specKey = JSON.stringify(spec);
-      id = this.idsBySpec.get(specKey);
-      if (id === undefined) {
-        id = this.functionSpecs.push(spec) - 1;
-        this.idsBySpec.set(specKey, id);
-      }
-      this.functionIds.set(fn, id);
-    }
-    return id;
+    if (this.functions.shipper === undefined) throw new Error(`The ${this.kind} pool is not ready yet (internal: prepare() was skipped)`);
+    return this.functions.idFor(fn, key);
   }
 
-  enqueue(client: PoolClient, job: TaskJob, wire: WireExpr, fnIds: readonly number[], done: (outcome: TaskOutcome) => void): void {
+  /**
+   * The id under which the function `spec` describes travels. Functions with the same spec (the
+   * same source, say, from re-running a notebook cell) share an id, so the table grows with
+   * distinct code rather than with function objects.
+   */
+  functionIdForSpec(spec: FnSpec): number {
+    return this.functions.idOf(spec);
+  }
+
+  enqueue(client: PoolClient, job: PoolJob, wire: WireExpr, fnIds: readonly number[], done: (outcome: TaskOutcome) => void): void {
     if (this.broken !== undefined) {
       done({ node: job.node, ok: false, error: this.broken, workerId: null });
       return;
@@ -260,6 +256,34 @@ export class WorkerPool {
       this.workers[i] = new PoolWorker(this, this.kind, this.keepsAlive);
     }
     this.updateKeepAlive();
+  }
+
+  /**
+   * Stops one task: drops it if it is queued, stops its worker if it is running (the worker is
+   * replaced and the batch's later tasks go back in line); `done` gets `reason`. A task handed to
+   * a worker but not started yet runs anyway; false then, and its outcome arrives as usual.
+   */
+  cancelTask(job: PoolJob, reason: Error): boolean {
+    const queued = this.queue.findIndex((entry) => entry.job === job);
+    if (queued >= 0) {
+      const [entry] = this.queue.splice(queued, 1);
+      entry.done({ node: job.node, ok: false, error: reason, workerId: null });
+      this.updateKeepAlive();
+      return true;
+    }
+    const slot = this.workers.findIndex((worker) => worker.batch?.[worker.reported]?.job === job);
+    if (slot < 0) return false;
+    const worker = this.workers[slot];
+    const [running, ...notStarted] = worker.batch!.slice(worker.reported);
+    worker.retired = true;
+    worker.batch = undefined;
+    worker.transport.stop();
+    this.workers[slot] = new PoolWorker(this, this.kind, this.keepsAlive);
+    this.queue.unshift(...notStarted);
+    running.done({ node: job.node, ok: false, error: reason, workerId: worker.transport.workerId });
+    if (this.queue.length > 0) this.flush();
+    this.updateKeepAlive();
+    return true;
   }
 
   /** Forgets `client`'s tasks that have not been handed to a worker. */
@@ -334,7 +358,7 @@ export class WorkerPool {
       for (const id of entry.fnIds) {
         if (worker.knownFunctions.has(id)) continue;
         worker.knownFunctions.add(id);
-        fns.push([id, this.functionSpecs[id]]);
+        fns.push([id, this.functions.spec(id)]);
       }
     }
     try {
@@ -388,9 +412,8 @@ export class WorkerPool {
   }
 
   private onReady(message: ReadyMessage): void {
-    if (this.shipper !== undefined) return;
-    this.shipper = new FunctionShipper(message.globals);
-    this.resolveShipper(this.shipper);
+    if (this.functions.shipper !== undefined) return;
+    this.resolveShipper(this.functions.setWorkerGlobals(message.globals));
   }
 
   /** The outcome at `results[at …]` (see ResultsMessage). */
