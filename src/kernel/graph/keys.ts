@@ -78,3 +78,19 @@ export function compareKeys(a: Key, b: Key): number {
   }
   return tupleA.length - tupleB.length;
 }
+
+/** The key a `keyId` stands for (its inverse). */
+export function keyFromId(id: string): Key {
+  if (id.charCodeAt(0) !== 0) return id;
+  const rest = id.slice(2);
+  switch (id[1]) {
+    case "s":
+      return rest;
+    case "n":
+      return Number(rest);
+    case "t":
+      return JSON.parse(rest) as Key;
+    default:
+      throw new Error(`Not a key id: ${JSON.stringify(id)}`);
+  }
+}

@@ -181,6 +181,7 @@ export class WorkerPool {
   private readonly functionSpecs: FnSpec[] = [];
   private readonly idsBySpec = new Map<string, number>();
   private shipper: FunctionShipper | undefined;
+  private globals: readonly string[] | undefined;
   private readonly shipperReady: Promise<FunctionShipper>;
   private resolveShipper!: (shipper: FunctionShipper) => void;
   private rejectShipper!: (error: Error) => void;
@@ -221,16 +222,26 @@ export class WorkerPool {
       if (this.shipper === undefined) throw new Error(`The ${this.kind} pool is not ready yet (internal: prepare() was skipped)`);
       // Functions with the same spec (the same source, say, from re-running a notebook cell) share an id,
       // so the table grows with distinct code rather than with function objects.
-      const spec = this.shipper.spec(fn, key);
-      const specKey = JSON.stringify(spec);
-      id = this.idsBySpec.get(specKey);
-      if (id === undefined) {
-        id = this.functionSpecs.push(spec) - 1;
-        this.idsBySpec.set(specKey, id);
-      }
+      id = this.specId(this.shipper.spec(fn, key));
       this.functionIds.set(fn, id);
     }
     return id;
+  }
+
+  /** The id under which a function already described by `spec` travels (a worker of a cluster receives specs, not functions). */
+  specId(spec: FnSpec): number {
+    const specKey = JSON.stringify(spec);
+    let id = this.idsBySpec.get(specKey);
+    if (id === undefined) {
+      id = this.functionSpecs.push(spec) - 1;
+      this.idsBySpec.set(specKey, id);
+    }
+    return id;
+  }
+
+  /** Names on the workers' globalThis that shipped sources may use (known once ready() resolved). */
+  get workerGlobals(): readonly string[] | undefined {
+    return this.globals;
   }
 
   enqueue(client: PoolClient, job: TaskJob, wire: WireExpr, fnIds: readonly number[], done: (outcome: TaskOutcome) => void): void {
@@ -383,6 +394,7 @@ export class WorkerPool {
 
   private onReady(message: ReadyMessage): void {
     if (this.shipper !== undefined) return;
+    this.globals = message.globals;
     this.shipper = new FunctionShipper(message.globals);
     this.resolveShipper(this.shipper);
   }
