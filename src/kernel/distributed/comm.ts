@@ -6,14 +6,14 @@
 
 import { EventEmitter } from "node:events";
 import { type Server, type Socket, createConnection, createServer } from "node:net";
-import { decodeValue, encodeValue } from "./frames";
+import { decodeValue, encodeValue, framesByteLength, framesHeader } from "./frames";
 
 /** Anything longer is a corrupt stream, not a message (4 GiB per part, 1 M parts). */
 const MAX_PARTS = 1 << 20;
 
 export interface ConnectionEvents {
-  /** A message arrived; `bytes` is its size on the wire. */
-  message: [value: unknown, bytes: number];
+  /** A message arrived; `bytes` is its size on the wire, `decodeSeconds` the time its frames took to decode. */
+  message: [value: unknown, bytes: number, decodeSeconds: number];
   /** The socket closed; `error` when it broke rather than ended. */
   close: [error: Error | undefined];
 }
@@ -27,7 +27,11 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     socket.setNoDelay?.(true);
     socket.on("data", (chunk: Buffer) => {
       try {
-        this.reader.push(chunk, (parts, bytes) => this.emit("message", decodeValue(parts), bytes));
+        this.reader.push(chunk, (parts, bytes) => {
+          const decodeStart = performance.now();
+          const value = decodeValue(parts);
+          this.emit("message", value, bytes, (performance.now() - decodeStart) / 1000);
+        });
       } catch (error) {
         socket.destroy(error as Error);
       }
@@ -59,18 +63,23 @@ export class Connection extends EventEmitter<ConnectionEvents> {
 
   /** Sends one value; returns the bytes it takes on the wire. Throws if the connection is closed. */
   send(value: unknown): number {
+    return this.sendFrames(encodeValue(value));
+  }
+
+  /**
+   * Sends a value already encoded with `encodeValue` (so the caller can time the encoding);
+   * returns the bytes on the wire. `onWritten` is called once the last byte was handed to the
+   * operating system (or with the error that stopped it).
+   */
+  sendFrames(parts: readonly Buffer[], onWritten?: (error?: Error) => void): number {
     if (this.closed) throw new Error("Cannot send: the connection is closed");
-    const parts = encodeValue(value);
-    const header = Buffer.allocUnsafe(4 * (parts.length + 1));
-    header.writeUInt32LE(parts.length, 0);
-    let bytes = header.length;
-    for (let i = 0; i < parts.length; i++) {
-      header.writeUInt32LE(parts[i].byteLength, 4 * (i + 1));
-      bytes += parts[i].byteLength;
-    }
+    const header = framesHeader(parts);
+    const bytes = header.length + framesByteLength(parts);
+    const written = onWritten === undefined ? undefined : (error?: Error | null): void => onWritten(error ?? undefined);
+    const nonEmpty = parts.filter((part) => part.byteLength > 0);
     this.socket.cork();
-    this.socket.write(header);
-    for (const part of parts) if (part.byteLength > 0) this.socket.write(part);
+    this.socket.write(header, nonEmpty.length === 0 ? written : undefined);
+    nonEmpty.forEach((part, i) => this.socket.write(part, i === nonEmpty.length - 1 ? written : undefined));
     this.socket.uncork();
     return bytes;
   }

@@ -227,3 +227,14 @@ export function framesByteLength(parts: readonly Uint8Array[]): number {
   for (const part of parts) total += part.byteLength;
   return total;
 }
+
+/**
+ * The length header that precedes frames on a socket or in a spill file: the number of parts,
+ * then each part's length, as 32-bit little-endian integers.
+ */
+export function framesHeader(parts: readonly Uint8Array[]): Buffer {
+  const header = Buffer.allocUnsafe(4 * (parts.length + 1));
+  header.writeUInt32LE(parts.length, 0);
+  for (let i = 0; i < parts.length; i++) header.writeUInt32LE(parts[i].byteLength, 4 * (i + 1));
+  return header;
+}

@@ -242,4 +242,9 @@ export interface WorkerStartConfig {
   readonly localDirectory: string;
   /** Seconds added to the worker's own clock, to test clock correction (or TSDASK_CLOCK_OFFSET). */
   readonly clockOffset?: number;
+  /**
+   * Dask's memory thresholds as fractions of memoryLimit (distributed.worker.memory.target,
+   * .spill, .pause; false turns one off). Defaults 0.6, 0.7, 0.8.
+   */
+  readonly memoryThresholds?: { readonly target?: number | false; readonly spill?: number | false; readonly pause?: number | false };
 }

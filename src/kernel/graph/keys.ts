@@ -15,6 +15,22 @@ export function keyId(key: Key): string {
   return "\u0000t" + JSON.stringify(key);
 }
 
+/** The key `keyId` made `id` from. */
+export function keyFromId(id: string): Key {
+  if (id.charCodeAt(0) !== 0) return id;
+  const body = id.slice(2);
+  switch (id[1]) {
+    case "s":
+      return body;
+    case "n":
+      return Number(body);
+    case "t":
+      return JSON.parse(body) as Key;
+    default:
+      throw new Error(`Not a key id: ${JSON.stringify(id)}`);
+  }
+}
+
 /** True for a value that can be a key: a string, a finite number, or a tuple of those. */
 export function isKey(value: unknown): value is Key {
   if (typeof value === "string") return true;
@@ -77,20 +93,4 @@ export function compareKeys(a: Key, b: Key): number {
     if (order !== 0) return order;
   }
   return tupleA.length - tupleB.length;
-}
-
-/** The key a `keyId` stands for (its inverse). */
-export function keyFromId(id: string): Key {
-  if (id.charCodeAt(0) !== 0) return id;
-  const rest = id.slice(2);
-  switch (id[1]) {
-    case "s":
-      return rest;
-    case "n":
-      return Number(rest);
-    case "t":
-      return JSON.parse(rest) as Key;
-    default:
-      throw new Error(`Not a key id: ${JSON.stringify(id)}`);
-  }
 }

@@ -1,59 +1,14 @@
-// The Redis server's clock (its TIME command) as the reference every process of a Redis cluster
-// agrees on: workers report times on it, the client turns them into its own clock's.
+// The Redis server's clock (its TIME command) is the reference of a Redis cluster: workers
+// report times on it and the client turns them into its own clock's, each with the estimate the
+// cluster worker keeps of its scheduler's clock (../worker/clock).
 
 import type { Redis } from "ioredis";
-import { now } from "../../clock";
+import type { WorkerClock } from "../worker/clock";
 
-interface Sample {
-  /** local − Redis, seconds. */
-  readonly offset: number;
-  /** Round trip, seconds: the offset is known to within half of it. */
-  readonly roundTrip: number;
-}
-
-/** Samples kept: the estimate is the one with the shortest round trip among these. */
-const WINDOW = 8;
-
-/** Estimates (local clock − Redis clock) NTP-style, from the midpoint of TIME's round trip. */
-export class RedisClock {
-  private readonly samples: Sample[] = [];
-
-  constructor(
-    private readonly redis: Redis,
-    /** The local clock, epoch seconds. */
-    private readonly localNow: () => number = now,
-  ) {}
-
-  /** Takes one sample; returns the current estimate. */
-  async sample(): Promise<number> {
-    const before = this.localNow();
-    const [seconds, microseconds] = await this.redis.time();
-    const after = this.localNow();
-    const redisNow = Number(seconds) + Number(microseconds) / 1e6;
-    this.samples.push({ offset: (before + after) / 2 - redisNow, roundTrip: after - before });
-    if (this.samples.length > WINDOW) this.samples.shift();
-    return this.offset;
-  }
-
-  /** local − Redis, seconds (0 before the first sample). */
-  get offset(): number {
-    let best: Sample | undefined;
-    for (const sample of this.samples) if (best === undefined || sample.roundTrip < best.roundTrip) best = sample;
-    return best?.offset ?? 0;
-  }
-
-  /** A local time on the Redis clock. */
-  toRedis(localSeconds: number): number {
-    return localSeconds - this.offset;
-  }
-
-  /** A Redis-clock time on the local clock. */
-  fromRedis(redisSeconds: number): number {
-    return redisSeconds + this.offset;
-  }
-
-  /** Now, on the Redis clock. */
-  redisNow(): number {
-    return this.toRedis(this.localNow());
-  }
+/** One round trip to Redis's TIME, learnt by `clock` (its "scheduler" is the Redis server). */
+export async function observeRedisTime(redis: Redis, clock: WorkerClock): Promise<void> {
+  const sent = clock.now();
+  const [seconds, microseconds] = await redis.time();
+  const received = clock.now();
+  clock.observe(sent, received, Number(seconds) + Number(microseconds) / 1e6);
 }

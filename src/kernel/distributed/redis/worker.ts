@@ -15,18 +15,19 @@ import type { Redis } from "ioredis";
 import type { MetricRecord, StartStop, TransferLogEntry, WorkerStatus } from "../../../protocol/records";
 import { now } from "../../clock";
 import { formatKey, keyFromId } from "../../graph/keys";
-import type { TaskTiming } from "../../scheduler/executor";
-import { WorkerPool } from "../../scheduler/pool/pool";
 import { packError } from "../../scheduler/pool/wire";
 import { decodeValue } from "../frames";
 import type { WireTask, WorkerMetrics } from "../messages";
-import { RedisClock } from "./clock";
+import { WorkerClock, simulatedClockOffset } from "../worker/clock";
+import { type Metric, MetricsLedger } from "../worker/digests";
+import { type TaskRun, TaskRunner } from "../worker/execute";
+import { observeRedisTime } from "./clock";
 import { type RedisTarget, connectRedis, parseRedisUrl, redisOptions } from "./connection";
-import { TaskRunner } from "./execute";
+import { FunctionGate } from "./functions";
 import { type OutcomeEntry, type TaskJobData, decodeInlineTask, encodeOutcome } from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
-import { RedisStore, sweepNamespace } from "./store";
+import { type FetchResult, RedisStore, sweepNamespace } from "./store";
 
 export interface RedisWorkerOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
@@ -56,6 +57,8 @@ export interface RedisWorkerOptions {
   readonly log?: (line: string) => void;
 }
 
+type Settings = Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url" | "clockOffset">> & { readonly tls?: TlsOptions };
+
 /** A client whose task queue this worker serves. */
 interface ServedClient {
   readonly namespace: Namespace;
@@ -73,9 +76,7 @@ export class RedisWorker {
   readonly target: RedisTarget;
   private readonly served = new Map<string, ServedClient>();
   private readonly missingSince = new Map<string, number>();
-  private readonly localNow: () => number;
-  private readonly clock: RedisClock;
-  private readonly runner: TaskRunner;
+  private readonly gate: FunctionGate;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private seq = 0;
   private status: WorkerStatus = "running";
@@ -93,28 +94,26 @@ export class RedisWorker {
   private lastBeat = now();
 
   private constructor(
-    private readonly options: Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url">> & { readonly tls?: TlsOptions },
+    private readonly options: Settings,
     name: string,
     target: RedisTarget,
     private readonly redis: Redis,
     private readonly subscriber: Redis,
-    private readonly pool: WorkerPool,
+    private readonly runner: TaskRunner,
     private readonly registration: WorkerRegistration,
+    /** This worker's clock, and its estimate of the Redis server's (the cluster's reference). */
+    private readonly clock: WorkerClock,
     private readonly log: (line: string) => void,
-    clock: RedisClock,
-    localNow: () => number,
   ) {
     this.name = name;
     this.target = target;
-    this.clock = clock;
-    this.localNow = localNow;
-    this.runner = new TaskRunner(pool, { name, host: hostname(), allowSource: options.allowSource });
+    this.gate = new FunctionGate({ name, host: hostname(), allowSource: options.allowSource });
   }
 
   /** Connects, starts the threads and registers; a clear error if Redis cannot be reached or the name is taken. */
   static async start(options: RedisWorkerOptions): Promise<RedisWorker> {
     const target = parseRedisUrl(options.url);
-    const settings = {
+    const settings: Settings = {
       nthreads: options.nthreads ?? availableParallelism(),
       memoryLimit: options.memoryLimit ?? totalmem(),
       allowSource: options.allowSource ?? false,
@@ -124,22 +123,20 @@ export class RedisWorker {
       lockDuration: options.lockDuration ?? 5,
       stalledInterval: options.stalledInterval ?? 2,
       maxStalledCount: options.maxStalledCount ?? 3,
-      clockOffset: options.clockOffset ?? Number(process.env.TSDASK_CLOCK_OFFSET ?? 0),
     };
     if (!Number.isInteger(settings.nthreads) || settings.nthreads < 1) throw new RangeError(`nthreads must be a whole number ≥ 1, got ${settings.nthreads}`);
+    const clock = new WorkerClock(simulatedClockOffset(options.clockOffset));
     const name = options.name ?? `${hostname()}-${process.pid}`;
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
     const connectOptions = { tls: options.tls, connectionName: `tsdask-worker-${name.replace(/\s/g, "_")}` };
     const redis = await connectRedis(target, connectOptions);
     let subscriber: Redis | undefined;
-    let pool: WorkerPool | undefined;
+    let runner: TaskRunner | undefined;
     try {
       subscriber = await connectRedis(target, connectOptions, false);
-      pool = new WorkerPool("threads", settings.nthreads);
-      await pool.ready();
-      const localNow = (): number => now() + settings.clockOffset;
-      const clock = new RedisClock(redis, localNow);
-      await clock.sample();
+      runner = new TaskRunner(settings.nthreads);
+      const globals = await runner.ready();
+      await observeRedisTime(redis, clock);
       const registration = new WorkerRegistration(
         redis,
         {
@@ -148,18 +145,18 @@ export class RedisWorker {
           pid: process.pid,
           nthreads: settings.nthreads,
           memoryLimit: settings.memoryLimit,
-          globals: pool.workerGlobals ?? [],
+          globals,
           allowSource: settings.allowSource,
-          started: clock.redisNow(),
+          started: clock.schedulerNow(),
         },
         settings.ttl * 1000,
       );
       await registration.register();
-      const worker = new RedisWorker(settings, name, target, redis, subscriber, pool, registration, log, clock, localNow);
+      const worker = new RedisWorker(settings, name, target, redis, subscriber, runner, registration, clock, log);
       await worker.begin();
       return worker;
     } catch (error) {
-      pool?.close();
+      runner?.close();
       subscriber?.disconnect();
       redis.disconnect();
       throw error;
@@ -308,9 +305,10 @@ export class RedisWorker {
    * outcome still to be pushed (the task erred, or inputs were missing), or undefined.
    */
   private async execute(store: RedisStore, data: TaskJobData, base: Pick<OutcomeEntry, "jobId" | "key" | "worker">): Promise<OutcomeEntry | undefined> {
-    const received = this.localNow();
+    const gather = new MetricsLedger();
+    const received = this.clock.now();
     this.fetching++;
-    let fetched;
+    let fetched: FetchResult;
     let done: boolean;
     try {
       // The inputs, and whether an earlier run of this job already published the result (one round trip).
@@ -321,49 +319,51 @@ export class RedisWorker {
     // That run pushed its outcome in the same step as its result: nothing more to do.
     if (done) return undefined;
     if (fetched.missing.length > 0) return { ...base, status: "missing", missing: fetched.missing };
-    const fetchedAt = this.localNow();
+    const fetchedAt = this.clock.now();
     const inputs = new Map<string, unknown>();
     for (const [key, frames] of fetched.frames) inputs.set(key, decodeValue(frames));
     const task = "frames" in data.task ? decodeInlineTask(data.task.frames) : ((await store.getTask(data.key, data.task.stored)) as WireTask);
-    const decodedAt = this.localNow();
+    const decodedAt = this.clock.now();
     const transferred = data.inputs.length > 0;
-    if (transferred) this.recordTransfer(fetched.bytes, fetchedAt - received);
-    const transfer: StartStop[] = transferred ? [{ action: "transfer", start: this.toRedis(received), stop: this.toRedis(decodedAt), source: "redis" }] : [];
-    const fetchMetrics: MetricRecord[] = transferred
-      ? [
-          { context: "gather-dep", activity: "network", unit: "seconds", value: fetchedAt - received },
-          { context: "gather-dep", activity: "network", unit: "bytes", value: fetched.bytes },
-          { context: "gather-dep", activity: "deserialize", unit: "seconds", value: decodedAt - fetchedAt },
-        ]
-      : [];
-    const execute = (activity: string, value: number, unit = "seconds"): MetricRecord => ({ context: "execute", span: data.spanId, prefix: data.prefix, activity, unit, value });
+    const startstops: StartStop[] = [];
+    const metrics: MetricRecord[] = [];
+    let transfer: TransferLogEntry | undefined;
+    if (transferred) {
+      this.recordTransfer(fetched.bytes, fetchedAt - received);
+      startstops.push({ action: "transfer", start: this.toRedis(received), stop: this.toRedis(decodedAt), source: "redis" });
+      gather.add("network", fetchedAt - received, "seconds");
+      gather.add("deserialize", decodedAt - fetchedAt, "seconds");
+      metrics.push(...gather.finalize().map((metric) => gatherDepRecord(metric)));
+      transfer = this.transferLogEntry(fetched, received, decodedAt);
+    }
+    const execute = new MetricsLedger();
+    const executeRecord = (metric: Metric): MetricRecord => ({ context: "execute", span: data.spanId, prefix: data.prefix, activity: metric[0], unit: metric[2], value: metric[1] });
 
-    const refusal = this.runner.refusal(data.functions, data.name);
+    const refusal = this.gate.refusal(data.functions, data.name);
     if (refusal !== undefined) {
-      return { ...base, status: "erred", error: packError(refusal), thread: 0, startstops: transfer, metrics: fetchMetrics };
+      return { ...base, status: "erred", error: packError(refusal), thread: 0, startstops, metrics: [...metrics, ...execute.finalize("failed").map(executeRecord)] };
     }
     this.executing++;
-    let outcome;
+    let run: TaskRun;
     try {
-      outcome = await this.runner.run(keyFromId(data.key), task, data.functions, inputs);
+      run = await new Promise<TaskRun>((resolve) => {
+        this.runner.defineFunctions(data.functions);
+        this.runner.run({ key: data.key, name: data.name, task, inputs }, resolve);
+      });
     } finally {
       this.executing--;
     }
-    const timing = outcome.timing;
-    const thread = typeof outcome.workerId === "number" ? outcome.workerId : 0;
-    const computed = this.localNow();
-    const start = timing === undefined ? decodedAt : timing.startTime + this.options.clockOffset;
-    const stop = timing === undefined ? computed : timing.endTime + this.options.clockOffset;
-    const startstops: StartStop[] = [...transfer, { action: "compute", start: this.toRedis(start), stop: this.toRedis(stop) }];
-    const metrics = [...fetchMetrics, execute("executor", Math.max(0, start - decodedAt)), ...threadMetrics(timing, execute)];
-    if (!outcome.ok) {
-      return { ...base, status: "erred", error: packError(outcome.error), thread, startstops, metrics: [...fetchMetrics, execute("failed", stop - received)] };
+    const thread = Math.max(0, run.thread);
+    startstops.push({ action: "compute", start: this.toRedis(this.clock.fromMachine(run.start)), stop: this.toRedis(this.clock.fromMachine(run.end)) });
+    if (!run.ok) {
+      return { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...execute.finalize("failed").map(executeRecord)] };
     }
-    const transferLog = transferred ? this.transferLogEntry(fetched, received, decodedAt) : undefined;
-    const serializeStart = this.localNow();
-    await store.put(data.key, outcome.value, (info) => {
+    for (const [activity, value, unit] of run.metrics) execute.add(activity, value, unit);
+    const serializing = performance.now();
+    await store.put(data.key, run.value, (info) => {
       this.outgoingBytes += info.nbytes;
       this.outgoingCount++;
+      execute.add("serialize", (performance.now() - serializing) / 1000, "seconds");
       return encodeOutcome({
         ...base,
         status: "finished",
@@ -371,14 +371,14 @@ export class RedisWorker {
         type: info.type,
         thread,
         startstops,
-        metrics: [...metrics, execute("serialize", this.localNow() - serializeStart)],
-        transfer: transferLog,
+        metrics: [...metrics, ...execute.finalize().map(executeRecord)],
+        transfer,
       });
     });
     return undefined;
   }
 
-  private transferLogEntry(fetched: { sizes: Map<string, number>; types: Map<string, string>; bytes: number }, start: number, stop: number): TransferLogEntry {
+  private transferLogEntry(fetched: FetchResult, start: number, stop: number): TransferLogEntry {
     const keys: Record<string, number> = {};
     let total = 0;
     for (const [key, size] of fetched.sizes) {
@@ -407,15 +407,16 @@ export class RedisWorker {
     this.bandwidth = this.bandwidth === 0 ? observed : 0.9 * this.bandwidth + 0.1 * observed;
   }
 
-  private toRedis(localSeconds: number): number {
-    return this.clock.toRedis(localSeconds);
+  /** A time on this worker's clock, on the Redis server's. */
+  private toRedis(workerSeconds: number): number {
+    return this.clock.toScheduler(workerSeconds);
   }
 
   // ---- Heartbeats and leaving ---------------------------------------------------------------
 
   private async heartbeat(): Promise<void> {
     try {
-      await this.clock.sample();
+      await observeRedisTime(this.redis, this.clock);
       const time = now();
       const cpu = process.cpuUsage(this.lastCpu);
       const elapsed = Math.max(1e-3, time - this.lastBeat);
@@ -433,7 +434,7 @@ export class RedisWorker {
       };
       this.incomingBytes = this.outgoingBytes = this.incomingCount = this.outgoingCount = 0;
       this.bandwidth *= Math.pow(0.5, elapsed / BANDWIDTH_HALF_LIFE);
-      await this.registration.beat({ time: this.clock.redisNow(), seq: ++this.seq, status: this.status, clockOffset: this.clock.offset, metrics });
+      await this.registration.beat({ time: this.clock.schedulerNow(), seq: ++this.seq, status: this.status, clockOffset: this.clock.offset, metrics });
     } catch (error) {
       // Redis unreachable: the connection's reconnection is logged; the next beat tries again.
       void error;
@@ -452,20 +453,15 @@ export class RedisWorker {
     await this.refreshing;
     await Promise.all([...this.served.keys()].map((id) => this.stopServing(id, false)));
     await this.registration.leave().catch(() => {});
-    this.pool.close();
+    this.runner.close();
     this.status = "closed";
     await Promise.all([this.subscriber.quit().catch(() => {}), this.redis.quit().catch(() => {})]);
     this.log(`tsdask worker ${this.name}: closed`);
   }
 }
 
-/** Execute metrics measured on the task's thread: thread-cpu, thread-noncpu. */
-function threadMetrics(timing: TaskTiming | undefined, execute: (activity: string, value: number) => MetricRecord): MetricRecord[] {
-  if (timing === undefined) return [];
-  const wall = timing.endTime - timing.startTime;
-  if (timing.cpuTime === undefined) return [execute("thread-noncpu", wall)];
-  const cpu = Math.min(timing.cpuTime, wall);
-  return [execute("thread-cpu", cpu), execute("thread-noncpu", wall - cpu)];
+function gatherDepRecord([activity, value, unit]: Metric): MetricRecord {
+  return { context: "gather-dep", activity, unit, value };
 }
 
 function lostTaskMessage(name: string, reason: string, maxStalledCount: number): string {

@@ -57,9 +57,12 @@ export interface PoolClient {
   recordDuration(ms: number): void;
 }
 
+/** What the pool needs of a task: its node (echoed in the outcome) and key (named in errors). */
+export type PoolJob = Pick<TaskJob, "node" | "key">;
+
 interface Entry {
   readonly client: PoolClient;
-  readonly job: TaskJob;
+  readonly job: PoolJob;
   readonly wire: WireExpr;
   readonly fnIds: readonly number[];
   readonly done: (outcome: TaskOutcome) => void;
@@ -181,7 +184,6 @@ export class WorkerPool {
   private readonly functionSpecs: FnSpec[] = [];
   private readonly idsBySpec = new Map<string, number>();
   private shipper: FunctionShipper | undefined;
-  private globals: readonly string[] | undefined;
   private readonly shipperReady: Promise<FunctionShipper>;
   private resolveShipper!: (shipper: FunctionShipper) => void;
   private rejectShipper!: (error: Error) => void;
@@ -220,16 +222,18 @@ export class WorkerPool {
     let id = this.functionIds.get(fn);
     if (id === undefined) {
       if (this.shipper === undefined) throw new Error(`The ${this.kind} pool is not ready yet (internal: prepare() was skipped)`);
-      // Functions with the same spec (the same source, say, from re-running a notebook cell) share an id,
-      // so the table grows with distinct code rather than with function objects.
-      id = this.specId(this.shipper.spec(fn, key));
+      id = this.functionIdForSpec(this.shipper.spec(fn, key));
       this.functionIds.set(fn, id);
     }
     return id;
   }
 
-  /** The id under which a function already described by `spec` travels (a worker of a cluster receives specs, not functions). */
-  specId(spec: FnSpec): number {
+  /**
+   * The id under which the function `spec` describes travels. Functions with the same spec (the
+   * same source, say, from re-running a notebook cell) share an id, so the table grows with
+   * distinct code rather than with function objects.
+   */
+  functionIdForSpec(spec: FnSpec): number {
     const specKey = JSON.stringify(spec);
     let id = this.idsBySpec.get(specKey);
     if (id === undefined) {
@@ -239,12 +243,7 @@ export class WorkerPool {
     return id;
   }
 
-  /** Names on the workers' globalThis that shipped sources may use (known once ready() resolved). */
-  get workerGlobals(): readonly string[] | undefined {
-    return this.globals;
-  }
-
-  enqueue(client: PoolClient, job: TaskJob, wire: WireExpr, fnIds: readonly number[], done: (outcome: TaskOutcome) => void): void {
+  enqueue(client: PoolClient, job: PoolJob, wire: WireExpr, fnIds: readonly number[], done: (outcome: TaskOutcome) => void): void {
     if (this.broken !== undefined) {
       done({ node: job.node, ok: false, error: this.broken, workerId: null });
       return;
@@ -268,6 +267,34 @@ export class WorkerPool {
       this.workers[i] = new PoolWorker(this, this.kind, this.keepsAlive);
     }
     this.updateKeepAlive();
+  }
+
+  /**
+   * Stops one task: drops it if it is queued, stops its worker if it is running (the worker is
+   * replaced and the batch's later tasks go back in line); `done` gets `reason`. A task handed to
+   * a worker but not started yet runs anyway; false then, and its outcome arrives as usual.
+   */
+  cancelTask(job: PoolJob, reason: Error): boolean {
+    const queued = this.queue.findIndex((entry) => entry.job === job);
+    if (queued >= 0) {
+      const [entry] = this.queue.splice(queued, 1);
+      entry.done({ node: job.node, ok: false, error: reason, workerId: null });
+      this.updateKeepAlive();
+      return true;
+    }
+    const slot = this.workers.findIndex((worker) => worker.batch?.[worker.reported]?.job === job);
+    if (slot < 0) return false;
+    const worker = this.workers[slot];
+    const [running, ...notStarted] = worker.batch!.slice(worker.reported);
+    worker.retired = true;
+    worker.batch = undefined;
+    worker.transport.stop();
+    this.workers[slot] = new PoolWorker(this, this.kind, this.keepsAlive);
+    this.queue.unshift(...notStarted);
+    running.done({ node: job.node, ok: false, error: reason, workerId: worker.transport.workerId });
+    if (this.queue.length > 0) this.flush();
+    this.updateKeepAlive();
+    return true;
   }
 
   /** Forgets `client`'s tasks that have not been handed to a worker. */
@@ -394,7 +421,6 @@ export class WorkerPool {
 
   private onReady(message: ReadyMessage): void {
     if (this.shipper !== undefined) return;
-    this.globals = message.globals;
     this.shipper = new FunctionShipper(message.globals);
     this.resolveShipper(this.shipper);
   }

@@ -48,7 +48,8 @@ export class FunctionShipper {
   private readonly decided = new WeakMap<AnyFunction, FnSpec | Refusal>();
   private readonly allowed: ReadonlySet<string>;
 
-  constructor(workerGlobals: readonly string[]) {
+  /** `workerGlobals`: the names on a worker's globalThis, as its ready message listed them. */
+  constructor(readonly workerGlobals: readonly string[]) {
     this.allowed = new Set([...workerGlobals, "require"]);
   }
 

@@ -3,14 +3,12 @@
 // outcome with its wall times, thread CPU time and bytes moved.
 
 import { closeSync, openSync, readSync } from "node:fs";
-import { createRequire } from "node:module";
-import { join } from "node:path";
 import { type MessagePort, receiveMessageOnPort, threadId, workerData } from "node:worker_threads";
 import { nowMs as epochMs } from "../../clock";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
+import { type AnyFunction, resolveFunction } from "./functions";
 import {
   CALL,
-  type FnSpec,
   LIST,
   LITERAL,
   type RunMessage,
@@ -19,8 +17,6 @@ import {
   type WorkerMessage,
   packError,
 } from "./wire";
-
-type AnyFunction = (...args: unknown[]) => unknown;
 
 /** A thread talks to its pool over a port of its own, which it can also poll synchronously. */
 const port = (workerData as { port?: MessagePort } | null)?.port ?? null;
@@ -38,34 +34,7 @@ function exitIfOrphaned(error: Error | null): void {
 
 // ---- Functions -------------------------------------------------------------------------------
 
-// `require` inside shipped sources resolves packages as a script in the caller's directory would.
-const taskRequire = createRequire(join(process.cwd(), "[tsdask task]"));
 const functions = new Map<number, AnyFunction>();
-const compiledBySource = new Map<string, AnyFunction>();
-
-function resolve(spec: FnSpec): AnyFunction {
-  switch (spec.kind) {
-    case "module": {
-      const exported = require(spec.path) as Record<string, unknown>;
-      return (spec.name === "" ? exported : exported[spec.name]) as AnyFunction;
-    }
-    case "global":
-      return spec.path.reduce<unknown>((owner, name) => (owner as Record<string, unknown>)[name], globalThis) as AnyFunction;
-    case "source": {
-      const cacheKey = (spec.method ? "m" : "f") + spec.source;
-      let fn = compiledBySource.get(cacheKey);
-      if (fn === undefined) {
-        // The caller checked that the source uses only names this scope provides.
-        const body = spec.method
-          ? `const holder = {${spec.source}\n}; return holder[Reflect.ownKeys(holder)[0]];`
-          : `return (${spec.source}\n);`;
-        fn = new Function("require", body)(taskRequire) as AnyFunction;
-        compiledBySource.set(cacheKey, fn);
-      }
-      return fn;
-    }
-  }
-}
 
 function toExpr(wire: WireExpr): Expr {
   if (!Array.isArray(wire)) return { kind: "literal", value: wire };
@@ -252,7 +221,7 @@ function poll(from: MessagePort): RunMessage | undefined {
 function runMessage(message: RunMessage): boolean {
   for (const [id, spec] of message[0] ?? []) {
     try {
-      functions.set(id, resolve(spec));
+      functions.set(id, resolveFunction(spec));
     } catch (error) {
       // Reported by the first task that calls it.
       const fail = (): never => {

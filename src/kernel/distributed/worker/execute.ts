@@ -1,0 +1,181 @@
+// Running one task of a cluster worker on its task threads (the pool's "threads" workers): the
+// function table the scheduler fills, the task's wire expression with its inputs put in, and the
+// execute-layer measurements of Dask's fine performance metrics. Nothing here knows where inputs
+// came from, so any worker kind (peer-to-peer, Redis) can run tasks with it.
+
+import { now as machineNow } from "../../clock";
+import { keyFromId } from "../../graph/keys";
+import type { TaskOutcome, TaskTiming } from "../../scheduler/executor";
+import { type PoolClient, type PoolJob, WorkerPool } from "../../scheduler/pool/pool";
+import { CALL, type FnSpec, LIST, LITERAL, type PackedError, type WireExpr, packError } from "../../scheduler/pool/wire";
+import type { WireTask } from "../messages";
+import type { Metric } from "./digests";
+
+export interface TaskRequest {
+  readonly key: string;
+  /** Dask's repr of the key, for errors. */
+  readonly name: string;
+  readonly task: WireTask;
+  /** keyId → value of every key the expression references. */
+  readonly inputs: ReadonlyMap<string, unknown>;
+}
+
+export interface TaskRun {
+  readonly ok: boolean;
+  /** The result, when ok. */
+  readonly value: unknown;
+  /** The error, when not ok. */
+  readonly error: PackedError | undefined;
+  /** The task thread's id (-1 when the task never reached one). */
+  readonly thread: number;
+  /** Machine clock, epoch seconds: handed to the pool, started and ended on the thread, outcome back here. */
+  readonly submitted: number;
+  readonly start: number;
+  readonly end: number;
+  readonly arrived: number;
+  /**
+   * Execute-layer metrics: thread-cpu and thread-noncpu (net of what the task metered itself,
+   * when the pool reports that), the task's own meters and digests, and "executor" (waiting for
+   * a thread, and the trips to and from it).
+   */
+  readonly metrics: readonly Metric[];
+}
+
+/** The pool's TaskTiming, with the task's own metrics list where the pool reports one. */
+type TimingWithMetrics = TaskTiming & { readonly metrics?: readonly (readonly [activity: string, value: number, unit: string])[] };
+
+/** Mean task durations below this are waited for awake (the pool's quick-task path). */
+const QUICK_TASK_MS = 0.05;
+
+export class TaskRunner implements PoolClient {
+  private readonly pool: WorkerPool;
+  /** The scheduler's function ids → the pool's. */
+  private readonly functionIds = new Map<number, number>();
+  private readonly specs = new Map<number, FnSpec>();
+  private nextNode = 0;
+  private meanTaskMs = Number.NaN;
+  // The state machine hands out at most one task per thread, so batches never form.
+  readonly batchSize = 1;
+
+  constructor(readonly nthreads: number) {
+    this.pool = new WorkerPool("threads", nthreads);
+  }
+
+  get quickTasks(): boolean {
+    return this.meanTaskMs < QUICK_TASK_MS;
+  }
+
+  recordDuration(ms: number): void {
+    this.meanTaskMs = Number.isNaN(this.meanTaskMs) ? ms : 0.9 * this.meanTaskMs + 0.1 * ms;
+  }
+
+  /** Waits for the threads; resolves to the names shipped sources may use (for `register`). */
+  async ready(): Promise<readonly string[]> {
+    return (await this.pool.ready()).workerGlobals;
+  }
+
+  defineFunctions(functions: readonly (readonly [number, FnSpec])[]): void {
+    for (const [id, spec] of functions) {
+      this.specs.set(id, spec);
+      this.functionIds.set(id, this.pool.functionIdForSpec(spec));
+    }
+  }
+
+  /** Starts `request` on a thread; `done` gets its outcome once. Returns a handle to cancel it. */
+  run(request: TaskRequest, done: (run: TaskRun) => void): RunningTask {
+    const job: PoolJob = { node: this.nextNode++, key: keyFromId(request.key) };
+    const submitted = machineNow();
+    const fnIds: number[] = [];
+    let wire: WireExpr;
+    try {
+      wire = this.toPoolExpr(request.task, request, fnIds);
+    } catch (error) {
+      done(failedRun(error, submitted));
+      return new RunningTask(this.pool, job);
+    }
+    this.pool.enqueue(this, job, wire, fnIds, (outcome) => done(this.toRun(outcome, submitted)));
+    return new RunningTask(this.pool, job);
+  }
+
+  /** Stops the threads; tasks still running fail. */
+  close(): void {
+    this.pool.close(new Error("The worker is closing"));
+  }
+
+  private toPoolExpr(task: WireTask, request: TaskRequest, fnIds: number[]): WireExpr {
+    switch (task[0]) {
+      case "lit":
+        return Array.isArray(task[1]) ? [LITERAL, task[1]] : task[1];
+      case "ref": {
+        if (!request.inputs.has(task[1])) throw new Error(`Task ${request.name} refers to ${JSON.stringify(task[1])}, which is not among its inputs`);
+        const value = request.inputs.get(task[1]);
+        return Array.isArray(value) ? [LITERAL, value] : value;
+      }
+      case "call": {
+        const [, id, ...args] = task;
+        const poolId = this.functionIds.get(id);
+        if (poolId === undefined) throw new Error(`Task ${request.name} calls function ${id}, which was never defined on this worker`);
+        fnIds.push(poolId);
+        return [CALL, poolId, ...args.map((arg) => this.toPoolExpr(arg, request, fnIds))];
+      }
+      case "list": {
+        const [, ...items] = task;
+        return [LIST, ...items.map((item) => this.toPoolExpr(item, request, fnIds))];
+      }
+      default:
+        throw new Error(`Task ${request.name} has a malformed expression (${JSON.stringify((task as unknown[])[0])})`);
+    }
+  }
+
+  private toRun(outcome: TaskOutcome, submitted: number): TaskRun {
+    const arrived = machineNow();
+    const timing = outcome.timing as TimingWithMetrics | undefined;
+    const thread = typeof outcome.workerId === "number" ? outcome.workerId : -1;
+    if (timing === undefined) {
+      // Never ran on a thread (cancelled while queued) or its thread died: all of it was the executor's.
+      const run = failedRun(outcome.ok ? new Error("Task outcome without timing") : outcome.error, submitted);
+      return { ...run, thread, arrived, end: arrived, metrics: [["executor", arrived - submitted, "seconds"]] };
+    }
+    const { startTime: start, endTime: end } = timing;
+    const metrics: Metric[] = [];
+    if (timing.metrics !== undefined) {
+      metrics.push(...timing.metrics);
+    } else if (timing.cpuTime !== undefined) {
+      const cpu = Math.min(timing.cpuTime, end - start);
+      metrics.push(["thread-cpu", cpu, "seconds"], ["thread-noncpu", end - start - cpu, "seconds"]);
+    } else {
+      metrics.push(["thread-noncpu", end - start, "seconds"]);
+    }
+    metrics.push(["executor", Math.max(0, arrived - submitted - (end - start)), "seconds"]);
+    return {
+      ok: outcome.ok,
+      value: outcome.ok ? outcome.value : undefined,
+      error: outcome.ok ? undefined : packError(outcome.error),
+      thread,
+      submitted,
+      start,
+      end,
+      arrived,
+      metrics,
+    };
+  }
+}
+
+/** A task handed to the runner. */
+export class RunningTask {
+  constructor(
+    private readonly pool: WorkerPool,
+    private readonly job: PoolJob,
+  ) {}
+
+  /** Stops the task (its thread is replaced); its outcome arrives as a failure with `reason`. */
+  cancel(reason: Error): void {
+    this.pool.cancelTask(this.job, reason);
+  }
+}
+
+export function failedRun(error: unknown, submitted: number): TaskRun {
+  const now = machineNow();
+  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: now, end: now, arrived: now, metrics: [] };
+}
+

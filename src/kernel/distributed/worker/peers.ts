@@ -1,0 +1,180 @@
+// Peer data: asking other workers for keys (one connection per peer, kept open) and answering
+// their get-data requests from the data store. Values travel as frames (../frames), so typed
+// arrays and shared memory cross the socket as raw bytes.
+
+import { now as machineSeconds } from "../../clock";
+import { Connection } from "../comm";
+import { encodeValue } from "../frames";
+import type { GetDataReply, GetDataRequest, WorkerAddress } from "../messages";
+import type { WorkerClock } from "./clock";
+import type { Digests } from "./digests";
+import type { DataStore } from "./store";
+import type { TransferStats } from "./transfers";
+import { keyRepr } from "./names";
+
+/** The socket path of a LocalCluster worker's address (`unix://<path>`). */
+export function socketPath(address: WorkerAddress): string {
+  if (!address.startsWith("unix://")) throw new Error(`Worker address ${JSON.stringify(address)} is not a unix:// address`);
+  return address.slice("unix://".length);
+}
+
+export interface FetchResult {
+  readonly values: Readonly<Record<string, unknown>>;
+  readonly missing: readonly string[];
+  /** Bytes of the reply on the wire. */
+  readonly wireBytes: number;
+  /** Machine clock, epoch seconds: before connecting or sending, and once the reply was decoded. */
+  readonly start: number;
+  readonly stop: number;
+  /** Seconds spent decoding the reply's frames (part of start…stop). */
+  readonly deserializeSeconds: number;
+}
+
+interface Waiter {
+  readonly resolve: (reply: unknown, bytes: number, decodeSeconds: number) => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** Connections to peers, one per peer, opened on first use and dropped when they break. */
+export class PeerClient {
+  private readonly connections = new Map<WorkerAddress, Promise<Connection>>();
+  private readonly waiters = new Map<Connection, Waiter[]>();
+  private closed = false;
+
+  /** Asks `worker` for `keys` on behalf of `who` (this worker's address). Rejects if the peer cannot be reached or goes away. */
+  async getData(worker: WorkerAddress, keys: readonly string[], who: WorkerAddress): Promise<FetchResult> {
+    const start = machineSeconds();
+    const connection = await this.connect(worker);
+    const request: GetDataRequest = { op: "get-data", keys, who };
+    return new Promise<FetchResult>((resolve, reject) => {
+      const queue = this.waiters.get(connection);
+      if (queue === undefined || connection.closed) {
+        reject(new Error(`The connection to worker ${worker} closed`));
+        return;
+      }
+      queue.push({
+        resolve: (reply, wireBytes, deserializeSeconds) => {
+          if (!isDataReply(reply)) {
+            reject(new Error(`Worker ${worker} answered get-data with something else (${describe(reply)})`));
+            return;
+          }
+          resolve({ values: reply.values, missing: reply.missing, wireBytes, start, stop: machineSeconds(), deserializeSeconds });
+        },
+        reject,
+      });
+      try {
+        connection.send(request);
+      } catch (error) {
+        queue.pop();
+        reject(error as Error);
+      }
+    });
+  }
+
+  /** Closes every connection; requests in flight fail. */
+  close(): void {
+    this.closed = true;
+    for (const connection of this.waiters.keys()) connection.destroy();
+  }
+
+  private connect(worker: WorkerAddress): Promise<Connection> {
+    if (this.closed) return Promise.reject(new Error("The worker is closing"));
+    let connecting = this.connections.get(worker);
+    if (connecting === undefined) {
+      connecting = Connection.connect(socketPath(worker)).then(
+        (connection) => this.adopt(worker, connection),
+        (error: Error) => {
+          this.connections.delete(worker);
+          throw new Error(`Cannot reach worker ${worker}: ${error.message}`, { cause: error });
+        },
+      );
+      this.connections.set(worker, connecting);
+    }
+    return connecting;
+  }
+
+  private adopt(worker: WorkerAddress, connection: Connection): Connection {
+    const queue: Waiter[] = [];
+    this.waiters.set(connection, queue);
+    // Peer connections never keep the worker alive: the scheduler's does.
+    connection.setKeepsAlive(false);
+    connection.on("message", (reply, bytes, decodeSeconds) => queue.shift()?.resolve(reply, bytes, decodeSeconds));
+    connection.on("close", (error) => {
+      this.waiters.delete(connection);
+      if (this.connections.get(worker) !== undefined) this.connections.delete(worker);
+      const reason = new Error(`The connection to worker ${worker} closed${error ? ` (${error.message})` : ""}`);
+      for (const waiter of queue.splice(0)) waiter.reject(reason);
+    });
+    if (this.closed) connection.destroy();
+    return connection;
+  }
+}
+
+function isDataReply(value: unknown): value is GetDataReply {
+  const reply = value as Partial<GetDataReply> | null;
+  return (
+    typeof reply === "object" && reply !== null && reply.op === "data" && typeof reply.values === "object" && reply.values !== null && Array.isArray(reply.missing)
+  );
+}
+
+function describe(value: unknown): string {
+  try {
+    return JSON.stringify(value)?.slice(0, 80) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** What serving a peer needs of the worker. */
+export interface DataServerContext {
+  readonly store: DataStore;
+  readonly digests: Digests;
+  readonly transfers: TransferStats;
+  readonly clock: WorkerClock;
+}
+
+/**
+ * Answers one get-data request on `connection`: the values held (read back from disk if
+ * spilled), the rest as missing. Digests ("get-data", serialize / network / memory-read /
+ * disk-read…) and an outgoing transfer log entry once the reply has left.
+ */
+export function serveGetData(request: GetDataRequest, connection: Connection, context: DataServerContext): void {
+  const { store, digests, transfers, clock } = context;
+  const meter = { add: (activity: string, value: number, unit: string) => digests.add(["get-data", activity, unit], value) };
+  const start = clock.now();
+  const values: Record<string, unknown> = {};
+  const sizes: Record<string, number> = {};
+  const types = new Set<string>();
+  const missing: string[] = [];
+  for (const key of request.keys) {
+    if (!store.has(key)) {
+      missing.push(key);
+      continue;
+    }
+    values[key] = store.get(key, meter);
+    sizes[keyRepr(key)] = store.nbytesOf(key)!;
+    types.add(store.typeOf(key)!);
+  }
+  const reply: GetDataReply = { op: "data", values, missing };
+  const serializeStart = performance.now();
+  const parts = encodeValue(reply);
+  const sendStart = performance.now();
+  meter.add("serialize", (sendStart - serializeStart) / 1000, "seconds");
+  let wireBytes = 0;
+  try {
+    wireBytes = connection.sendFrames(parts, (error) => {
+      meter.add("network", (performance.now() - sendStart) / 1000, "seconds");
+      if (error !== undefined || Object.keys(sizes).length === 0) return;
+      transfers.sent({
+        start: clock.toScheduler(start),
+        stop: clock.schedulerNow(),
+        who: request.who,
+        keys: sizes,
+        wireBytes,
+        types: [...types],
+      });
+    });
+  } catch {
+    // The peer left before its answer: nothing to log.
+  }
+}

@@ -1,0 +1,583 @@
+// The worker's state machine, without I/O (Dask's worker_state_machine.py in spirit): events in
+// (the scheduler's messages, outcomes of tasks and fetches, memory pressure), instructions out
+// (run a task, fetch keys from a peer, drop data, tell the scheduler). The runtime (./worker)
+// carries out the instructions and feeds back what happened.
+
+import type { PackedError } from "../../scheduler/pool/wire";
+import type { StartStop } from "../../../protocol/records";
+import type { ComputeTaskMessage, DependencyInfo, FromWorker, WireTask, WorkerAddress } from "../messages";
+
+export type WorkerTaskState =
+  /** To compute here; some inputs are not here yet. */
+  | "waiting"
+  /** To compute here; inputs here, queued for a thread by priority. */
+  | "ready"
+  | "executing"
+  /** Freed by the scheduler while executing: its outcome will be thrown away. */
+  | "cancelled"
+  /** An input held by peers, to fetch. */
+  | "fetch"
+  /** Being fetched. */
+  | "flight"
+  /** An input no known peer holds: waits for the scheduler to name one (a new compute-task). */
+  | "missing"
+  | "memory"
+  | "error";
+
+export interface WorkerTask {
+  readonly key: string;
+  /** Dask's repr of the key. */
+  name: string;
+  prefix: string;
+  spanId: string;
+  /** Lower runs (and is fetched) first. */
+  priority: number;
+  state: WorkerTaskState;
+  /** The expression, for tasks to compute here. */
+  run: WireTask | undefined;
+  /** The scheduler asked this worker to compute it and has not freed it. */
+  wanted: boolean;
+  /** The scheduler believes this worker holds it (told by task-finished or add-keys, until free-keys). */
+  held: boolean;
+  readonly dependencies: WorkerTask[];
+  /** Tasks here that still need this one (waiting, ready, executing). */
+  readonly dependents: Set<WorkerTask>;
+  /** Dependencies not in memory yet. */
+  readonly waitingFor: Set<WorkerTask>;
+  /** Peers holding it (never this worker). */
+  readonly whoHas: Set<WorkerAddress>;
+  nbytes: number;
+  type: string;
+  /** Phases reported with the task: the transfers that brought its inputs. */
+  startstops: StartStop[];
+  /** Order of arrival, to break priority ties first come, first served. */
+  sequence: number;
+  /** A compute-task that came while the key was arriving from a peer: run if the fetch fails. */
+  deferred: ComputeTaskMessage | undefined;
+}
+
+export type WorkerEvent =
+  | { readonly type: "compute-task"; readonly message: ComputeTaskMessage }
+  | { readonly type: "free-keys"; readonly keys: readonly string[] }
+  | {
+      readonly type: "execute-success";
+      readonly key: string;
+      readonly nbytes: number;
+      readonly resultType: string;
+      readonly thread: number;
+      /** disk-read, compute, disk-write (scheduler clock); the state adds the transfers. */
+      readonly startstops: readonly StartStop[];
+    }
+  | {
+      readonly type: "execute-failure";
+      readonly key: string;
+      readonly error: PackedError;
+      readonly thread: number;
+      readonly startstops: readonly StartStop[];
+    }
+  | {
+      /** A peer answered a get-data request: the values are stored (by the runtime) for `received`. */
+      readonly type: "gather-dep-success";
+      readonly worker: WorkerAddress;
+      readonly received: readonly { readonly key: string; readonly nbytes: number; readonly type: string }[];
+      /** Keys the peer does not hold. */
+      readonly missing: readonly string[];
+      /** The transfer's "transfer" phase (scheduler clock, source = the peer). */
+      readonly transfer: StartStop;
+    }
+  | {
+      /** The peer could not be reached, or the connection broke: it is taken to be gone. */
+      readonly type: "gather-dep-failure";
+      readonly worker: WorkerAddress;
+      readonly keys: readonly string[];
+    }
+  | { readonly type: "pause" }
+  | { readonly type: "unpause" };
+
+export type WorkerInstruction =
+  /** Run the task on a thread; feed back execute-success or execute-failure. */
+  | { readonly op: "execute"; readonly key: string }
+  /** Stop the task if possible; its outcome (whatever it is) is still fed back. */
+  | { readonly op: "cancel-execute"; readonly key: string }
+  /** Ask `worker` for `keys`; feed back gather-dep-success or gather-dep-failure. */
+  | { readonly op: "gather-dep"; readonly worker: WorkerAddress; readonly keys: readonly string[]; readonly nbytes: number }
+  /** Drop the stored value of `key`. */
+  | { readonly op: "release-data"; readonly key: string }
+  | { readonly op: "send"; readonly message: FromWorker };
+
+export interface WorkerStateOptions {
+  /** This worker's address (never fetched from). */
+  readonly address: WorkerAddress;
+  /** Tasks executing at once. */
+  readonly nthreads: number;
+  /** Peers fetched from at once (Dask: distributed.worker.connections.outgoing). */
+  readonly transferCountLimit?: number;
+  /** A fetch from one peer stops adding keys past this many bytes; it always has one (Dask: 50 MB). */
+  readonly transferMessageBytesLimit?: number;
+  /** Bytes in flight from all peers; one fetch may always run (Dask: 10 % of the memory limit). */
+  readonly transferBytesLimit?: number;
+}
+
+/** States of a task being computed here. */
+const COMPUTING: ReadonlySet<WorkerTaskState> = new Set(["waiting", "ready", "executing", "cancelled"]);
+const FETCHING: ReadonlySet<WorkerTaskState> = new Set(["fetch", "flight", "missing"]);
+
+export class WorkerState {
+  readonly tasks = new Map<string, WorkerTask>();
+  readonly address: WorkerAddress;
+  readonly nthreads: number;
+  paused = false;
+  /** Ready tasks, lowest (priority, sequence) first. */
+  private readonly ready: WorkerTask[] = [];
+  readonly executing = new Set<WorkerTask>();
+  /** Tasks in "fetch" state. */
+  private readonly toFetch = new Set<WorkerTask>();
+  /** Peer → the fetch from it (one request per peer at a time). */
+  readonly inFlight = new Map<WorkerAddress, { readonly keys: readonly string[]; readonly nbytes: number }>();
+  private bytesInFlight = 0;
+  private sequence = 0;
+  private readonly transferCountLimit: number;
+  private readonly transferMessageBytesLimit: number;
+  private readonly transferBytesLimit: number;
+
+  constructor(options: WorkerStateOptions) {
+    this.address = options.address;
+    this.nthreads = options.nthreads;
+    this.transferCountLimit = options.transferCountLimit ?? 50;
+    this.transferMessageBytesLimit = options.transferMessageBytesLimit ?? 50e6;
+    this.transferBytesLimit = options.transferBytesLimit ?? Infinity;
+  }
+
+  /** Handles one event; returns what to do, in order. */
+  handle(event: WorkerEvent): WorkerInstruction[] {
+    const out: WorkerInstruction[] = [];
+    switch (event.type) {
+      case "compute-task":
+        this.computeTask(event.message, out);
+        break;
+      case "free-keys":
+        for (const key of event.keys) this.freeKey(key, out);
+        break;
+      case "execute-success":
+        this.executeSuccess(event, out);
+        break;
+      case "execute-failure":
+        this.executeFailure(event, out);
+        break;
+      case "gather-dep-success":
+        this.gatherSuccess(event, out);
+        break;
+      case "gather-dep-failure":
+        this.gatherFailure(event.worker, event.keys, out);
+        break;
+      case "pause":
+        this.paused = true;
+        break;
+      case "unpause":
+        this.paused = false;
+        break;
+    }
+    this.ensureCommunicating(out);
+    this.ensureComputing(out);
+    return out;
+  }
+
+  /** Task counts by state, for heartbeats. */
+  taskCounts(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const task of this.tasks.values()) counts[task.state] = (counts[task.state] ?? 0) + 1;
+    return counts;
+  }
+
+  // ---- Scheduler requests ----------------------------------------------------------------------
+
+  private computeTask(message: ComputeTaskMessage, out: WorkerInstruction[]): void {
+    const task = this.ensureTask(message.key, message.name);
+    task.prefix = message.prefix;
+    task.spanId = message.spanId;
+    task.wanted = true;
+    switch (task.state) {
+      case "memory":
+        // Fetched here already (or computed twice): report it as done.
+        task.held = true;
+        out.push({ op: "send", message: this.finished(task, -1, []) });
+        return;
+      case "ready":
+      case "executing":
+        return;
+      case "cancelled":
+        // Freed, then wanted again before it finished: its outcome counts after all.
+        task.state = "executing";
+        return;
+      case "waiting":
+        // Asked again (after missing-data, say): the holders may have changed.
+        for (const info of message.dependencies) this.updateDependency(task, info, out);
+        return;
+      case "flight":
+        // Arriving from a peer anyway: reported as finished when it lands, computed if it does not.
+        task.deferred = message;
+        return;
+      case "fetch":
+      case "missing":
+        this.toFetch.delete(task);
+        break;
+      case "error":
+        break;
+    }
+    this.startCompute(task, message.task, message.priority, message.dependencies, out);
+  }
+
+  private startCompute(
+    task: WorkerTask,
+    run: WireTask,
+    priority: number,
+    dependencies: readonly DependencyInfo[],
+    out: WorkerInstruction[],
+  ): void {
+    task.run = run;
+    task.priority = priority;
+    task.sequence = this.sequence++;
+    task.state = "waiting";
+    for (const dependency of task.dependencies) dependency.dependents.delete(task);
+    task.dependencies.length = 0;
+    task.waitingFor.clear();
+    for (const info of dependencies) {
+      const dependency = this.ensureTask(info.key, undefined);
+      task.dependencies.push(dependency);
+      dependency.dependents.add(task);
+      this.updateDependency(task, info, out);
+    }
+    if (task.waitingFor.size === 0) this.toReady(task);
+  }
+
+  /** Records what the scheduler says of one of `task`'s inputs, and starts getting it if needed. */
+  private updateDependency(task: WorkerTask, info: DependencyInfo, out: WorkerInstruction[]): void {
+    const dependency = this.tasks.get(info.key)!;
+    if (dependency.state !== "memory" && dependency.nbytes === 0) dependency.nbytes = info.nbytes;
+    dependency.priority = Math.min(dependency.priority, task.priority);
+    if (dependency.state === "memory") return;
+    task.waitingFor.add(dependency);
+    let claimedByUs = false;
+    for (const worker of info.whoHas) {
+      if (worker === this.address) claimedByUs = true;
+      else dependency.whoHas.add(worker);
+    }
+    // Being computed here: the holders are kept in case that fails.
+    if (COMPUTING.has(dependency.state) || dependency.state === "flight") return;
+    if (claimedByUs) {
+      // The scheduler thinks this worker holds it, but it does not (any more).
+      out.push({ op: "send", message: { op: "missing-data", key: dependency.key, errantWorker: this.address } });
+    }
+    this.fetchOrMissing(dependency);
+  }
+
+  private fetchOrMissing(task: WorkerTask): void {
+    if (task.whoHas.size > 0) {
+      task.state = "fetch";
+      this.toFetch.add(task);
+    } else {
+      task.state = "missing";
+      this.toFetch.delete(task);
+    }
+  }
+
+  private freeKey(key: string, out: WorkerInstruction[]): void {
+    const task = this.tasks.get(key);
+    if (task === undefined) return;
+    task.wanted = false;
+    task.held = false;
+    this.releaseIfUnneeded(task, out);
+  }
+
+  // ---- Task outcomes ---------------------------------------------------------------------------
+
+  private executeSuccess(event: Extract<WorkerEvent, { type: "execute-success" }>, out: WorkerInstruction[]): void {
+    const task = this.tasks.get(event.key);
+    if (task === undefined || (task.state !== "executing" && task.state !== "cancelled")) return;
+    this.executing.delete(task);
+    task.nbytes = event.nbytes;
+    task.type = event.resultType;
+    if (task.state === "cancelled") {
+      task.startstops = [];
+      if (task.dependents.size === 0) {
+        out.push({ op: "release-data", key: task.key });
+        this.forget(task, out);
+        return;
+      }
+      // Needed here again since it was freed: kept for those tasks, unknown to the scheduler.
+      task.state = "memory";
+    } else {
+      task.state = "memory";
+      task.held = true;
+      out.push({ op: "send", message: this.finished(task, event.thread, event.startstops) });
+    }
+    this.doneWithInputs(task, out);
+    for (const dependent of task.dependents) this.inputArrived(dependent, task);
+  }
+
+  private executeFailure(event: Extract<WorkerEvent, { type: "execute-failure" }>, out: WorkerInstruction[]): void {
+    const task = this.tasks.get(event.key);
+    if (task === undefined || (task.state !== "executing" && task.state !== "cancelled")) return;
+    this.executing.delete(task);
+    if (task.state === "cancelled") {
+      task.startstops = [];
+      if (task.dependents.size === 0) this.forget(task, out);
+      else this.fetchOrMissing(task);
+      return;
+    }
+    task.state = "error";
+    out.push({
+      op: "send",
+      message: { op: "task-erred", key: task.key, error: event.error, thread: event.thread, startstops: [...task.startstops, ...event.startstops] },
+    });
+    task.startstops = [];
+    this.doneWithInputs(task, out);
+  }
+
+  private finished(task: WorkerTask, thread: number, startstops: readonly StartStop[]): FromWorker {
+    const message: FromWorker = {
+      op: "task-finished",
+      key: task.key,
+      nbytes: task.nbytes,
+      type: task.type,
+      thread,
+      startstops: [...task.startstops, ...startstops],
+    };
+    task.startstops = [];
+    return message;
+  }
+
+  /** `task` no longer needs its inputs: those nothing else needs are let go. */
+  private doneWithInputs(task: WorkerTask, out: WorkerInstruction[]): void {
+    for (const dependency of task.dependencies) {
+      dependency.dependents.delete(task);
+      this.releaseIfUnneeded(dependency, out);
+    }
+    task.dependencies.length = 0;
+    task.waitingFor.clear();
+  }
+
+  private inputArrived(task: WorkerTask, input: WorkerTask): void {
+    task.waitingFor.delete(input);
+    if (task.state === "waiting" && task.waitingFor.size === 0) this.toReady(task);
+  }
+
+  // ---- Fetching ------------------------------------------------------------------------------
+
+  private gatherSuccess(event: Extract<WorkerEvent, { type: "gather-dep-success" }>, out: WorkerInstruction[]): void {
+    const requested = this.endFlight(event.worker);
+    const added: string[] = [];
+    const arrived = new Set<string>();
+    let transferShown = false;
+    for (const { key, nbytes, type } of event.received) {
+      arrived.add(key);
+      const task = this.tasks.get(key);
+      if (task === undefined || task.state !== "flight") {
+        // Nobody here needs it any more (or it is here already).
+        if (task === undefined || task.state !== "memory") out.push({ op: "release-data", key });
+        continue;
+      }
+      task.whoHas.add(event.worker);
+      task.deferred = undefined;
+      if (task.dependents.size === 0 && !task.wanted) {
+        out.push({ op: "release-data", key });
+        this.forget(task, out);
+        continue;
+      }
+      task.state = "memory";
+      task.nbytes = nbytes;
+      task.type = type;
+      task.held = true;
+      added.push(key);
+      if (task.wanted) out.push({ op: "send", message: this.finished(task, -1, []) });
+      // The task stream shows a transfer once, on the first task it served (Dask's way).
+      const first = this.firstDependent(task);
+      if (!transferShown && first !== undefined) {
+        first.startstops.push(event.transfer);
+        transferShown = true;
+      }
+      for (const dependent of task.dependents) this.inputArrived(dependent, task);
+    }
+    if (added.length > 0) out.push({ op: "send", message: { op: "add-keys", keys: added } });
+    const missing = new Set(event.missing);
+    for (const key of requested) if (!arrived.has(key)) missing.add(key);
+    for (const key of missing) this.peerLacks(key, event.worker, out);
+  }
+
+  private gatherFailure(worker: WorkerAddress, keys: readonly string[], out: WorkerInstruction[]): void {
+    const requested = this.endFlight(worker);
+    for (const key of new Set([...requested, ...keys])) {
+      if (this.tasks.get(key)?.state === "flight") this.peerLacks(key, worker, out);
+    }
+    // The peer is gone: nothing it held can be fetched from it.
+    for (const task of this.tasks.values()) {
+      if (!task.whoHas.has(worker)) continue;
+      if (task.state === "fetch" || task.state === "missing") this.peerLacks(task.key, worker, out);
+      else task.whoHas.delete(worker);
+    }
+  }
+
+  /** `worker` does not have `key`: tell the scheduler, then try another holder. */
+  private peerLacks(key: string, worker: WorkerAddress, out: WorkerInstruction[]): void {
+    out.push({ op: "send", message: { op: "missing-data", key, errantWorker: worker } });
+    const task = this.tasks.get(key);
+    if (task === undefined) return;
+    task.whoHas.delete(worker);
+    if (!FETCHING.has(task.state)) return;
+    if (task.dependents.size === 0 && !task.wanted) {
+      this.forget(task, out);
+      return;
+    }
+    const deferred = task.deferred;
+    if (task.state === "flight" && deferred !== undefined) {
+      // It was to be computed here as well: do that instead.
+      task.deferred = undefined;
+      this.startCompute(task, deferred.task, deferred.priority, deferred.dependencies, out);
+      return;
+    }
+    this.fetchOrMissing(task);
+  }
+
+  /** The keys that were requested from `worker`. */
+  private endFlight(worker: WorkerAddress): readonly string[] {
+    const flight = this.inFlight.get(worker);
+    if (flight === undefined) return [];
+    this.inFlight.delete(worker);
+    this.bytesInFlight -= flight.nbytes;
+    return flight.keys;
+  }
+
+  private firstDependent(task: WorkerTask): WorkerTask | undefined {
+    let first: WorkerTask | undefined;
+    for (const dependent of task.dependents) if (first === undefined || before(dependent, first)) first = dependent;
+    return first;
+  }
+
+  /** Starts fetches while limits allow: the most urgent input first, batched with more keys from the same peer. */
+  private ensureCommunicating(out: WorkerInstruction[]): void {
+    if (this.paused || this.toFetch.size === 0) return;
+    const candidates = [...this.toFetch].sort((a, b) => a.priority - b.priority || a.sequence - b.sequence);
+    for (const task of candidates) {
+      if (this.inFlight.size >= this.transferCountLimit) return;
+      if (this.inFlight.size > 0 && this.bytesInFlight >= this.transferBytesLimit) return;
+      if (task.state !== "fetch") continue;
+      const worker = this.pickPeer(task);
+      if (worker === undefined) continue;
+      const keys: string[] = [];
+      let nbytes = 0;
+      for (const other of candidates) {
+        if (other.state !== "fetch" || !other.whoHas.has(worker)) continue;
+        if (keys.length > 0 && nbytes + other.nbytes > this.transferMessageBytesLimit) continue;
+        keys.push(other.key);
+        nbytes += other.nbytes;
+        other.state = "flight";
+        this.toFetch.delete(other);
+      }
+      this.inFlight.set(worker, { keys, nbytes });
+      this.bytesInFlight += nbytes;
+      out.push({ op: "gather-dep", worker, keys, nbytes });
+    }
+  }
+
+  /** The holder of `task` not busy with another fetch of ours that has the most bytes for us. */
+  private pickPeer(task: WorkerTask): WorkerAddress | undefined {
+    let best: WorkerAddress | undefined;
+    let bestBytes = -1;
+    for (const worker of task.whoHas) {
+      if (this.inFlight.has(worker)) continue;
+      let bytes = 0;
+      for (const other of this.toFetch) if (other.whoHas.has(worker)) bytes += other.nbytes;
+      if (bytes > bestBytes || (bytes === bestBytes && best !== undefined && worker < best)) {
+        best = worker;
+        bestBytes = bytes;
+      }
+    }
+    return best;
+  }
+
+  // ---- Computing -----------------------------------------------------------------------------
+
+  private toReady(task: WorkerTask): void {
+    task.state = "ready";
+    let at = this.ready.length;
+    while (at > 0 && before(task, this.ready[at - 1])) at--;
+    this.ready.splice(at, 0, task);
+  }
+
+  private ensureComputing(out: WorkerInstruction[]): void {
+    while (!this.paused && this.executing.size < this.nthreads && this.ready.length > 0) {
+      const task = this.ready.shift()!;
+      task.state = "executing";
+      this.executing.add(task);
+      out.push({ op: "execute", key: task.key });
+    }
+  }
+
+  // ---- Releasing -----------------------------------------------------------------------------
+
+  /** Lets `task` go if the scheduler no longer wants it here and no task here needs it. */
+  private releaseIfUnneeded(task: WorkerTask, out: WorkerInstruction[]): void {
+    if (task.wanted || task.dependents.size > 0) return;
+    switch (task.state) {
+      case "memory":
+        if (task.held) return;
+        out.push({ op: "release-data", key: task.key });
+        this.forget(task, out);
+        return;
+      case "executing":
+        task.state = "cancelled";
+        out.push({ op: "cancel-execute", key: task.key });
+        this.doneWithInputs(task, out);
+        return;
+      case "flight":
+      case "cancelled":
+        // Dealt with when the data or the outcome arrives.
+        return;
+      default:
+        this.forget(task, out);
+    }
+  }
+
+  private forget(task: WorkerTask, out: WorkerInstruction[]): void {
+    this.tasks.delete(task.key);
+    this.toFetch.delete(task);
+    this.executing.delete(task);
+    const readyAt = this.ready.indexOf(task);
+    if (readyAt >= 0) this.ready.splice(readyAt, 1);
+    this.doneWithInputs(task, out);
+  }
+
+  private ensureTask(key: string, name: string | undefined): WorkerTask {
+    let task = this.tasks.get(key);
+    if (task === undefined) {
+      task = {
+        key,
+        name: name ?? key,
+        prefix: "",
+        spanId: "",
+        priority: Infinity,
+        state: "missing",
+        run: undefined,
+        wanted: false,
+        held: false,
+        dependencies: [],
+        dependents: new Set(),
+        waitingFor: new Set(),
+        whoHas: new Set(),
+        nbytes: 0,
+        type: "",
+        startstops: [],
+        sequence: this.sequence++,
+        deferred: undefined,
+      };
+      this.tasks.set(key, task);
+    } else if (name !== undefined) {
+      task.name = name;
+    }
+    return task;
+  }
+}
+
+function before(a: WorkerTask, b: WorkerTask): boolean {
+  return a.priority < b.priority || (a.priority === b.priority && a.sequence < b.sequence);
+}

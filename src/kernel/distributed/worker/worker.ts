@@ -1,0 +1,564 @@
+// A cluster worker process at run time: it registers with the scheduler, feeds the scheduler's
+// messages and the outcomes of its tasks and fetches to the state machine (./state), and carries
+// out what the state machine decides — tasks on threads (./execute), fetches from peers
+// (./peers), data in the store with spilling (./store). It serves peers' get-data requests,
+// heartbeats with its metrics, watches its memory, and removes its folder when it closes.
+
+import { mkdirSync, rmSync } from "node:fs";
+import type { Server } from "node:net";
+import { hostname } from "node:os";
+import { nbytes as sizeOf } from "../../diagnostics/nbytes";
+import { resolveFunction } from "../../scheduler/pool/functions";
+import { packError } from "../../scheduler/pool/wire";
+import type { StartStop, WorkerStatus } from "../../../protocol/records";
+import { Connection, listen } from "../comm";
+import { encodeValue } from "../frames";
+import type {
+  FromWorker,
+  GatherMessage,
+  GatherReplyMessage,
+  GetDataRequest,
+  HeartbeatReplyMessage,
+  RunMessage,
+  ToWorker,
+  WorkerAddress,
+  WorkerMetrics,
+  WorkerStartConfig,
+} from "../messages";
+import { WorkerClock, simulatedClockOffset } from "./clock";
+import { Digests, MetricsLedger } from "./digests";
+import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
+import { MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
+import { keyRepr, typeName } from "./names";
+import { type FetchResult, PeerClient, serveGetData } from "./peers";
+import { WorkerState, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
+import { DataStore, type StoreMeter } from "./store";
+import { TransferStats } from "./transfers";
+import { type WorkerView, workerView } from "./view";
+
+/** Seconds between heartbeats until the scheduler's first reply says otherwise (Dask: 0.5 s for small clusters). */
+const DEFAULT_HEARTBEAT_INTERVAL = 0.5;
+/** A collection to find out whether garbage is what holds the process over a threshold, at most this often. */
+const GC_PROBE_MS = 1000;
+
+export class Worker {
+  readonly address: WorkerAddress;
+  readonly view: WorkerView;
+  private readonly clock: WorkerClock;
+  private readonly state: WorkerState;
+  private readonly store: DataStore;
+  private readonly peers = new PeerClient();
+  private readonly digests = new Digests();
+  private readonly transfers = new TransferStats();
+  private readonly thresholds: MemoryThresholds;
+  private readonly running = new Map<string, RunningTask>();
+  private server: Server | undefined;
+  private scheduler: Connection | undefined;
+  private readonly peerConnections = new Set<Connection>();
+  private outbox: FromWorker[] = [];
+  private flushScheduled = false;
+  private events: WorkerEvent[] = [];
+  private applying = false;
+  private status: WorkerStatus = "running";
+  private heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
+  /** Worker-clock time of the heartbeat awaiting its reply. */
+  private heartbeatSentAt: number | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private monitorTimer: NodeJS.Timeout | undefined;
+  private lastCollection = 0;
+  private lastCpu = { usage: process.cpuUsage(), at: performance.now() };
+  private closing: Promise<void> | undefined;
+  /** Told when the worker has closed, once it has started. */
+  private onClosed: (reason: string) => void = () => {};
+
+  /** Starts a worker: its threads, its listener, its registration with the scheduler. */
+  static async start(config: WorkerStartConfig, onClosed: (reason: string) => void = () => {}): Promise<Worker> {
+    checkConfig(config);
+    mkdirSync(config.localDirectory, { recursive: true });
+    const runner = new TaskRunner(config.nthreads);
+    const worker = new Worker(config, runner);
+    try {
+      const globals = await runner.ready();
+      worker.server = await listen(config.listenPath, (connection) => worker.servePeer(connection));
+      const scheduler = await Connection.connect(config.schedulerPath);
+      worker.scheduler = scheduler;
+      scheduler.on("message", (batch) => worker.onSchedulerBatch(batch));
+      scheduler.on("close", (error) => void worker.close(`the scheduler connection closed${error ? ` (${error.message})` : ""}`));
+      worker.send({
+        op: "register",
+        address: worker.address,
+        name: config.name,
+        host: hostname(),
+        pid: process.pid,
+        nthreads: config.nthreads,
+        memoryLimit: config.memoryLimit,
+        globals,
+        now: worker.clock.now(),
+      });
+      // The first heartbeat goes with the registration: its reply gives the clock offset before any task reports.
+      worker.sendHeartbeat();
+      worker.monitorTimer = setInterval(() => worker.monitorMemory(), MONITOR_INTERVAL_MS);
+      worker.monitorTimer.unref();
+      worker.onClosed = onClosed;
+    } catch (error) {
+      await worker.close(`it could not start: ${(error as Error).message}`);
+      throw error;
+    }
+    return worker;
+  }
+
+  private constructor(
+    private readonly config: WorkerStartConfig,
+    private readonly runner: TaskRunner,
+  ) {
+    this.address = `unix://${config.listenPath}`;
+    this.clock = new WorkerClock(simulatedClockOffset(config.clockOffset));
+    this.thresholds = memoryThresholds(config.memoryThresholds);
+    const limited = config.memoryLimit > 0 && Number.isFinite(config.memoryLimit);
+    const target = limited && this.thresholds.target !== false ? this.thresholds.target * config.memoryLimit : Infinity;
+    this.store = new DataStore(config.localDirectory, target);
+    this.state = new WorkerState({
+      address: this.address,
+      nthreads: config.nthreads,
+      transferBytesLimit: limited ? 0.1 * config.memoryLimit : Infinity,
+    });
+    this.view = this.makeView();
+  }
+
+  // ---- Messages from the scheduler -------------------------------------------------------------
+
+  private onSchedulerBatch(batch: unknown): void {
+    for (const message of (Array.isArray(batch) ? batch : [batch]) as ToWorker[]) {
+      try {
+        this.onSchedulerMessage(message);
+      } catch (error) {
+        this.log(`failed to handle a ${JSON.stringify(message?.op)} message: ${(error as Error).stack ?? error}`);
+      }
+    }
+  }
+
+  private onSchedulerMessage(message: ToWorker): void {
+    switch (message.op) {
+      case "compute-task":
+        this.apply({ type: "compute-task", message });
+        return;
+      case "define-functions":
+        this.runner.defineFunctions(message.functions);
+        return;
+      case "free-keys":
+        this.apply({ type: "free-keys", keys: message.keys });
+        return;
+      case "gather":
+        this.send(this.gatherReply(message));
+        return;
+      case "run":
+        void this.runFunction(message);
+        return;
+      case "heartbeat-reply":
+        this.onHeartbeatReply(message);
+        return;
+      case "close":
+        void this.close(`the scheduler asked it to (${message.reason})`);
+        return;
+      default:
+        this.log(`ignored a message with unknown op ${JSON.stringify((message as { op?: unknown }).op)}`);
+    }
+  }
+
+  /** Feeds an event to the state machine and carries out its instructions (events raised meanwhile wait their turn). */
+  private apply(event: WorkerEvent): void {
+    this.events.push(event);
+    if (this.applying) return;
+    this.applying = true;
+    try {
+      for (let next = this.events.shift(); next !== undefined; next = this.events.shift()) {
+        for (const instruction of this.state.handle(next)) this.carryOut(instruction);
+      }
+    } finally {
+      this.applying = false;
+    }
+  }
+
+  private carryOut(instruction: WorkerInstruction): void {
+    switch (instruction.op) {
+      case "execute":
+        this.execute(this.state.tasks.get(instruction.key)!);
+        return;
+      case "cancel-execute": {
+        const name = this.state.tasks.get(instruction.key)?.name ?? keyRepr(instruction.key);
+        this.running.get(instruction.key)?.cancel(new Error(`Task ${name} was cancelled: the scheduler released it`));
+        return;
+      }
+      case "gather-dep":
+        void this.gatherDep(instruction.worker, instruction.keys);
+        return;
+      case "release-data":
+        this.store.delete(instruction.key);
+        return;
+      case "send":
+        this.send(instruction.message);
+        return;
+    }
+  }
+
+  // ---- Running tasks -----------------------------------------------------------------------------
+
+  private execute(task: WorkerTask): void {
+    const ledger = new MetricsLedger();
+    const inputs = new Map<string, unknown>();
+    let diskRead: { start: number; stop: number } | undefined;
+    const { key, spanId, prefix } = task;
+    try {
+      for (const dependency of task.dependencies) {
+        const spilled = this.store.isSpilled(dependency.key);
+        const start = this.clock.now();
+        inputs.set(dependency.key, this.store.get(dependency.key, ledger));
+        if (spilled) diskRead = { start: diskRead?.start ?? start, stop: this.clock.now() };
+      }
+    } catch (error) {
+      const reason = new Error(`Task ${task.name} cannot read its inputs on worker ${this.address}: ${(error as Error).message}`);
+      this.taskDone(key, spanId, prefix, ledger, diskRead, failedRun(reason, this.clock.now()));
+      return;
+    }
+    let finished = false;
+    const running = this.runner.run({ key, name: task.name, task: task.run!, inputs }, (run) => {
+      finished = true;
+      this.taskDone(key, spanId, prefix, ledger, diskRead, run);
+    });
+    if (!finished) this.running.set(key, running);
+  }
+
+  private taskDone(
+    key: string,
+    spanId: string,
+    prefix: string,
+    ledger: MetricsLedger,
+    diskRead: { start: number; stop: number } | undefined,
+    run: TaskRun,
+  ): void {
+    this.running.delete(key);
+    const task = this.state.tasks.get(key);
+    const cancelled = task?.state === "cancelled";
+    const startstops: StartStop[] = [];
+    if (diskRead !== undefined) startstops.push(this.phase("disk-read", diskRead.start, diskRead.stop));
+    if (run.thread >= 0) startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
+    for (const [activity, value, unit] of run.metrics) ledger.add(activity, value, unit);
+    if (run.ok) {
+      const nbytes = sizeOf(run.value);
+      const resultType = typeName(run.value);
+      const keep = task !== undefined && (task.state === "executing" || (cancelled && task.dependents.size > 0));
+      if (keep) {
+        const start = this.clock.now();
+        this.store.put(key, run.value, nbytes, resultType, ledger);
+        if (this.store.isSpilled(key)) startstops.push(this.phase("disk-write", start, this.clock.now()));
+      }
+      this.apply({ type: "execute-success", key, nbytes, resultType, thread: run.thread, startstops });
+    } else {
+      this.apply({ type: "execute-failure", key, error: run.error!, thread: run.thread, startstops });
+    }
+    this.digests.addAll(["execute", spanId, prefix], ledger.finalize(cancelled ? "cancelled" : run.ok ? undefined : "failed"));
+  }
+
+  private phase(action: StartStop["action"], start: number, stop: number): StartStop {
+    return { action, start: this.clock.toScheduler(start), stop: this.clock.toScheduler(stop) };
+  }
+
+  // ---- Fetching from peers -----------------------------------------------------------------------
+
+  private async gatherDep(worker: WorkerAddress, keys: readonly string[]): Promise<void> {
+    const ledger = new MetricsLedger();
+    let result: FetchResult;
+    try {
+      result = await this.peers.getData(worker, keys, this.address);
+    } catch {
+      this.digests.addAll(["gather-dep"], ledger.finalize("failed"));
+      if (this.closing === undefined) this.apply({ type: "gather-dep-failure", worker, keys });
+      return;
+    }
+    if (this.closing !== undefined) return;
+    ledger.add("network", Math.max(0, result.stop - result.start - result.deserializeSeconds), "seconds");
+    ledger.add("deserialize", result.deserializeSeconds, "seconds");
+    const received: { key: string; nbytes: number; type: string }[] = [];
+    const sizes: Record<string, number> = {};
+    const types = new Set<string>();
+    let stored = 0;
+    for (const [key, value] of Object.entries(result.values)) {
+      const nbytes = sizeOf(value);
+      const type = typeName(value);
+      received.push({ key, nbytes, type });
+      sizes[keyRepr(key)] = nbytes;
+      types.add(type);
+      // Only what is still awaited is kept; the rest was released while it travelled.
+      if (this.state.tasks.get(key)?.state === "flight") {
+        this.store.put(key, value, nbytes, type, ledger);
+        stored++;
+      }
+    }
+    const start = this.clock.toScheduler(this.clock.fromMachine(result.start));
+    const stop = this.clock.toScheduler(this.clock.fromMachine(result.stop));
+    if (received.length > 0) this.transfers.received({ start, stop, who: worker, keys: sizes, wireBytes: result.wireBytes, types: [...types] });
+    this.apply({
+      type: "gather-dep-success",
+      worker,
+      received,
+      missing: result.missing,
+      transfer: { action: "transfer", start, stop, source: worker },
+    });
+    this.digests.addAll(["gather-dep"], ledger.finalize(stored > 0 ? undefined : received.length > 0 ? "cancelled" : "missing"));
+  }
+
+  // ---- Serving peers and the client --------------------------------------------------------------
+
+  private servePeer(connection: Connection): void {
+    this.peerConnections.add(connection);
+    connection.setKeepsAlive(false);
+    connection.on("close", () => this.peerConnections.delete(connection));
+    connection.on("message", (message) => {
+      try {
+        this.onPeerMessage(message as GetDataRequest | GatherMessage, connection);
+      } catch (error) {
+        this.log(`failed to serve a peer: ${(error as Error).stack ?? error}`);
+        connection.destroy();
+      }
+    });
+  }
+
+  private onPeerMessage(message: GetDataRequest | GatherMessage, connection: Connection): void {
+    switch (message?.op) {
+      case "get-data":
+        serveGetData(message, connection, { store: this.store, digests: this.digests, transfers: this.transfers, clock: this.clock });
+        return;
+      case "gather":
+        connection.send(this.gatherReply(message));
+        return;
+      default:
+        throw new Error(`unexpected message ${JSON.stringify((message as { op?: unknown } | null)?.op)}`);
+    }
+  }
+
+  /** The values of `message.keys` held here (read back from disk if spilled), for the client. */
+  private gatherReply(message: GatherMessage): GatherReplyMessage {
+    const meter = this.meter("get-data");
+    const values: Record<string, unknown> = {};
+    const missing: string[] = [];
+    for (const key of message.keys) {
+      if (this.store.has(key)) values[key] = this.store.get(key, meter);
+      else missing.push(key);
+    }
+    return { op: "gather-reply", requestId: message.requestId, values, missing };
+  }
+
+  private async runFunction(message: RunMessage): Promise<void> {
+    let reply: FromWorker;
+    try {
+      const fn = resolveFunction(message.fn);
+      const value = await fn(this.view);
+      try {
+        encodeValue(value);
+      } catch (error) {
+        throw new Error(`The run function's result cannot be sent back from worker ${this.address}: ${(error as Error).message}`);
+      }
+      reply = { op: "run-reply", requestId: message.requestId, ok: true, value };
+    } catch (error) {
+      reply = { op: "run-reply", requestId: message.requestId, ok: false, error: packError(error) };
+    }
+    this.send(reply);
+  }
+
+  // ---- Sending to the scheduler ------------------------------------------------------------------
+
+  /** Queues a message; the queue goes out as one batch at the end of this event-loop turn. */
+  private send(message: FromWorker): void {
+    this.outbox.push(message);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    queueMicrotask(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.outbox;
+    this.outbox = [];
+    const scheduler = this.scheduler;
+    if (batch.length === 0 || scheduler === undefined || scheduler.closed) return;
+    try {
+      scheduler.send(batch);
+    } catch {
+      // A value in the batch cannot be encoded (gathered data): send the messages one by one.
+      for (const message of batch) {
+        try {
+          scheduler.send([message]);
+        } catch (error) {
+          if (message.op !== "gather-reply") throw error;
+          this.log(`cannot send gathered values for request ${message.requestId}: ${(error as Error).message}`);
+          scheduler.send([{ ...message, values: {}, missing: [...message.missing, ...Object.keys(message.values)] }]);
+        }
+      }
+    }
+  }
+
+  // ---- Heartbeats and memory ---------------------------------------------------------------------
+
+  private sendHeartbeat(): void {
+    this.heartbeatTimer = undefined;
+    if (this.heartbeatSentAt !== undefined || this.closing !== undefined) return;
+    const now = this.clock.now();
+    this.heartbeatSentAt = now;
+    this.send({ op: "heartbeat", now, metrics: this.metrics() });
+  }
+
+  private onHeartbeatReply(reply: HeartbeatReplyMessage): void {
+    const sent = this.heartbeatSentAt;
+    this.heartbeatSentAt = undefined;
+    const received = this.clock.now();
+    if (sent !== undefined && Number.isFinite(reply.time)) this.clock.observe(sent, received, reply.time);
+    if (Number.isFinite(reply.heartbeatInterval) && reply.heartbeatInterval > 0) this.heartbeatInterval = reply.heartbeatInterval;
+    if (this.closing !== undefined || this.heartbeatTimer !== undefined) return;
+    const wait = Math.max(0, (sent ?? received) + this.heartbeatInterval - received);
+    this.heartbeatTimer = setTimeout(() => this.sendHeartbeat(), wait * 1000);
+    this.heartbeatTimer.unref();
+  }
+
+  /** What a heartbeat reports (Dask's Worker.get_metrics). */
+  private metrics(): WorkerMetrics {
+    const usage = process.cpuUsage();
+    const at = performance.now();
+    const cpuMs = (usage.user - this.lastCpu.usage.user + usage.system - this.lastCpu.usage.system) / 1000;
+    const cpu = at > this.lastCpu.at ? (100 * cpuMs) / (at - this.lastCpu.at) : 0;
+    this.lastCpu = { usage, at };
+    return {
+      cpu,
+      memory: process.memoryUsage.rss(),
+      managedBytes: this.store.managedBytes,
+      spilledBytes: { memory: this.store.spilledBytes, disk: this.store.spilledDiskBytes },
+      taskCounts: this.state.taskCounts(),
+      digests: this.digests.takeSinceHeartbeat(),
+      ...this.transfers.takeHeartbeat(),
+    };
+  }
+
+  /** Dask's memory monitor: spill on process memory, pause and resume. */
+  private monitorMemory(): void {
+    const limit = this.config.memoryLimit;
+    if (!(limit > 0 && Number.isFinite(limit)) || this.closing !== undefined) return;
+    const paused = this.status === "paused";
+    let rss = process.memoryUsage.rss();
+    let decision = decideMemory(rss, limit, this.thresholds, paused);
+    if ((decision.spillBytes > 0 || decision.paused) && performance.now() - this.lastCollection > GC_PROBE_MS) {
+      // Garbage may be all that holds the process up there (a paused worker allocates nothing that would collect it).
+      this.collect();
+      rss = process.memoryUsage.rss();
+      decision = decideMemory(rss, limit, this.thresholds, paused);
+    }
+    if (decision.spillBytes > 0) {
+      const meter = this.meter("memory-monitor");
+      let spilled = 0;
+      while (spilled < decision.spillBytes) {
+        const bytes = this.store.spillOldest(meter);
+        if (bytes === 0) break;
+        spilled += bytes;
+      }
+      if (spilled > 0) {
+        this.collect();
+        decision = decideMemory(process.memoryUsage.rss(), limit, this.thresholds, paused);
+      }
+    }
+    if (decision.paused !== paused) this.setStatus(decision.paused ? "paused" : "running");
+  }
+
+  private collect(): void {
+    collectGarbage();
+    this.lastCollection = performance.now();
+  }
+
+  private setStatus(status: WorkerStatus): void {
+    this.status = status;
+    this.send({ op: "worker-status-change", status });
+    if (status === "paused") this.apply({ type: "pause" });
+    else if (status === "running") this.apply({ type: "unpause" });
+  }
+
+  private meter(context: "get-data" | "memory-monitor"): StoreMeter {
+    return { add: (activity, value, unit) => this.digests.add([context, activity, unit], value) };
+  }
+
+  // ---- Closing -----------------------------------------------------------------------------------
+
+  /**
+   * Stops everything and removes the worker's folder; `onClosed` is told why. Safe to call twice.
+   * Tasks still running are stopped with their threads.
+   */
+  close(reason: string): Promise<void> {
+    this.closing ??= this.shutDown(reason);
+    return this.closing;
+  }
+
+  private async shutDown(reason: string): Promise<void> {
+    if (this.scheduler !== undefined && !this.scheduler.closed) {
+      this.send({ op: "worker-status-change", status: "closing" });
+      this.flush();
+    }
+    this.status = "closing";
+    clearTimeout(this.heartbeatTimer);
+    clearInterval(this.monitorTimer);
+    this.runner.close();
+    this.peers.close();
+    for (const connection of this.peerConnections) connection.destroy();
+    const server = this.server;
+    if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
+    this.store.close();
+    rmSync(this.config.localDirectory, { recursive: true, force: true });
+    this.scheduler?.close();
+    this.status = "closed";
+    this.onClosed(reason);
+  }
+
+  private log(text: string): void {
+    process.stderr.write(`tsdask worker ${this.config.name} (${this.address}): ${text}\n`);
+  }
+
+  private makeView(): WorkerView {
+    return workerView({
+      address: this.address,
+      name: this.config.name,
+      nthreads: this.config.nthreads,
+      memoryLimit: this.config.memoryLimit,
+      localDirectory: this.config.localDirectory,
+      simulatedClockOffset: this.clock.simulatedOffset,
+      status: () => this.status,
+      layout: () => this.store.layout(),
+      has: (key) => this.store.has(key),
+      get: (key) => this.store.get(key),
+      nbytes: (key) => this.store.nbytesOf(key),
+      memory: () => ({
+        process: process.memoryUsage.rss(),
+        managed: this.store.managedBytes,
+        spilled: this.store.spilledBytes,
+        spilledFileBytes: this.store.spilledDiskBytes,
+      }),
+      tasks: () => this.state.taskCounts(),
+      incoming: () => this.transfers.incoming.entries(),
+      outgoing: () => this.transfers.outgoing.entries(),
+      bandwidth: () => this.transfers.bandwidth,
+      digests: () => this.digests.records(),
+      digestTuples: () => this.digests.tuples(),
+      clockOffset: () => this.clock.offset,
+    });
+  }
+}
+
+/** Rejects a start config that cannot work, naming the field. */
+function checkConfig(config: WorkerStartConfig): void {
+  const fail = (field: string, wanted: string, value: unknown): never => {
+    throw new TypeError(`WorkerStartConfig.${field} must be ${wanted}, got ${JSON.stringify(value)}`);
+  };
+  if (typeof config !== "object" || config === null) throw new TypeError(`A worker start config must be an object, got ${JSON.stringify(config)}`);
+  if (typeof config.name !== "string" || config.name === "") fail("name", "a non-empty string", config.name);
+  for (const field of ["schedulerPath", "listenPath", "localDirectory"] as const) {
+    if (typeof config[field] !== "string" || config[field] === "") fail(field, "a path", config[field]);
+  }
+  if (!Number.isInteger(config.nthreads) || config.nthreads < 1) fail("nthreads", "a whole number ≥ 1", config.nthreads);
+  if (typeof config.memoryLimit !== "number" || Number.isNaN(config.memoryLimit) || config.memoryLimit < 0) {
+    fail("memoryLimit", "a number of bytes ≥ 0 (0: no limit)", config.memoryLimit);
+  }
+}
