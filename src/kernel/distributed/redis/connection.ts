@@ -2,6 +2,7 @@
 // `rediss://` (TLS) addresses, and connections that fail fast at connect (a clear error naming
 // the host within a bounded time, no retries) and then reconnect with a bounded backoff.
 
+import { isIP } from "node:net";
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import { Redis, type RedisOptions } from "ioredis";
 
@@ -87,7 +88,8 @@ export function redisOptions(target: RedisTarget, options: ConnectOptions = {}):
     db: target.db,
     username: target.username,
     password: target.password,
-    tls: target.tls ? { servername: target.host, ...options.tls } : undefined,
+    // Server names are host names (RFC 6066): an address is checked against the certificate's IP entries.
+    tls: target.tls ? { ...(isIP(target.host) === 0 ? { servername: target.host } : {}), ...options.tls } : undefined,
     connectionName: options.connectionName,
     connectTimeout: options.connectTimeout ?? 5000,
     retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
