@@ -13,7 +13,7 @@ import { UsageError } from "./install";
 export const WORKER_USAGE = [
   "  tsdask worker redis://[user:password@]host:port[/db] [--name NAME] [--nthreads N]",
   '                [--memory-limit "4 GiB"] [--allow-source] [--tls-ca FILE]',
-  "                [--lock-duration SECONDS] [--stalled-interval SECONDS]",
+  '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--part-size "64 MiB"]',
   "                              run tasks for the clients of that Redis (rediss:// for TLS);",
   "                              --allow-source also runs functions shipped as source text:",
   "                              anyone who can write to that Redis can then run code here",
@@ -35,6 +35,7 @@ export interface WorkerCommandOptions {
   readonly tlsCa?: string;
   readonly lockDuration?: number;
   readonly stalledInterval?: number;
+  readonly partSize?: number;
 }
 
 export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
@@ -52,6 +53,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
         "tls-ca": { type: "string" },
         "lock-duration": { type: "string" },
         "stalled-interval": { type: "string" },
+        "part-size": { type: "string" },
       },
     });
   } catch (error) {
@@ -61,21 +63,23 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
   if (positionals.length !== 1) throw new UsageError(`worker needs one Redis address (redis://host:port), got ${positionals.length}`);
   const nthreads = positiveNumber("nthreads", values.nthreads);
   if (nthreads !== undefined && !Number.isInteger(nthreads)) throw new UsageError(`--nthreads needs a whole number, got ${values.nthreads}`);
-  let memoryLimit: number | undefined;
-  if (values["memory-limit"] !== undefined) {
-    const parsedLimit = bytes.parse(values["memory-limit"]);
-    if (parsedLimit === null || !(parsedLimit > 0)) throw new UsageError(`--memory-limit needs a size such as "4 GiB" or "500 MB", got ${JSON.stringify(values["memory-limit"])}`);
-    memoryLimit = parsedLimit;
-  }
+  const size = (option: string): number | undefined => {
+    const text = values[option as "memory-limit" | "part-size"];
+    if (text === undefined) return undefined;
+    const parsedSize = bytes.parse(text);
+    if (parsedSize === null || !(parsedSize > 0)) throw new UsageError(`--${option} needs a size such as "4 GiB" or "500 MB", got ${JSON.stringify(text)}`);
+    return parsedSize;
+  };
   return {
     url: positionals[0],
     name: values.name,
     nthreads,
-    memoryLimit,
+    memoryLimit: size("memory-limit"),
     allowSource: values["allow-source"] ?? false,
     tlsCa: values["tls-ca"],
     lockDuration: positiveNumber("lock-duration", values["lock-duration"]),
     stalledInterval: positiveNumber("stalled-interval", values["stalled-interval"]),
+    partSize: size("part-size"),
   };
 }
 
@@ -92,6 +96,7 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
       tls: options.tlsCa === undefined ? undefined : { ca: readFileSync(options.tlsCa) },
       lockDuration: options.lockDuration,
       stalledInterval: options.stalledInterval,
+      partSize: options.partSize,
     });
   } catch (error) {
     // Redis unreachable, a wrong password, a name in use: the message says it all.

@@ -27,7 +27,7 @@ import { FunctionGate } from "./functions";
 import { type OutcomeEntry, type TaskJobData, decodeInlineTask, encodeOutcome } from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
-import { type FetchResult, RedisStore, sweepNamespace } from "./store";
+import { DEFAULT_PART_SIZE, type FetchResult, RedisStore, sweepNamespace } from "./store";
 
 export interface RedisWorkerOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
@@ -49,6 +49,8 @@ export interface RedisWorkerOptions {
   readonly lockDuration?: number;
   /** Seconds between checks for jobs whose worker stopped renewing its lock (default 2). */
   readonly stalledInterval?: number;
+  /** Largest Redis string a result is cut into, bytes (default 64 MiB; see RedisStore). */
+  readonly partSize?: number;
   /** Takeovers of one job before it fails as a task that kills its workers (default 3, Dask's allowed-failures). */
   readonly maxStalledCount?: number;
   /** Seconds added to this worker's own clock, to test clock correction (default: TSDASK_CLOCK_OFFSET or 0). */
@@ -123,6 +125,7 @@ export class RedisWorker {
       lockDuration: options.lockDuration ?? 5,
       stalledInterval: options.stalledInterval ?? 2,
       maxStalledCount: options.maxStalledCount ?? 3,
+      partSize: options.partSize ?? DEFAULT_PART_SIZE,
     };
     if (!Number.isInteger(settings.nthreads) || settings.nthreads < 1) throw new RangeError(`nthreads must be a whole number ≥ 1, got ${settings.nthreads}`);
     const clock = new WorkerClock(simulatedClockOffset(options.clockOffset));
@@ -235,7 +238,7 @@ export class RedisWorker {
 
   private serve(clientId: string): void {
     const namespace = new Namespace(clientId);
-    const store = new RedisStore(this.redis, namespace);
+    const store = new RedisStore(this.redis, namespace, { partSize: this.options.partSize });
     const queue = new QueueWorker<TaskJobData, void>(TASK_QUEUE, (job) => this.runJob(store, job), {
       connection: redisOptions(this.target, { tls: this.options.tls, connectionName: `tsdask-worker-${this.name.replace(/\s/g, "_")}` }),
       prefix: namespace.queuePrefix,
