@@ -186,8 +186,8 @@ describe("RedisStore", () => {
     assert.equal(first.result, "published");
     assert.equal(second.result, "exists");
     assert.deepEqual((await store.get(["once"])).values.get("once"), new Float32Array(100).fill(1));
-    const outcomes = await redis.lrangeBuffer(namespace.outcomes, 0, -1);
-    assert.deepEqual(outcomes.map(String), ["1first", "0second"], "each write's outcome says whether it published");
+    const outcomes = (await redis.xrangeBuffer(namespace.outcomes, "-", "+")).map(([, fields]) => String(fields[1]));
+    assert.deepEqual(outcomes, ["1first", "0second"], "each write's outcome says whether it published");
     assert.equal(await redis.keys(`${namespace.prefix}:s:*`).then((keys) => keys.length), 0, "the loser's staging key is gone");
     await redis.del(namespace.outcomes);
   });

@@ -21,9 +21,14 @@ export interface RunRecord {
   readonly duplicates: string[];
 }
 
+export interface ComputeOptions {
+  /** Leave the requested results in Redis (to look at them there); `forget` removes them. */
+  readonly keepOutputs?: boolean;
+}
+
 export interface PlanRunner {
   readonly record: RunRecord;
-  compute(graph: GraphInput, keys: Key | readonly unknown[]): Promise<unknown>;
+  compute(graph: GraphInput, keys: Key | readonly unknown[], options?: ComputeOptions): Promise<unknown>;
 }
 
 /** Starts `transport` and returns a runner that computes graphs on it, one at a time. */
@@ -47,10 +52,10 @@ export async function planRunner(transport: RedisTransport): Promise<PlanRunner>
   await transport.start(events);
   return {
     record,
-    async compute(graph, keys) {
+    async compute(graph, keys, options = {}) {
       if (failure !== undefined) throw failure;
       const plan = buildPlan(Graph.from(graph), keys);
-      current = new Computation(transport, plan, record);
+      current = new Computation(transport, plan, record, options.keepOutputs ?? false);
       try {
         return await current.run();
       } finally {
@@ -77,6 +82,7 @@ class Computation {
     private readonly transport: RedisTransport,
     private readonly plan: Plan,
     private readonly record: RunRecord,
+    private readonly keepOutputs: boolean,
   ) {
     const n = plan.keys.length;
     this.ids = plan.keys.map((key) => keyId(key));
@@ -231,7 +237,7 @@ class Computation {
       if (missing.length > 0) throw new Error(`Results missing from Redis: ${missing.join(", ")}`);
       const collect = (request: Request): unknown => (typeof request === "number" ? values.get(this.ids[request]) : request.map(collect));
       const result = collect(this.plan.request);
-      this.transport.forget(outputs);
+      if (!this.keepOutputs) this.transport.forget(outputs);
       this.settled = true;
       this.resolve(result);
     } catch (error) {

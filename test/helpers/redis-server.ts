@@ -1,11 +1,12 @@
 // A real redis-server (Debian's, see scripts/setup/redis.mjs) for the Redis transport's tests:
 // on a free loopback port (or an address in a network namespace the test made), no
 // persistence, a private temporary folder, optionally a password or TLS. Every server started
-// here is killed when the test process exits, however it exits.
+// here is killed when the test process ends (see ./children).
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { killOnExit } from "./children";
 import { freePort } from "./net";
 
 export interface RedisServerOptions {
@@ -30,16 +31,11 @@ export interface RedisServer {
   readonly pid: number;
   /** Stops the server (SIGTERM, then SIGKILL) and removes its folder. */
   stop(): Promise<void>;
-  /** Starts it again on the same address: empty, as a server without persistence comes back. */
+  /** Starts it (again) on the same address: empty, as a server without persistence comes back. */
   restartEmpty(): Promise<void>;
   /** Freezes (SIGSTOP) or thaws (SIGCONT) the server: connections stay open but nothing answers. */
   freeze(frozen: boolean): void;
 }
-
-const running = new Set<ChildProcess>();
-process.on("exit", () => {
-  for (const child of running) child.kill("SIGKILL");
-});
 
 function redisServerPath(): string {
   const path = process.env.TSDASK_REDIS_SERVER;
@@ -68,6 +64,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     },
     async restartEmpty() {
       await terminate(child);
+      mkdirSync(dir, { recursive: true });
       child = await launch(options, host, port, dir);
     },
     freeze(frozen) {
@@ -90,8 +87,7 @@ async function launch(options: RedisServerOptions, host: string, port: number, d
   const [command, commandArgs] =
     options.netns === undefined ? [redisServerPath(), args] : ["ip", ["netns", "exec", options.netns, redisServerPath(), ...args]];
   const child = spawn(command, commandArgs, { stdio: ["ignore", "pipe", "pipe"] });
-  running.add(child);
-  child.once("exit", () => running.delete(child));
+  killOnExit(child);
   let output = "";
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error(`redis-server did not start within 10 s:\n${output}`)), 10_000);

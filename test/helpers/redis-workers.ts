@@ -1,8 +1,9 @@
 // Real `tsdask worker redis://…` processes for the Redis tests (the built CLI, as a user runs it),
 // optionally inside a network namespace. Every worker started here is killed when the test
-// process exits, however it exits.
+// process ends (see ./children).
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import { killOnExit } from "./children";
 
 export interface WorkerProcessOptions {
   readonly name: string;
@@ -28,10 +29,6 @@ export interface WorkerProcess {
 
 // The CLI as npm installs it (dist/, built by `npm test` before the tests run); this file runs from build/test/helpers.
 const CLI = join(__dirname, "../../../dist/cli/index.js");
-const running = new Set<ChildProcess>();
-process.on("exit", () => {
-  for (const child of running) child.kill("SIGKILL");
-});
 
 /** Starts a worker and resolves once it serves (or rejects with what it printed). */
 export async function startWorker(url: string, options: WorkerProcessOptions): Promise<WorkerProcess> {
@@ -39,16 +36,11 @@ export async function startWorker(url: string, options: WorkerProcessOptions): P
   if (options.allowSource === true) args.push("--allow-source");
   const [command, commandArgs] = options.netns === undefined ? [process.execPath, args] : ["ip", ["netns", "exec", options.netns, process.execPath, ...args]];
   const child = spawn(command, commandArgs, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } });
-  running.add(child);
+  killOnExit(child);
   let output = "";
   child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) =>
-    child.once("exit", (code) => {
-      running.delete(child);
-      resolve(code);
-    }),
-  );
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");

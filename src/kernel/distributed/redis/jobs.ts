@@ -78,7 +78,7 @@ export function encodeOutcome(entry: OutcomeEntry): Buffer {
   return serialize(entry);
 }
 
-/** Reads an outcome as popped from the list: a mark byte (see Publication), then the entry. */
+/** Reads an outcome as read from the stream: a mark byte (see Publication), then the entry. */
 export function decodeOutcome(item: Buffer): { publication: Publication; entry: OutcomeEntry } {
   const publication = PUBLICATION_BY_MARK[String.fromCharCode(item[0])];
   if (publication === undefined) throw new Error(`tsdask: unreadable task outcome in Redis (mark ${item[0]})`);

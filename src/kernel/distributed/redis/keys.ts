@@ -45,7 +45,10 @@ export class Namespace {
     return `${this.prefix}:t:${token}:${key}`;
   }
 
-  /** LIST of task outcomes, pushed by workers and popped by the client. */
+  /**
+   * STREAM of task outcomes (field "o"), added by workers; the client reads past the last entry
+   * it handled and deletes what it handled, so a connection lost mid-read loses nothing.
+   */
   get outcomes(): string {
     return `${this.prefix}:outcomes`;
   }

@@ -37,13 +37,13 @@ export type PublishOutcome = "published" | "exists" | "client-gone";
 
 /** The scripts below, as ioredis defines them on a connection (defineCommand). */
 interface ScriptCommands {
-  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, listKey: string, entry: Buffer | "", ...fields: (string | Buffer)[]): Promise<number>;
-  tsdaskPushOutcome(aliveKey: string, listKey: string, entry: Buffer): Promise<number>;
+  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, outcomesKey: string, entry: Buffer | "", ...fields: (string | Buffer)[]): Promise<number>;
+  tsdaskPushOutcome(aliveKey: string, outcomesKey: string, entry: Buffer): Promise<number>;
 }
 
-// KEYS: value, staging, client liveness, list. ARGV: entry to push on the list (or ""), then
+// KEYS: value, staging, client liveness, outcome stream. ARGV: entry to add to the stream (or ""), then
 // field/value pairs to write (none: the value was assembled in the staging key).
-// Returns 1 published, 0 already there (the entry is pushed anyway, flagged 0), -1 client gone.
+// Returns 1 published, 0 already there (the entry is added anyway, flagged 0), -1 client gone.
 const PUBLISH_SCRIPT = `
 if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[2])
@@ -61,7 +61,7 @@ else
   redis.call('DEL', KEYS[2])
 end
 if ARGV[1] ~= '' then
-  redis.call('RPUSH', KEYS[4], won .. ARGV[1])
+  redis.call('XADD', KEYS[4], '*', 'o', won .. ARGV[1])
 end
 return won
 `;
@@ -70,7 +70,7 @@ const PUSH_OUTCOME_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
-redis.call('RPUSH', KEYS[2], '-' .. ARGV[1])
+redis.call('XADD', KEYS[2], '*', 'o', '-' .. ARGV[1])
 return 1
 `;
 
@@ -126,8 +126,8 @@ export class RedisStore {
   }
 
   /**
-   * Stores `value` under `key` unless a value is there already. `outcome`: bytes pushed on the
-   * namespace's outcome list in the same atomic step (made from the stored value's info), after
+   * Stores `value` under `key` unless a value is there already. `outcome`: bytes added to the
+   * namespace's outcome stream in the same atomic step (made from the stored value's info), after
    * a mark: "1" if this call published the value, "0" if one was there.
    */
   async put(key: string, value: unknown, outcome?: (info: StoredInfo) => Buffer): Promise<{ info: StoredInfo; result: PublishOutcome }> {
@@ -137,7 +137,7 @@ export class RedisStore {
     return { info, result };
   }
 
-  /** Pushes `outcome` on the outcome list after the mark "-" (nothing stored: a task that erred), unless the client is gone. */
+  /** Adds `outcome` to the outcome stream after the mark "-" (nothing stored: a task that erred), unless the client is gone. */
   async pushOutcome(outcome: Buffer): Promise<PublishOutcome> {
     const code = await this.scripts.tsdaskPushOutcome(this.namespace.alive, this.namespace.outcomes, outcome);
     return code === -1 ? "client-gone" : "published";

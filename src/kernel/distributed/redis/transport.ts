@@ -1,6 +1,6 @@
 // The client side of a Redis cluster, as the scheduler's transport with "queue" placement: ready
 // tasks become BullMQ jobs (lowest priority first) that any worker takes; workers push each
-// task's outcome on the client's outcome list, which this transport pops and reports as worker
+// task's outcome on the client's outcome stream, which this transport reads and reports as worker
 // messages; results stay in the client's namespace until the scheduler forgets them. Workers
 // are found in the registry (./registry) and reported as they join and leave.
 //
@@ -94,7 +94,9 @@ interface Pending {
   readonly specToken?: string;
 }
 
-/** Outcomes taken per round trip. */
+/** Longest wait for Redis while closing, ms. */
+const CLOSE_TIMEOUT_MS = 5000;
+/** Outcomes read per round trip. */
 const OUTCOME_BATCH = 1000;
 
 export class RedisTransport {
@@ -179,7 +181,7 @@ export class RedisTransport {
     this.watchConnection();
     await this.poll();
     this.pollTimer = setInterval(() => this.tick(), this.options.pollInterval * 1000);
-    void this.popOutcomes();
+    void this.readOutcomes();
     this.setKeepsAlive(this.keepsAlive);
   }
 
@@ -310,22 +312,27 @@ export class RedisTransport {
 
   // ---- Workers → scheduler -------------------------------------------------------------------
 
-  private async popOutcomes(): Promise<void> {
-    const list = this.namespace.outcomes;
+  /** Reads the outcome stream past the last entry handled; handled entries are deleted. */
+  private async readOutcomes(): Promise<void> {
+    const stream = this.namespace.outcomes;
+    let last = "0-0";
     while (this.failure === undefined && this.closing === undefined) {
       let reply: unknown;
       try {
-        reply = await this.blocking.callBuffer("BLMPOP", "1", "1", list, "LEFT", "COUNT", String(OUTCOME_BATCH));
+        reply = await this.blocking.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", stream, last);
       } catch (error) {
         if (this.failure !== undefined || this.closing !== undefined) return;
-        // The connection dropped: it reconnects by itself (watchConnection bounds how long).
+        // The connection dropped: it reconnects by itself (tick() bounds how long); unread entries wait.
         this.lastError = error as Error;
         await new Promise((resolve) => setTimeout(resolve, 100));
         continue;
       }
       if (reply === null) continue;
-      const [, items] = reply as [Buffer, Buffer[]];
-      this.handleOutcomes(items);
+      const entries = streamEntries(reply);
+      const ids = entries.map(([id]) => id.toString());
+      last = ids[ids.length - 1];
+      this.handleOutcomes(entries.map(([, fields]) => fields[1]));
+      this.redis.xdel(stream, ...ids).catch(() => {});
     }
   }
 
@@ -492,6 +499,8 @@ export class RedisTransport {
 
   /** Connection errors are retried by ioredis (tick() bounds for how long); back again, Redis must still hold our data. */
   private watchConnection(): void {
+    // BullMQ reports the shared connection's errors again (it prints them when nobody listens).
+    this.queue.on("error", (error) => (this.lastError = error));
     for (const connection of [this.redis, this.blocking]) {
       connection.on("error", (error: Error) => (this.lastError = error));
       connection.on("ready", () => void this.poll());
@@ -506,8 +515,8 @@ export class RedisTransport {
   private fail(error: Error): void {
     if (this.failure !== undefined || this.closing !== undefined) return;
     this.failure = error;
+    this.closing = this.shutDown();
     this.events?.failed?.(error);
-    void this.shutDown(false);
   }
 
   private checkUsable(): void {
@@ -535,32 +544,45 @@ export class RedisTransport {
 
   /** Unregisters (workers then write nothing more here), removes every key of the namespace, disconnects. */
   close(): Promise<void> {
-    this.closing ??= this.shutDown(true);
+    this.closing ??= this.shutDown();
     return this.closing;
   }
 
-  private async shutDown(graceful: boolean): Promise<void> {
+  private async shutDown(): Promise<void> {
     clearInterval(this.pollTimer);
     this.pending.clear();
     this.held.clear();
-    if (graceful || this.redis.status === "ready") {
-      try {
+    // Only while Redis answers, and not for long: otherwise the workers sweep the namespace once
+    // they notice this client's connections are gone.
+    if (this.redis.status === "ready") {
+      let timer: NodeJS.Timeout | undefined;
+      const cleanUp = async (): Promise<void> => {
         await this.adding;
         await unregisterClient(this.redis, this.clientId);
         await this.store.sweep();
-      } catch {
-        // Redis unreachable: the workers sweep a dead client's namespace when they notice.
-      }
+      };
+      const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS)));
+      await Promise.race([cleanUp().catch(() => {}), giveUp]);
+      clearTimeout(timer);
     }
     this.blocking.disconnect();
+    this.redis.disconnect();
     await this.queue.close().catch(() => {});
-    await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }
 
 function jobOptions(jobId: string, priority: number): JobsOptions {
   // BullMQ runs prioritised jobs lowest first (1 … PRIORITY_LIMIT); 0 would jump ahead of them all.
   return { jobId, priority: 1 + Math.min(Math.max(0, Math.trunc(priority)), PRIORITY_LIMIT - 1), removeOnComplete: true, removeOnFail: true };
+}
+
+type StreamEntry = [id: Buffer, fields: Buffer[]];
+
+/** The entries of XREAD's reply for one stream: `[[key, entries]]` in RESP2, `[key, entries]` as ioredis flattens RESP3's map. */
+function streamEntries(reply: unknown): StreamEntry[] {
+  const [first, second] = reply as [unknown, unknown];
+  if (Buffer.isBuffer(first)) return second as StreamEntry[];
+  return (first as [Buffer, StreamEntry[]])[1];
 }
 
 /** Function ids a task calls. */

@@ -84,6 +84,8 @@ export class RedisWorker {
   private status: WorkerStatus = "running";
   private closing: Promise<void> | undefined;
   private refreshing: Promise<void> = Promise.resolve();
+  /** The heartbeat in flight: leaving waits for it, or it would register the worker again. */
+  private beating: Promise<void> = Promise.resolve();
   // Activity since the previous heartbeat, for WorkerMetrics.
   private executing = 0;
   private fetching = 0;
@@ -186,7 +188,7 @@ export class RedisWorker {
     this.refreshClients();
     await this.refreshing;
     this.heartbeatTimer = setInterval(() => {
-      void this.heartbeat();
+      this.beating = this.heartbeat();
       this.refreshClients();
     }, this.options.heartbeatInterval * 1000);
     this.log(
@@ -453,6 +455,7 @@ export class RedisWorker {
   private async closeNow(): Promise<void> {
     this.status = "closing";
     clearInterval(this.heartbeatTimer);
+    await this.beating;
     await this.refreshing;
     await Promise.all([...this.served.keys()].map((id) => this.stopServing(id, false)));
     await this.registration.leave().catch(() => {});
