@@ -4,7 +4,6 @@
 // in a clear error within a bounded time; nothing is left running or stored.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { join } from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { RedisConnectError } from "../../src/kernel/distributed/redis/connection";
@@ -12,7 +11,7 @@ import { RedisConnectionLostError, RedisDataLostError, RedisTransport } from "..
 import { inc, pair, sleep, slowly, stamp } from "../fixtures/redis-tasks";
 import { type PlanRunner, planRunner } from "../helpers/redis-plan";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
-import { type WorkerProcess, startWorker } from "../helpers/redis-workers";
+import { TSDASK_CLI, type WorkerProcess, startWorker } from "../helpers/redis-workers";
 
 const waitFor = async (what: string, condition: () => boolean | Promise<boolean>, seconds = 30): Promise<void> => {
   const end = performance.now() + seconds * 1000;
@@ -139,10 +138,9 @@ describe("Redis faults: the connection and the server", () => {
       assert.match(error.message, new RegExp(`^Cannot connect to Redis at redis://127\\.0\\.0\\.1:${server.port}: wrong user name or password$`));
       return true;
     });
-    const cli = join(__dirname, "../../../dist/cli/index.js");
     const run = (): string => {
       try {
-        execFileSync(process.execPath, [cli, "worker", wrong, "--name", "intruder"], { stdio: "pipe", timeout: 20_000 });
+        execFileSync(process.execPath, [TSDASK_CLI, "worker", wrong, "--name", "intruder"], { stdio: "pipe", timeout: 20_000 });
       } catch (error) {
         const failure = error as { status: number; stderr: Buffer };
         assert.equal(failure.status, 1);

@@ -13,7 +13,10 @@ import type { RedisTaskFinished, RedisTransport, RedisTransportEvents } from "..
 
 /** What the loop saw, for tests of the diagnostics. */
 export interface RunRecord {
+  /** Reports of finished tasks by key (kept only when the runner keeps records). */
   readonly finished: Map<string, RedisTaskFinished & { readonly worker: string }>;
+  /** Tasks finished, over all computations. */
+  finishedCount: number;
   readonly notices: string[];
   readonly joined: RegisterMessage[];
   readonly left: string[];
@@ -31,9 +34,15 @@ export interface PlanRunner {
   compute(graph: GraphInput, keys: Key | readonly unknown[], options?: ComputeOptions): Promise<unknown>;
 }
 
+export interface RunnerOptions {
+  /** Keep each finished task's report in `record.finished` (default true; a benchmark of memory says false). */
+  readonly keepRecords?: boolean;
+}
+
 /** Starts `transport` and returns a runner that computes graphs on it, one at a time. */
-export async function planRunner(transport: RedisTransport): Promise<PlanRunner> {
-  const record: RunRecord = { finished: new Map(), notices: [], joined: [], left: [], duplicates: [] };
+export async function planRunner(transport: RedisTransport, options: RunnerOptions = {}): Promise<PlanRunner> {
+  const record: RunRecord = { finished: new Map(), finishedCount: 0, notices: [], joined: [], left: [], duplicates: [] };
+  const keepRecords = options.keepRecords ?? true;
   let current: Computation | undefined;
   let failure: Error | undefined;
   const events: RedisTransportEvents = {
@@ -55,7 +64,7 @@ export async function planRunner(transport: RedisTransport): Promise<PlanRunner>
     async compute(graph, keys, options = {}) {
       if (failure !== undefined) throw failure;
       const plan = buildPlan(Graph.from(graph), keys);
-      current = new Computation(transport, plan, record, options.keepOutputs ?? false);
+      current = new Computation(transport, plan, record, options.keepOutputs ?? false, keepRecords);
       try {
         return await current.run();
       } finally {
@@ -83,6 +92,7 @@ class Computation {
     private readonly plan: Plan,
     private readonly record: RunRecord,
     private readonly keepOutputs: boolean,
+    private readonly keepRecords: boolean,
   ) {
     const n = plan.keys.length;
     this.ids = plan.keys.map((key) => keyId(key));
@@ -196,7 +206,8 @@ class Computation {
           this.record.duplicates.push(message.key);
           continue;
         }
-        this.record.finished.set(message.key, { ...(message as RedisTaskFinished), worker });
+        if (this.keepRecords) this.record.finished.set(message.key, { ...(message as RedisTaskFinished), worker });
+        this.record.finishedCount++;
         this.finish(node, ready);
       } else if (message.op === "task-erred") {
         this.fail(unpackError(message.error));

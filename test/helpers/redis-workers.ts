@@ -1,4 +1,4 @@
-// Real `tsdask worker redis://…` processes for the Redis tests (the built CLI, as a user runs it),
+// Real `tsdask worker redis://…` processes for the Redis tests and benchmark (the CLI a user runs),
 // optionally inside a network namespace. Every worker started here is killed when the test
 // process ends (see ./children).
 import { type ChildProcess, spawn } from "node:child_process";
@@ -27,12 +27,12 @@ export interface WorkerProcess {
   readonly exited: Promise<number | null>;
 }
 
-// The CLI as npm installs it (dist/, built by `npm test` before the tests run); this file runs from build/test/helpers.
-const CLI = join(__dirname, "../../../dist/cli/index.js");
+/** The `tsdask` command, compiled with the tests (this file runs from build/test/helpers). */
+export const TSDASK_CLI = join(__dirname, "../../src/cli/index.js");
 
 /** Starts a worker and resolves once it serves (or rejects with what it printed). */
 export async function startWorker(url: string, options: WorkerProcessOptions): Promise<WorkerProcess> {
-  const args = [CLI, "worker", url, "--name", options.name, "--nthreads", String(options.nthreads ?? 1), ...(options.extraArgs ?? [])];
+  const args = [TSDASK_CLI, "worker", url, "--name", options.name, "--nthreads", String(options.nthreads ?? 1), ...(options.extraArgs ?? [])];
   if (options.allowSource === true) args.push("--allow-source");
   const [command, commandArgs] = options.netns === undefined ? [process.execPath, args] : ["ip", ["netns", "exec", options.netns, process.execPath, ...args]];
   const child = spawn(command, commandArgs, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } });
