@@ -53,7 +53,8 @@ async function floorLatency(url: string, jobs: number): Promise<number> {
       const start = performance.now();
       let x = 0;
       for (let i = 0; i < count; i++) {
-        const job = await queue.add("inc", { x }, { removeOnComplete: true });
+        // Completed jobs are kept a while: waitUntilFinished looks the job up after it finished.
+        const job = await queue.add("inc", { x }, { removeOnComplete: { count: 100 } });
         x = (await job.waitUntilFinished(events)) as number;
       }
       if (x !== count) throw new Error(`floor chain ended at ${x}, expected ${count}`);

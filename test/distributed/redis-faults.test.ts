@@ -3,12 +3,14 @@
 // stopped, or restarted empty, a wrong password. Each ends in the right result counted once, or
 // in a clear error within a bounded time; nothing is left running or stored.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { join } from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { RedisConnectError } from "../../src/kernel/distributed/redis/connection";
 import { RedisConnectionLostError, RedisDataLostError, RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { inc, pair, sleep, slowly, stamp } from "../fixtures/redis-tasks";
+import { killOnExit } from "../helpers/children";
 import { type PlanRunner, planRunner } from "../helpers/redis-plan";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
 import { TSDASK_CLI, type WorkerProcess, startWorker } from "../helpers/redis-workers";
@@ -80,6 +82,18 @@ describe("Redis faults: workers", () => {
     assert.ok(stored.every((value) => value === rescuer.pid), "the stored value is still the rescuer's, not a mix");
     assert.deepEqual(runner.record.duplicates, []);
     transport.forget(["made"]);
+  });
+
+  test("a client killed without closing: the workers remove its data", async () => {
+    const sweeper = await startWorker(server.url, { name: "sweeper", env: { TSDASK_DEAD_CLIENT_GRACE: "1" } });
+    workers.push(sweeper);
+    const client = spawn(process.execPath, [join(__dirname, "../helpers/abandoned-client.js"), server.url], { stdio: ["ignore", "pipe", "inherit"] });
+    killOnExit(client);
+    const clientId = await new Promise<string>((resolve) => client.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString().trim())));
+    assert.ok((await redis.keys(`tsdask:${clientId}:*`)).length > 0, "the client stored data");
+    client.kill("SIGKILL");
+    await waitFor("the dead client's namespace to be swept", async () => (await redis.keys(`tsdask:${clientId}*`)).length === 0 && (await redis.sismember("tsdask:clients", clientId)) === 0, 30);
+    assert.match(sweeper.output(), new RegExp(`client ${clientId} is gone without closing; removing its data`));
   });
 
   test("every worker gone: the computation waits, says so, and resumes when a worker joins", async () => {

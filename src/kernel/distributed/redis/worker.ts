@@ -53,6 +53,11 @@ export interface RedisWorkerOptions {
   readonly partSize?: number;
   /** Takeovers of one job before it fails as a task that kills its workers (default 3, Dask's allowed-failures). */
   readonly maxStalledCount?: number;
+  /**
+   * Seconds a registered client may have no connection open before it is taken for dead and its
+   * namespace swept (default: TSDASK_DEAD_CLIENT_GRACE or 30).
+   */
+  readonly deadClientGrace?: number;
   /** Seconds added to this worker's own clock, to test clock correction (default: TSDASK_CLOCK_OFFSET or 0). */
   readonly clockOffset?: number;
   /** Where progress lines go (default: standard error). */
@@ -68,8 +73,8 @@ interface ServedClient {
   readonly queue: QueueWorker<TaskJobData, void>;
 }
 
-/** Seconds a registered client may have no open connection before it is taken for dead and swept. */
-const DEAD_CLIENT_GRACE = 30;
+/** Seconds between looks at which registered clients still have connections open (CLIENT LIST). */
+const DEAD_CLIENT_CHECK_INTERVAL = 5;
 /** Transfers older than this many seconds no longer count for the bandwidth estimate. */
 const BANDWIDTH_HALF_LIFE = 5;
 
@@ -78,6 +83,7 @@ export class RedisWorker {
   readonly target: RedisTarget;
   private readonly served = new Map<string, ServedClient>();
   private readonly missingSince = new Map<string, number>();
+  private lastConnectionCheck = 0;
   private readonly gate: FunctionGate;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private seq = 0;
@@ -128,8 +134,10 @@ export class RedisWorker {
       stalledInterval: options.stalledInterval ?? 2,
       maxStalledCount: options.maxStalledCount ?? 3,
       partSize: options.partSize ?? DEFAULT_PART_SIZE,
+      deadClientGrace: options.deadClientGrace ?? Number(process.env.TSDASK_DEAD_CLIENT_GRACE ?? 30),
     };
     if (!Number.isInteger(settings.nthreads) || settings.nthreads < 1) throw new RangeError(`nthreads must be a whole number ≥ 1, got ${settings.nthreads}`);
+    if (!(settings.deadClientGrace > 0)) throw new RangeError(`deadClientGrace (TSDASK_DEAD_CLIENT_GRACE) must be a number of seconds > 0, got ${settings.deadClientGrace}`);
     const clock = new WorkerClock(simulatedClockOffset(options.clockOffset));
     const name = options.name ?? `${hostname()}-${process.pid}`;
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -197,11 +205,6 @@ export class RedisWorker {
     );
   }
 
-  /** Clients served now (their ids). */
-  get clients(): string[] {
-    return [...this.served.keys()];
-  }
-
   // ---- Clients -----------------------------------------------------------------------------
 
   /** Serves clients that joined, stops serving those that left, sweeps those that died. One pass at a time. */
@@ -214,25 +217,26 @@ export class RedisWorker {
   private async refreshClientsNow(): Promise<void> {
     if (this.closing !== undefined) return;
     const registered = await registeredClients(this.redis);
-    const connected = await connectedClients(this.redis);
-    const live = new Set<string>();
+    const live = new Set(registered);
     const time = now();
-    for (const id of registered) {
-      if (connected.has(id)) {
+    if (time - this.lastConnectionCheck >= DEAD_CLIENT_CHECK_INTERVAL) {
+      this.lastConnectionCheck = time;
+      const connected = await connectedClients(this.redis);
+      for (const id of registered) {
+        if (connected.has(id)) {
+          this.missingSince.delete(id);
+          continue;
+        }
+        const since = this.missingSince.get(id) ?? time;
+        this.missingSince.set(id, since);
+        if (time - since < this.options.deadClientGrace) continue;
+        // Registered, but none of its connections open for a while: it died without closing.
         this.missingSince.delete(id);
-        live.add(id);
-        continue;
+        live.delete(id);
+        this.log(`tsdask worker ${this.name}: client ${id} is gone without closing; removing its data`);
+        await unregisterClient(this.redis, id);
+        if (!this.served.has(id)) await sweepNamespace(this.redis, new Namespace(id));
       }
-      const since = this.missingSince.get(id) ?? time;
-      this.missingSince.set(id, since);
-      if (time - since < DEAD_CLIENT_GRACE) {
-        live.add(id);
-        continue;
-      }
-      // Registered, but no connection of it for a while: it died without closing.
-      this.missingSince.delete(id);
-      this.log(`tsdask worker ${this.name}: client ${id} is gone without closing; removing its data`);
-      await unregisterClient(this.redis, id);
     }
     for (const id of live) if (!this.served.has(id)) this.serve(id);
     for (const id of [...this.served.keys()]) if (!live.has(id)) await this.stopServing(id, true);
