@@ -36,9 +36,16 @@ export async function hasScheduler(scheduler: SchedulerName): Promise<boolean> {
   }
 }
 
-/** Runs bench/<script> with the project's Python (see scripts/setup/python.mjs) and parses its JSON output. */
-export function runPython<T>(script: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}): T {
-  const python = process.env.TSDASK_PYTHON ?? join(root, ".venv/bin/python");
+/**
+ * Runs bench/<script> with the project's Python (see scripts/setup/python.mjs), or `python`, and
+ * parses its JSON output.
+ */
+export function runPython<T>(
+  script: string,
+  args: readonly string[] = [],
+  env: NodeJS.ProcessEnv = {},
+  python = process.env.TSDASK_PYTHON ?? join(root, ".venv/bin/python"),
+): T {
   const stdout = execFileSync(python, [join(root, "bench", script), ...args], {
     cwd: join(root, "bench"),
     env: { ...process.env, ...env },

@@ -7,3 +7,4 @@ export * from "./collections";
 export * from "./diagnostics";
 export * from "./display";
 export * from "./diagnostics/visualize";
+export * from "./distributed";

@@ -6,8 +6,9 @@ import { MIME_TYPE, type Payload } from "../protocol";
 import { PayloadError, parsePayload } from "../views/payload";
 import { PlotView } from "../views/plot";
 import { ProgressView } from "../views/progress";
+import { ClusterView } from "../views/cluster";
 
-type View = ProgressView | PlotView;
+type View = ProgressView | PlotView | ClusterView;
 
 export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
   private view: View | undefined;
@@ -36,6 +37,9 @@ export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
     this.message.remove();
     if (payload.kind === "progress") {
       const view = this.view instanceof ProgressView ? this.view : this.replaceView(new ProgressView());
+      view.render(payload);
+    } else if (payload.kind === "cluster") {
+      const view = this.view instanceof ClusterView ? this.view : this.replaceView(new ClusterView());
       view.render(payload);
     } else {
       const view = this.view instanceof PlotView ? this.view : this.replaceView(new PlotView());

@@ -35,3 +35,17 @@ function fixed2(x: number): string {
   const hundredths = below % 2 === 0 ? below : below + 1;
   return `${Math.trunc(hundredths / 100)}.${String(hundredths % 100).padStart(2, "0")}`;
 }
+
+const BINARY_PREFIXES = [
+  ["Pi", 2 ** 50],
+  ["Ti", 2 ** 40],
+  ["Gi", 2 ** 30],
+  ["Mi", 2 ** 20],
+  ["ki", 2 ** 10],
+] as const;
+
+/** A size as Dask's `format_bytes` prints it: `"2.00 GiB"`, `"117.74 MiB"`, `"512 B"`. */
+export function formatBytes(bytes: number): string {
+  for (const [prefix, size] of BINARY_PREFIXES) if (bytes >= size * 0.9) return `${fixed2(bytes / size)} ${prefix}B`;
+  return `${bytes} B`;
+}

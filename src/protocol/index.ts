@@ -44,7 +44,35 @@ export interface PlotPayload extends PayloadBase {
   readonly spec: Readonly<Record<string, unknown>>;
 }
 
-export type Payload = ProgressPayload | PlotPayload;
+/** One worker of a cluster, as a cluster's card lists it. */
+export interface ClusterWorkerInfo {
+  readonly name: string;
+  readonly address: string;
+  readonly nthreads: number;
+  /** Bytes; 0: no limit. */
+  readonly memoryLimit: number;
+  readonly pid: number;
+}
+
+/** A LocalCluster's or a Client's card: what a notebook shows for `cluster` or `client`. */
+export interface ClusterPayload extends PayloadBase {
+  readonly kind: "cluster";
+  /** "LocalCluster" or "Client". */
+  readonly title: string;
+  /** The cluster's name. */
+  readonly name: string;
+  readonly status: "running" | "closed";
+  /** How the scheduler reaches its workers: "unix sockets in /tmp/…", "redis://…". */
+  readonly transport: string;
+  /** Where the dashboard is, or null when it has none. */
+  readonly dashboardLink: string | null;
+  readonly workers: readonly ClusterWorkerInfo[];
+  readonly threads: number;
+  /** Σ memory limits, bytes. */
+  readonly memory: number;
+}
+
+export type Payload = ProgressPayload | PlotPayload | ClusterPayload;
 
 /** A Jupyter MIME bundle: MIME type → data. */
 export type MimeBundle = Readonly<Record<string, unknown>>;

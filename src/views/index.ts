@@ -3,6 +3,7 @@
 // its builder) and by standalone pages (the bundle scripts/build-views.mjs makes for them).
 export { PlotView } from "./plot";
 export { ProgressView } from "./progress";
+export { ClusterView } from "./cluster";
 export { parsePayload, PayloadError } from "./payload";
 /** vega-embed itself, for standalone pages that draw a spec directly. */
 export { default as vegaEmbed } from "vega-embed";

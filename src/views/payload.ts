@@ -1,6 +1,8 @@
 // Checks an output's data against the protocol before anything is drawn: outputs come from
 // kernels and from saved notebooks of unknown origin, so nothing is assumed about their shape.
 import {
+  type ClusterPayload,
+  type ClusterWorkerInfo,
   type Payload,
   type PlotPayload,
   type ProgressGroup,
@@ -63,6 +65,38 @@ function plot(fields: Fields, base: { id: string; seq: number }): PlotPayload {
   return { version: PROTOCOL_VERSION, kind: "plot", ...base, spec: fields.spec };
 }
 
+function clusterWorker(value: unknown, index: number): ClusterWorkerInfo {
+  if (!isFields(value)) throw new PayloadError(`workers[${index}] must be an object`);
+  return {
+    name: text(value, "name"),
+    address: text(value, "address"),
+    nthreads: count(value, "nthreads"),
+    memoryLimit: count(value, "memoryLimit"),
+    pid: count(value, "pid"),
+  };
+}
+
+function cluster(fields: Fields, base: { id: string; seq: number }): ClusterPayload {
+  const status = fields.status;
+  if (status !== "running" && status !== "closed") throw new PayloadError(`"status" must be "running" or "closed", got ${JSON.stringify(status)}`);
+  const link = fields.dashboardLink;
+  if (link !== null && typeof link !== "string") throw new PayloadError(`"dashboardLink" must be a string or null`);
+  if (!Array.isArray(fields.workers)) throw new PayloadError(`"workers" must be an array`);
+  return {
+    version: PROTOCOL_VERSION,
+    kind: "cluster",
+    ...base,
+    title: text(fields, "title"),
+    name: text(fields, "name"),
+    status,
+    transport: text(fields, "transport"),
+    dashboardLink: link,
+    workers: fields.workers.map(clusterWorker),
+    threads: count(fields, "threads"),
+    memory: count(fields, "memory"),
+  };
+}
+
 /** The payload in an output's data: an object, or its JSON text (what tslab's display.raw sends). */
 export function parsePayload(data: unknown): Payload {
   let value = data;
@@ -86,6 +120,8 @@ export function parsePayload(data: unknown): Payload {
       return progress(value, base);
     case "plot":
       return plot(value, base);
+    case "cluster":
+      return cluster(value, base);
     default:
       throw new PayloadError(`unknown output kind ${JSON.stringify(value.kind)}`);
   }

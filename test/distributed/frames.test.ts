@@ -127,6 +127,51 @@ describe("connections", () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
+  test("the connecting side reads parts straight into their own memory; shared blocks arrive in shared memory", async () => {
+    const path = join(dir, "direct.sock");
+    const shared = new Float64Array(new SharedArrayBuffer(8 * 1_000_000));
+    for (let i = 0; i < shared.length; i++) shared[i] = i;
+    const plain = new Uint8Array(3_000_001).map((_, i) => i % 251);
+    const server = await listen(path, (connection) => {
+      connection.on("message", () => {
+        // Back to back, so reads straddle messages and parts.
+        connection.send({ shared, label: "first" });
+        connection.send("small");
+        connection.send({ plain, empty: new Uint8Array(0), tiny: new Int16Array([-1, 2]) });
+        connection.send(shared.subarray(10, 20));
+      });
+    });
+    const client = await Connection.connect(path);
+    const received: unknown[] = [];
+    const wireBytes: number[] = [];
+    const all = new Promise<void>((resolve) =>
+      client.on("message", (value, bytes) => {
+        received.push(value);
+        wireBytes.push(bytes);
+        if (received.length === 4) resolve();
+      }),
+    );
+    client.send("go");
+    await all;
+    const first = received[0] as { shared: Float64Array; label: string };
+    assert.ok(first.shared.buffer instanceof SharedArrayBuffer);
+    assert.equal(first.shared.buffer.byteLength, shared.byteLength, "the part's own memory, not a copy of a larger read");
+    assert.deepEqual(first.shared, shared);
+    assert.equal(first.label, "first");
+    assert.equal(received[1], "small");
+    const third = received[2] as { plain: Uint8Array; empty: Uint8Array; tiny: Int16Array };
+    assert.ok(third.plain.buffer instanceof ArrayBuffer);
+    assert.deepEqual(third.plain, plain);
+    assert.deepEqual(third.empty, new Uint8Array(0));
+    assert.deepEqual(third.tiny, new Int16Array([-1, 2]));
+    const fourth = received[3] as Float64Array;
+    assert.ok(fourth.buffer instanceof SharedArrayBuffer);
+    assert.deepEqual([...fourth], [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+    assert.ok(wireBytes[0] > shared.byteLength && wireBytes[0] < shared.byteLength + 200);
+    client.close();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
   test("connecting to a missing socket names the path", async () => {
     await assert.rejects(Connection.connect(join(dir, "nobody.sock")), /Cannot connect to .*nobody\.sock/);
   });

@@ -1,5 +1,5 @@
 // A bare BullMQ worker process, the floor the Redis benchmark compares tsdask's workers with: it
-// completes each job of a queue with `data.x + 1` and nothing else.
+// completes each job of a queue with `data.x + 1` and nothing else (jobs say how long they are kept).
 // Usage: node bullmq-floor-worker.js <redis url> <queue name> <concurrency>
 import { Worker } from "bullmq";
 import { parseRedisUrl, redisOptions } from "../../src/kernel/distributed/redis/connection";
@@ -8,7 +8,6 @@ const [url, queueName, concurrency] = process.argv.slice(2);
 const worker = new Worker<{ x: number }, number>(queueName, async (job) => job.data.x + 1, {
   connection: redisOptions(parseRedisUrl(url)),
   concurrency: Number(concurrency),
-  removeOnComplete: { count: 0 },
 });
 worker.on("error", (error) => console.error(`floor worker: ${error.message}`));
 void worker.waitUntilReady().then(() => console.log("ready"));

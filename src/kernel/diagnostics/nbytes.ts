@@ -2,7 +2,14 @@
 // (Dask's docs suggest cachey's nbytes for the same job).
 
 /**
+ * A value that knows its size without being here (a result held on a cluster worker) carries
+ * it under this symbol, so `nbytes` reports the result's size rather than the stand-in's.
+ */
+export const NBYTES: unique symbol = Symbol.for("tsdask.nbytes") as never;
+
+/**
  * Bytes held by `value`:
+ * - a value with an `[NBYTES]` number (a cluster result seen by callbacks): that number.
  * - TypedArrays, DataViews and Buffers: their `byteLength` (the view, not a larger shared buffer);
  *   ArrayBuffers and SharedArrayBuffers: `byteLength`.
  * - strings: 2 bytes per UTF-16 code unit — JavaScript's own string model, and O(1), where
@@ -31,6 +38,8 @@ function sizeOf(value: unknown, seen: Set<object>): number {
       return 0; // undefined, symbol, function
   }
   if (value === null || seen.has(value)) return 0;
+  const declared = (value as { [NBYTES]?: unknown })[NBYTES];
+  if (typeof declared === "number") return declared;
   seen.add(value);
   if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof SharedArrayBuffer) {
     return value.byteLength;

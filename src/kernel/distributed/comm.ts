@@ -1,15 +1,19 @@
 // A message connection over a Unix domain socket, for LocalCluster (the scheduler in the client's
 // process ↔ its workers, and worker ↔ worker for peer data). Each message is one value in frames
-// (./frames): a header of 32-bit lengths — the number of parts, then each part's length — and
-// the parts. Parts are written as they are (typed-array contents go to the socket uncopied) and
-// each received part lands in memory of its own, ready to back a typed array.
+// (./frames): a header of 32-bit lengths — the number of parts, then each part's length (top bit:
+// a shared-memory block) — and the parts. Parts are written as they are (typed-array contents go
+// to the socket uncopied) and each received part lands in memory of its own, shared memory for
+// shared blocks, ready to back a typed array. On the connecting side the socket reads straight
+// into that memory; a listening side's sockets cannot, and copy from Node's read chunks.
 
 import { EventEmitter } from "node:events";
 import { type Server, type Socket, createConnection, createServer } from "node:net";
-import { decodeValue, encodeValue, framesByteLength, framesHeader } from "./frames";
+import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "./frames";
 
-/** Anything longer is a corrupt stream, not a message (4 GiB per part, 1 M parts). */
+/** Anything longer is a corrupt stream, not a message (1 M parts). */
 const MAX_PARTS = 1 << 20;
+/** Where the connecting side reads headers and small parts. */
+const SCRATCH_BYTES = 64 * 1024;
 
 export interface ConnectionEvents {
   /** A message arrived; `bytes` is its size on the wire, `decodeSeconds` the time its frames took to decode. */
@@ -19,23 +23,22 @@ export interface ConnectionEvents {
 }
 
 export class Connection extends EventEmitter<ConnectionEvents> {
-  private readonly reader = new MessageReader();
   private closedWith: Error | undefined | null = null;
 
-  constructor(private readonly socket: Socket) {
+  /** `reader`: given when the socket reads into the reader's memory itself (see `connect`). */
+  constructor(
+    private readonly socket: Socket,
+    private readonly reader = new MessageReader(),
+  ) {
     super();
     socket.setNoDelay?.(true);
-    socket.on("data", (chunk: Buffer) => {
-      try {
-        this.reader.push(chunk, (parts, bytes) => {
-          const decodeStart = performance.now();
-          const value = decodeValue(parts);
-          this.emit("message", value, bytes, (performance.now() - decodeStart) / 1000);
-        });
-      } catch (error) {
-        socket.destroy(error as Error);
-      }
-    });
+    reader.onMessage = (parts, bytes) => {
+      const decodeStart = performance.now();
+      const value = decodeValue(parts, { ownParts: true });
+      this.emit("message", value, bytes, (performance.now() - decodeStart) / 1000);
+    };
+    reader.onError = (error) => socket.destroy(error);
+    socket.on("data", (chunk: Buffer) => reader.push(chunk));
     let failure: Error | undefined;
     socket.on("error", (error) => (failure = error));
     socket.on("close", () => {
@@ -47,12 +50,15 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   /** Connects to a listening socket; rejects with an error naming the path. */
   static connect(path: string): Promise<Connection> {
     return new Promise((resolve, reject) => {
-      const socket = createConnection(path);
+      const reader = new MessageReader();
+      // Node reads into the memory the reader names: message parts land where they will stay, uncopied.
+      const onread = { buffer: () => reader.nextBuffer(), callback: (n: number, buffer: Uint8Array) => reader.received(n, buffer) };
+      const socket = createConnection({ path, onread });
       const onError = (error: Error): void => reject(new Error(`Cannot connect to ${path}: ${error.message}`, { cause: error }));
       socket.once("error", onError);
       socket.once("connect", () => {
         socket.off("error", onError);
-        resolve(new Connection(socket));
+        resolve(new Connection(socket, reader));
       });
     });
   }
@@ -114,28 +120,65 @@ export function listen(path: string, onConnection: (connection: Connection) => v
   });
 }
 
-/** Cuts the byte stream into messages: header (part count, part lengths), then the parts. */
+/**
+ * Cuts the byte stream into messages: header (part count, part lengths), then the parts. Bytes
+ * come either as chunks to copy (`push`), or straight into the memory `nextBuffer` names
+ * (`received`, the connecting side's direct reads).
+ */
 class MessageReader {
+  onMessage: (parts: Uint8Array[], bytes: number) => void = () => {};
+  onError: (error: Error) => void = () => {};
   private chunks: Buffer[] = [];
   private buffered = 0;
-  /** Part lengths of the message being read, once its header is complete. */
-  private lengths: number[] | undefined;
+  /** Part lengths and shared flags of the message being read, once its header is complete. */
+  private lengths: { readonly length: number; readonly shared: boolean }[] | undefined;
   private parts: Uint8Array[] = [];
-  /** Bytes already copied into the part being filled. */
+  /** Bytes already in the part being filled. */
   private filled = 0;
   private messageBytes = 0;
+  private readonly scratch = new Uint8Array(SCRATCH_BYTES);
 
-  push(chunk: Buffer, onMessage: (parts: Uint8Array[], bytes: number) => void): void {
+  /** Bytes that arrived as a chunk of their own (copied into the parts). */
+  push(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
-    for (;;) {
-      if (this.lengths === undefined && !this.readHeader()) return;
-      if (!this.fillParts()) return;
-      const parts = this.parts;
-      const bytes = this.messageBytes;
-      this.lengths = undefined;
-      this.parts = [];
-      onMessage(parts, bytes);
+    this.drain();
+  }
+
+  /** Where the next read should put its bytes: the unfilled rest of the current part, or scratch memory. */
+  nextBuffer(): Uint8Array {
+    const current = this.parts[this.parts.length - 1];
+    if (this.lengths !== undefined && this.buffered === 0 && current !== undefined && this.filled < current.length && current.length - this.filled >= SCRATCH_BYTES) {
+      return current.subarray(this.filled);
+    }
+    return this.scratch;
+  }
+
+  /** `n` bytes were read into `buffer` (the last `nextBuffer`); true: keep reading. */
+  received(n: number, buffer: Uint8Array): boolean {
+    if (buffer === this.scratch) {
+      // The scratch memory is reused for the next read: keep a copy.
+      this.push(Buffer.from(buffer.subarray(0, n)));
+    } else {
+      this.filled += n;
+      this.drain();
+    }
+    return true;
+  }
+
+  private drain(): void {
+    try {
+      for (;;) {
+        if (this.lengths === undefined && !this.readHeader()) return;
+        if (!this.fillParts()) return;
+        const parts = this.parts;
+        const bytes = this.messageBytes;
+        this.lengths = undefined;
+        this.parts = [];
+        this.onMessage(parts, bytes);
+      }
+    } catch (error) {
+      this.onError(error as Error);
     }
   }
 
@@ -149,9 +192,9 @@ class MessageReader {
     this.lengths = [];
     this.messageBytes = headerBytes;
     for (let i = 1; i <= count; i++) {
-      const length = header.readUInt32LE(4 * i);
-      this.lengths.push(length);
-      this.messageBytes += length;
+      const entry = frameLength(header.readUInt32LE(4 * i));
+      this.lengths.push(entry);
+      this.messageBytes += entry.length;
     }
     this.parts = [];
     this.filled = 0;
@@ -173,8 +216,9 @@ class MessageReader {
         continue;
       }
       if (this.parts.length === lengths.length) return true;
-      // Each part gets an ArrayBuffer of its own, so a typed array can use it as it is.
-      this.parts.push(new Uint8Array(new ArrayBuffer(lengths[this.parts.length])));
+      // Each part gets memory of its own, so a typed array can use it as it is.
+      const { length, shared } = lengths[this.parts.length];
+      this.parts.push(allocatePart(length, shared));
       this.filled = 0;
     }
   }

@@ -142,13 +142,19 @@ export interface DecodeOptions {
    * uses plain ArrayBuffers.
    */
   readonly shared?: boolean;
+  /**
+   * The parts are fresh memory that nobody else uses (read from a socket or a file with
+   * `allocatePart`): a shared block whose part is a whole SharedArrayBuffer then keeps that
+   * memory instead of a copy. Default false.
+   */
+  readonly ownParts?: boolean;
 }
 
 /** The value `encodeValue` made `parts` from. Each block is copied once, into memory of its own. */
 export function decodeValue(parts: readonly Uint8Array[], options: DecodeOptions = {}): unknown {
   const value = deserialize(parts[0]);
   if (parts.length === 1) return value;
-  const decoder = new Decoder(parts, options.shared ?? true);
+  const decoder = new Decoder(parts, options.shared ?? true, options.ownParts ?? false);
   return decoder.restore(value);
 }
 
@@ -159,6 +165,7 @@ class Decoder {
   constructor(
     private readonly parts: readonly Uint8Array[],
     private readonly shared: boolean,
+    private readonly ownParts: boolean,
   ) {}
 
   /** Replaces placeholders inside `value` (a fresh copy from the deserialiser, so it is changed in place). */
@@ -196,11 +203,11 @@ class Decoder {
     return block;
   }
 
-  /** Memory holding exactly `bytes`: the part's own buffer when it is one whole plain ArrayBuffer, else a copy. */
+  /** Memory holding exactly `bytes`: the part's own buffer when it is all of one buffer of the wanted kind, else a copy. */
   private memoryFor(bytes: Uint8Array, shared: boolean): ArrayBuffer | SharedArrayBuffer {
-    if (!shared && bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) {
-      return bytes.buffer;
-    }
+    const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+    if (whole && !shared && bytes.buffer instanceof ArrayBuffer) return bytes.buffer;
+    if (whole && shared && this.ownParts && bytes.buffer instanceof SharedArrayBuffer) return bytes.buffer;
     const memory = shared ? new SharedArrayBuffer(bytes.byteLength) : new ArrayBuffer(bytes.byteLength);
     new Uint8Array(memory).set(bytes);
     return memory;
@@ -228,13 +235,34 @@ export function framesByteLength(parts: readonly Uint8Array[]): number {
   return total;
 }
 
+/** Marks, in a part's length in the header, a block that lived in shared memory on the sending side. */
+const SHARED_FLAG = 0x8000_0000;
+/** Parts are limited to 2 GiB − 1: the length's top bit is the shared-memory flag. */
+const MAX_PART_BYTES = SHARED_FLAG - 1;
+
 /**
  * The length header that precedes frames on a socket or in a spill file: the number of parts,
- * then each part's length, as 32-bit little-endian integers.
+ * then each part's length, as 32-bit little-endian integers. A part that is a view of a
+ * SharedArrayBuffer has the top bit of its length set, so the reader can land it in shared
+ * memory directly (see `frameLength`).
  */
 export function framesHeader(parts: readonly Uint8Array[]): Buffer {
   const header = Buffer.allocUnsafe(4 * (parts.length + 1));
   header.writeUInt32LE(parts.length, 0);
-  for (let i = 0; i < parts.length; i++) header.writeUInt32LE(parts[i].byteLength, 4 * (i + 1));
+  for (let i = 0; i < parts.length; i++) {
+    const length = parts[i].byteLength;
+    if (length > MAX_PART_BYTES) throw new RangeError(`tsdask frames: a binary block of ${length} bytes is over the 2 GiB limit of one frame`);
+    header.writeUInt32LE(parts[i].buffer instanceof SharedArrayBuffer ? (length | SHARED_FLAG) >>> 0 : length, 4 * (i + 1));
+  }
   return header;
+}
+
+/** A part's length and shared-memory flag, as read from a header entry. */
+export function frameLength(entry: number): { readonly length: number; readonly shared: boolean } {
+  return { length: entry & MAX_PART_BYTES, shared: entry >= SHARED_FLAG };
+}
+
+/** Memory for a part `frameLength` describes: shared memory for a shared block, so decoding uses it without a copy. */
+export function allocatePart(length: number, shared: boolean): Uint8Array {
+  return new Uint8Array(shared ? new SharedArrayBuffer(length) : new ArrayBuffer(length));
 }

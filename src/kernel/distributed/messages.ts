@@ -26,6 +26,13 @@ export interface DependencyInfo {
   readonly nbytes: number;
   /** Workers holding it; empty when it sits in the shared store (Redis). */
   readonly whoHas: readonly WorkerAddress[];
+  /**
+   * The dependency is not computed yet: it was sent to this same worker earlier and is still
+   * queued or running there (whoHas is then empty). The worker runs this task once it finishes,
+   * without fetching or asking the scheduler: on a chain this saves a scheduler round trip per
+   * task. If the dependency errs, the scheduler frees this task (free-keys). Locality placement only.
+   */
+  readonly local?: boolean;
 }
 
 // ---- Scheduler → worker ------------------------------------------------------------------------
@@ -92,6 +99,10 @@ export type ToWorker =
 
 // ---- Worker → scheduler ------------------------------------------------------------------------
 
+/**
+ * The first message on a worker's connection. The scheduler answers with a heartbeat-reply (its
+ * clock, for the worker's first clock-offset estimate, and the heartbeat interval).
+ */
 export interface RegisterMessage {
   readonly op: "register";
   readonly address: WorkerAddress;
@@ -126,7 +137,12 @@ export interface TaskErredMessage {
   readonly startstops: readonly StartStop[];
 }
 
-/** A dependency could not be fetched from `errantWorker`: it does not hold it (any more), or is gone. */
+/**
+ * A dependency could not be fetched from `errantWorker`: it does not hold it (any more), or is gone.
+ * The worker also drops every task of its own that needed the key (as if told free-keys for them)
+ * once no holder it knows of is left; the scheduler sends them again (compute-task) with fresh
+ * holders, after recomputing the key if it was lost.
+ */
 export interface MissingDataMessage {
   readonly op: "missing-data";
   readonly key: string;
@@ -154,6 +170,11 @@ export interface HeartbeatMessage {
   readonly op: "heartbeat";
   /** The worker's clock when it sent this. */
   readonly now: number;
+  /**
+   * The worker's estimate of (its clock − the scheduler's), seconds, from the round trips of
+   * earlier heartbeats (the shortest of the last few): what it takes off the times it reports.
+   */
+  readonly clockOffset?: number;
   readonly metrics: WorkerMetrics;
 }
 
@@ -168,6 +189,7 @@ export interface WorkerMetrics {
   readonly taskCounts: Readonly<Record<string, number>>;
   /** Fine performance metrics digested since the previous heartbeat, with span ids (worker layer). */
   readonly digests: readonly MetricRecord[];
+  /** Bytes on the wire and batches moved to and from peers since the previous heartbeat. */
   readonly transfer: {
     readonly incomingBytes: number;
     readonly outgoingBytes: number;

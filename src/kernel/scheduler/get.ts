@@ -12,9 +12,35 @@ import { PoolExecutor } from "./pool/executor";
 
 export type SchedulerName = "sync" | "threads" | "processes";
 
+/** One computation for a scheduler that runs whole graphs itself (a cluster's Client). */
+export interface GraphRun {
+  readonly graph: Graph;
+  readonly keys: Key | readonly unknown[];
+  readonly callbacks: readonly Callback[];
+  readonly signal: AbortSignal;
+}
+
+/** A scheduler `get` hands whole graphs to, instead of running its loop: a cluster's Client. */
+export interface GraphScheduler {
+  /** For messages: "Client(LocalCluster 'local', 2 workers)". */
+  readonly description: string;
+  /** Computes `keys` of `graph` with the result shaped like `keys`, as `get` does. */
+  run(request: GraphRun): Promise<unknown>;
+}
+
+let defaultGraphScheduler: GraphScheduler | null = null;
+
+/** Makes `scheduler` the default for computations that name none (an open Client); null: back to "sync". */
+export function setDefaultGraphScheduler(scheduler: GraphScheduler | null): void {
+  defaultGraphScheduler = scheduler;
+}
+
 export interface GetOptions {
-  /** Where tasks run: "sync" (this thread, the default), "threads" or "processes". */
-  readonly scheduler?: SchedulerName;
+  /**
+   * Where tasks run: "sync" (this thread), "threads", "processes", or a GraphScheduler such as a
+   * Client. Default: the open Client, else "sync".
+   */
+  readonly scheduler?: SchedulerName | GraphScheduler;
   /** Pool size for "threads" and "processes"; defaults to the available parallelism. */
   readonly numWorkers?: number;
   /** Callbacks for this computation only, besides those of withCallbacks blocks and register(). */
@@ -47,7 +73,8 @@ export async function get(dsk: GraphInput, keys: Key | readonly unknown[], optio
   validateOptions(options);
   const graph = Graph.from(dsk);
   const callbacks = activeCallbacks(options.callbacks);
-  const scheduler = options.scheduler ?? "sync";
+  const scheduler = options.scheduler ?? defaultGraphScheduler ?? "sync";
+  if (typeof scheduler === "object") return runOn(scheduler, graph, keys, callbacks, options.signal);
   const factory = factories.get(scheduler);
   if (factory === undefined) {
     throw new Error(`Scheduler "${scheduler}" is not available; this build has: ${[...factories.keys()].join(", ")}`);
@@ -62,14 +89,37 @@ export async function get(dsk: GraphInput, keys: Key | readonly unknown[], optio
   }
 }
 
+async function runOn(
+  scheduler: GraphScheduler,
+  graph: Graph,
+  keys: Key | readonly unknown[],
+  callbacks: readonly Callback[],
+  own: AbortSignal | undefined,
+): Promise<unknown> {
+  const interrupt = listenForInterrupt();
+  const signal = own === undefined ? interrupt.signal : AbortSignal.any([own, interrupt.signal]);
+  try {
+    return await scheduler.run({ graph, keys, callbacks, signal });
+  } finally {
+    interrupt.stop();
+  }
+}
+
+function isGraphScheduler(value: unknown): value is GraphScheduler {
+  return typeof value === "object" && value !== null && typeof (value as GraphScheduler).run === "function";
+}
+
 function validateOptions(options: GetOptions): void {
   if (options === null || typeof options !== "object") throw new TypeError(`get options must be an object, got ${options}`);
   for (const name of Object.keys(options)) {
     if (!OPTION_NAMES.has(name)) throw new TypeError(`Unknown get option "${name}"; known: ${[...OPTION_NAMES].join(", ")}`);
   }
   const { scheduler, numWorkers, callbacks, signal, cache } = options;
-  if (scheduler !== undefined && scheduler !== "sync" && scheduler !== "threads" && scheduler !== "processes") {
-    throw new TypeError(`Option scheduler must be "sync", "threads" or "processes", got ${JSON.stringify(scheduler)}`);
+  if (scheduler !== undefined && scheduler !== "sync" && scheduler !== "threads" && scheduler !== "processes" && !isGraphScheduler(scheduler)) {
+    throw new TypeError(`Option scheduler must be "sync", "threads", "processes" or a Client, got ${JSON.stringify(scheduler)}`);
+  }
+  if (isGraphScheduler(scheduler) && options.cache !== undefined) {
+    throw new TypeError(`Option cache works with the local schedulers only, not with ${scheduler.description}`);
   }
   if (numWorkers !== undefined && !(Number.isInteger(numWorkers) && numWorkers >= 1)) {
     throw new TypeError(`Option numWorkers must be a whole number ≥ 1, got ${numWorkers}`);

@@ -100,6 +100,23 @@ export class SchedulerState {
     return node;
   }
 
+  /**
+   * Marks a ready task running wherever it sits in `ready`, for a scheduler that picks tasks in
+   * its own order (a cluster's). False if the task is not ready (still waiting, or started).
+   */
+  start(node: number): boolean {
+    const at = this.ready.lastIndexOf(node);
+    if (at < 0) return false;
+    this.ready.splice(at, 1);
+    this.flags[node] |= RUNNING;
+    this.runningCount++;
+    return true;
+  }
+
+  isRunning(node: number): boolean {
+    return (this.flags[node] & RUNNING) !== 0;
+  }
+
   /** Dask's finish_task: store the result, wake dependents, release data nobody needs any more. */
   finishTask(node: number, value: unknown): void {
     const { plan, flags } = this;

@@ -135,21 +135,10 @@ export class ChunkedArray {
 
   /** Runs the graph and assembles the blocks into one row-major array. */
   async compute(options?: GetOptions): Promise<ComputedArray> {
-    const blocks = await this.computeBlocks(options);
-    const data = new Float64Array(this.size);
-    const starts = this.chunks.map(offsets);
-    blocks.forEach(([index, block]) => {
-      if (this.ndim < 2) {
-        data.set(block.data, this.ndim === 0 ? 0 : starts[0][index[0]]);
-        return;
-      }
-      const [rows, cols] = block.shape;
-      const width = this.shape[1];
-      const top = starts[0][index[0]];
-      const left = starts[1][index[1]];
-      for (let r = 0; r < rows; r++) data.set(block.data.subarray(r * cols, (r + 1) * cols), (top + r) * width + left);
-    });
-    return { shape: this.shape, data };
+    const indices = blockIndices(this.numblocks);
+    const keys = indices.map((index) => this.blockKey(index));
+    const values = (await get(this.dask, keys, options)) as unknown[];
+    return assembleBlocks(this.chunks, this.name, ...values);
   }
 
   /**
@@ -186,6 +175,32 @@ export class ChunkedArray {
   private blockShape(index: BlockIndex): number[] {
     return index.map((i, axis) => this.chunks[axis][i]);
   }
+}
+
+/**
+ * The whole array from the blocks of layer `name`, given in row-major block order (what `compute`
+ * returns). A module export, so a cluster worker can run it as the last task of `client.compute(array)`.
+ */
+export function assembleBlocks(chunks: Chunks, name: string, ...blocks: unknown[]): ComputedArray {
+  const shape = chunks.map((sizes) => sizes.reduce((total, size) => total + size, 0));
+  const ndim = shape.length;
+  const data = new Float64Array(shape.reduce((total, extent) => total * extent, 1));
+  const starts = chunks.map(offsets);
+  const numblocks = chunks.map((sizes) => sizes.length);
+  blockIndices(numblocks).forEach((index, at) => {
+    const expected = index.map((i, axis) => chunks[axis][i]);
+    const block = checkBlock(blocks[at], [name, ...index], expected);
+    if (ndim < 2) {
+      data.set(block.data, ndim === 0 ? 0 : starts[0][index[0]]);
+      return;
+    }
+    const [rows, cols] = block.shape;
+    const width = shape[1];
+    const top = starts[0][index[0]];
+    const left = starts[1][index[1]];
+    for (let r = 0; r < rows; r++) data.set(block.data.subarray(r * cols, (r + 1) * cols), (top + r) * width + left);
+  });
+  return { shape, data };
 }
 
 /** Every block index of an array with these block counts, row-major; `[[]]` for a 0-d array. */

@@ -131,10 +131,21 @@ export class RedisStore {
    * a mark: "1" if this call published the value, "0" if one was there.
    */
   async put(key: string, value: unknown, outcome?: (info: StoredInfo) => Buffer): Promise<{ info: StoredInfo; result: PublishOutcome }> {
+    const { info, result } = this.publish(key, value, outcome);
+    return { info, result: await result };
+  }
+
+  /**
+   * `put`, telling whether the value went out as one command, already queued on the connection
+   * when this returns (`issued`): later commands on the same connection then run after it in
+   * Redis, so a caller may go on without waiting for the reply. Larger values take several
+   * commands and round trips; wait for `result`.
+   */
+  publish(key: string, value: unknown, outcome?: (info: StoredInfo) => Buffer): { info: StoredInfo; issued: boolean; result: Promise<PublishOutcome> } {
     const frames = encodeValue(value);
     const info = { nbytes: framesByteLength(frames), type: typeName(value) };
-    const result = await this.write(this.namespace.value(key), key, frames, info.type, outcome?.(info) ?? "");
-    return { info, result };
+    const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, outcome?.(info) ?? "");
+    return { info, issued, result };
   }
 
   /** Adds `outcome` to the outcome stream after the mark "-" (nothing stored: a task that erred), unless the client is gone. */
@@ -158,7 +169,7 @@ export class RedisStore {
 
   /** Stores a task spec's frames under `token` (a spec too large for its job); no outcome, never replaced. */
   async putTask(key: string, token: string, frames: readonly Buffer[]): Promise<void> {
-    await this.write(this.namespace.taskSpec(key, token), key, frames, "WireTask", "");
+    await this.write(this.namespace.taskSpec(key, token), key, frames, "WireTask", "").result;
   }
 
   async getTask(key: string, token: string): Promise<unknown> {
@@ -191,7 +202,7 @@ export class RedisStore {
     return sweepNamespace(this.redis, this.namespace);
   }
 
-  private async write(redisKey: string, key: string, frames: readonly Buffer[], type: string, outcome: Buffer | ""): Promise<PublishOutcome> {
+  private write(redisKey: string, key: string, frames: readonly Buffer[], type: string, outcome: Buffer | ""): { issued: boolean; result: Promise<PublishOutcome> } {
     const nbytes = framesByteLength(frames);
     const metadata: Metadata = { f: frames.map((frame) => frame.byteLength), t: type, p: this.partSize };
     const fields: (string | Buffer)[] = ["m", JSON.stringify(metadata)];
@@ -201,10 +212,11 @@ export class RedisStore {
     }
     const stagingKey = this.namespace.staging(key, randomToken());
     const alive = this.namespace.alive;
-    let code: number;
+    const meaning = (code: number): PublishOutcome => (code === 1 ? "published" : code === 0 ? "exists" : "client-gone");
     if (nbytes <= this.partSize && fields.length <= 2 * MAX_INLINE_FIELDS) {
-      code = await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, this.namespace.outcomes, outcome, ...fields);
-    } else {
+      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, stagingKey, alive, this.namespace.outcomes, outcome, ...fields).then(meaning) };
+    }
+    const staged = async (): Promise<PublishOutcome> => {
       // One part per command; the staging key expires by itself should this process die midway.
       const pipeline = this.redis.pipeline();
       for (let i = 0; i < fields.length; i += 2) pipeline.hset(stagingKey, fields[i], fields[i + 1]);
@@ -212,9 +224,9 @@ export class RedisStore {
       const replies = await pipeline.exec();
       const failed = replies?.find(([error]) => error !== null);
       if (failed !== undefined) throw failed[0]!;
-      code = await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, this.namespace.outcomes, outcome);
-    }
-    return code === 1 ? "published" : code === 0 ? "exists" : "client-gone";
+      return meaning(await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, this.namespace.outcomes, outcome));
+    };
+    return { issued: false, result: staged() };
   }
 
   private async read(redisKeys: readonly string[], keys: readonly string[]): Promise<FetchResult> {

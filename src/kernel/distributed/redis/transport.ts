@@ -20,13 +20,13 @@ import { type FnSpec, packError } from "../../scheduler/pool/wire";
 import type {
   ComputeTaskMessage,
   FromWorker,
-  RegisterMessage,
   TaskErredMessage,
   TaskFinishedMessage,
   ToWorker,
   WireTask,
   WorkerAddress,
 } from "../messages";
+import type { Transport, TransportEvents } from "../scheduler/transport";
 import { WorkerClock } from "../worker/clock";
 import { observeRedisTime } from "./clock";
 import { type ConnectOptions, type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
@@ -35,14 +35,12 @@ import { Namespace, TASK_QUEUE } from "./keys";
 import { type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient } from "./registry";
 import { type StoredInfo, RedisStore } from "./store";
 
-/** What the transport reports (the scheduler's TransportEvents, plus what only this transport knows). */
-export interface RedisTransportEvents {
-  /** A worker registered. */
-  workerJoined(registration: RegisterMessage): void;
-  /** Task outcomes and heartbeats of a worker. */
-  received(worker: WorkerAddress, messages: readonly FromWorker[]): void;
-  /** A worker left, or its registration expired (no heartbeat within its TTL). */
-  workerLeft(worker: WorkerAddress, reason: string): void;
+/**
+ * What the transport reports: the scheduler's TransportEvents (task outcomes and heartbeats come
+ * as `received` from the worker that ran them, or from "redis" for tasks that could not be queued),
+ * plus what only this transport knows.
+ */
+export interface RedisTransportEvents extends TransportEvents {
   /** The transport cannot go on (Redis lost for too long, or it lost this client's data): fail what is pending with `error`. */
   failed?(error: Error): void;
   /** Something the user should hear about while it lasts (tasks waiting for a worker). */
@@ -88,6 +86,7 @@ export class RedisConnectionLostError extends Error {
 }
 
 interface Pending {
+  readonly key: string;
   readonly jobId: string;
   readonly name: string;
   /** Token of the stored spec, for a task too large to travel in its job. */
@@ -96,10 +95,12 @@ interface Pending {
 
 /** Longest wait for Redis while closing, ms. */
 const CLOSE_TIMEOUT_MS = 5000;
+/** Jobs added per BullMQ addBulk (one MULTI). */
+const ADD_SLICE = 1000;
 /** Outcomes read per round trip. */
 const OUTCOME_BATCH = 1000;
 
-export class RedisTransport {
+export class RedisTransport implements Transport {
   readonly placement = "queue" as const;
   readonly description: string;
   readonly namespace: Namespace;
@@ -107,6 +108,7 @@ export class RedisTransport {
   private readonly queue: Queue<TaskJobData, void>;
   private readonly clock = new WorkerClock();
   private readonly functions = new Map<number, FnSpec>();
+  private functionTable: { spec(id: number): FnSpec } | undefined;
   /** Tasks in the queue or running: keyId → the job. Finished tasks leave it. */
   private readonly pending = new Map<string, Pending>();
   /** Results in the store: keyId → repr (to name them if Redis loses them). */
@@ -207,6 +209,14 @@ export class RedisTransport {
     for (const [id, spec] of functions) this.functions.set(id, spec);
   }
 
+  /**
+   * Where specs of function ids not defined by messages are found: the scheduler's FunctionTable
+   * (with queue placement the scheduler sends no define-functions; every job carries its specs).
+   */
+  resolveFunctionsWith(table: { spec(id: number): FnSpec }): void {
+    this.functionTable = table;
+  }
+
   /** Puts tasks whose inputs are all in the store on the queue, lowest priority first. */
   enqueue(tasks: readonly QueuedTask[]): void {
     this.checkUsable();
@@ -214,14 +224,19 @@ export class RedisTransport {
     for (const task of tasks) {
       if (task.functions !== undefined) this.defineFunctions(task.functions);
       const jobId = `j${this.nextJob++}`;
-      this.pending.set(task.key, { jobId, name: task.name });
+      this.pending.set(task.key, { key: task.key, jobId, name: task.name });
       batch.push({ task, jobId });
     }
     // Adds stay in order (a large spec is stored before its job is added).
     this.adding = this.adding.then(() => this.addJobs(batch));
   }
 
+  /** Adds jobs a slice at a time: the first run while later ones are still being added, and memory stays bounded. */
   private async addJobs(batch: readonly { task: QueuedTask; jobId: string }[]): Promise<void> {
+    for (let i = 0; i < batch.length; i += ADD_SLICE) await this.addSlice(batch.slice(i, i + ADD_SLICE));
+  }
+
+  private async addSlice(batch: readonly { task: QueuedTask; jobId: string }[]): Promise<void> {
     const jobs: { name: string; data: TaskJobData; opts: JobsOptions }[] = [];
     const erred: FromWorker[] = [];
     for (const { task, jobId } of batch) {
@@ -247,7 +262,7 @@ export class RedisTransport {
   private async jobData(task: QueuedTask, jobId: string): Promise<TaskJobData> {
     const functions: [number, FnSpec][] = [];
     for (const id of functionIds(task.task)) {
-      const spec = this.functions.get(id);
+      const spec = this.functions.get(id) ?? this.functionTable?.spec(id);
       if (spec === undefined) throw new Error(`Task ${task.name} calls function ${id}, which was never defined (define-functions)`);
       functions.push([id, spec]);
     }
@@ -257,7 +272,7 @@ export class RedisTransport {
       spec = { frames: frames.map((frame) => frame.toString("base64")) };
     } else {
       await this.store.putTask(task.key, jobId, frames);
-      this.pending.set(task.key, { jobId, name: task.name, specToken: jobId });
+      this.pending.set(task.key, { key: task.key, jobId, name: task.name, specToken: jobId });
       spec = { stored: jobId };
     }
     return {
@@ -274,19 +289,26 @@ export class RedisTransport {
   /** The scheduler no longer wants these keys: their jobs leave the queue (unless running) and their values the store. */
   forget(keys: readonly string[]): void {
     if (this.failure !== undefined || this.closing !== undefined) return;
-    const stored: string[] = [];
+    const jobs: Pending[] = [];
     for (const key of keys) {
       const job = this.pending.get(key);
       if (job !== undefined) {
         this.pending.delete(key);
-        // A running job cannot be removed (0): its outcome is dropped when it arrives.
-        this.queue.remove(job.jobId).catch(() => {});
-        if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
+        jobs.push(job);
       }
       this.held.delete(key);
-      stored.push(key);
     }
-    this.store.delete(stored).catch(() => {});
+    // In line with the adds: a key forgotten and queued again must lose its old value before its
+    // new job can run (and publish the new one).
+    this.adding = this.adding.then(async () => {
+      const removals: Promise<unknown>[] = [this.store.delete(keys)];
+      for (const job of jobs) {
+        // A running job cannot be removed (0): its outcome is dropped when it arrives.
+        removals.push(this.queue.remove(job.jobId));
+        if (job.specToken !== undefined) removals.push(this.store.deleteTask(job.key, job.specToken));
+      }
+      await Promise.all(removals).catch(() => {});
+    });
   }
 
   /** Values of keys in the store; keys not there are absent from the map. */
@@ -356,7 +378,7 @@ export class RedisTransport {
       byWorker.set(entry.worker, messages);
       messages.push(...this.toMessages(entry, job));
     }
-    if (orphans.length > 0) this.store.delete(orphans).catch(() => {});
+    if (orphans.length > 0) this.adding = this.adding.then(() => this.store.delete(orphans).catch(() => {}));
     for (const [worker, messages] of byWorker) this.events?.received(worker, messages);
   }
 

@@ -22,7 +22,7 @@ import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import { type Metric, MetricsLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
 import { observeRedisTime } from "./clock";
-import { type RedisTarget, connectRedis, parseRedisUrl, redisOptions } from "./connection";
+import { type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
 import { FunctionGate } from "./functions";
 import { type OutcomeEntry, type TaskJobData, decodeInlineTask, encodeOutcome } from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
@@ -72,6 +72,8 @@ interface ServedClient {
   readonly store: RedisStore;
   readonly queue: QueueWorker<TaskJobData, void>;
 }
+
+const NOTHING_FETCHED: FetchResult = { frames: new Map(), types: new Map(), missing: [], bytes: 0, sizes: new Map() };
 
 /** Seconds between looks at which registered clients still have connections open (CLIENT LIST). */
 const DEAD_CLIENT_CHECK_INTERVAL = 5;
@@ -246,7 +248,9 @@ export class RedisWorker {
     const namespace = new Namespace(clientId);
     const store = new RedisStore(this.redis, namespace, { partSize: this.options.partSize });
     const queue = new QueueWorker<TaskJobData, void>(TASK_QUEUE, (job) => this.runJob(store, job), {
-      connection: redisOptions(this.target, { tls: this.options.tls, connectionName: `tsdask-worker-${this.name.replace(/\s/g, "_")}` }),
+      // This worker's own connection: results are published on it, and BullMQ completes their
+      // jobs after them on it (it opens a connection of its own for its blocking waits).
+      connection: this.redis,
       prefix: namespace.queuePrefix,
       name: this.name,
       concurrency: this.options.nthreads,
@@ -316,14 +320,18 @@ export class RedisWorker {
   private async execute(store: RedisStore, data: TaskJobData, base: Pick<OutcomeEntry, "jobId" | "key" | "worker">): Promise<OutcomeEntry | undefined> {
     const gather = new MetricsLedger();
     const received = this.clock.now();
-    this.fetching++;
-    let fetched: FetchResult;
-    let done: boolean;
-    try {
-      // The inputs, and whether an earlier run of this job already published the result (one round trip).
-      [fetched, [done]] = await Promise.all([store.fetch(data.inputs), store.has([data.key])]);
-    } finally {
-      this.fetching--;
+    let fetched: FetchResult = NOTHING_FETCHED;
+    let done = false;
+    // A task with inputs reads them, and whether an earlier run of its job (one that stalled)
+    // already published the result, in one round trip. A task without inputs just runs: a re-run
+    // is rare, and publishing only once keeps it harmless.
+    if (data.inputs.length > 0) {
+      this.fetching++;
+      try {
+        [fetched, [done]] = await Promise.all([store.fetch(data.inputs), store.has([data.key])]);
+      } finally {
+        this.fetching--;
+      }
     }
     // That run pushed its outcome in the same step as its result: nothing more to do.
     if (done) return undefined;
@@ -363,13 +371,14 @@ export class RedisWorker {
       this.executing--;
     }
     const thread = Math.max(0, run.thread);
-    startstops.push({ action: "compute", start: this.toRedis(this.clock.fromMachine(run.start)), stop: this.toRedis(this.clock.fromMachine(run.end)) });
+    // A task whose thread died before reporting has no compute phase to show.
+    if (run.ranOnThread) startstops.push({ action: "compute", start: this.toRedis(this.clock.fromMachine(run.start)), stop: this.toRedis(this.clock.fromMachine(run.end)) });
     if (!run.ok) {
       return { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...execute.finalize("failed").map(executeRecord)] };
     }
     for (const [activity, value, unit] of run.metrics) execute.add(activity, value, unit);
     const serializing = performance.now();
-    await store.put(data.key, run.value, (info) => {
+    const publication = store.publish(data.key, run.value, (info) => {
       this.outgoingBytes += info.nbytes;
       this.outgoingCount++;
       execute.add("serialize", (performance.now() - serializing) / 1000, "seconds");
@@ -384,6 +393,10 @@ export class RedisWorker {
         transfer,
       });
     });
+    // The job completes on the same connection after this command (see serve), so a small
+    // result needs no round trip of its own: Redis runs the two in order.
+    if (publication.issued) publication.result.catch((error: Error) => this.log(`tsdask worker ${this.name}: cannot store the result of ${data.name}: ${error.message}`));
+    else await publication.result;
     return undefined;
   }
 

@@ -6,7 +6,8 @@
 import { now as machineNow } from "../../clock";
 import { keyFromId } from "../../graph/keys";
 import type { TaskOutcome, TaskTiming } from "../../scheduler/executor";
-import { type PoolClient, type PoolJob, WorkerPool } from "../../scheduler/pool/pool";
+import { AdaptiveBatching } from "../../scheduler/pool/batching";
+import { type PoolJob, WorkerPool } from "../../scheduler/pool/pool";
 import { CALL, type FnSpec, LIST, LITERAL, type PackedError, type WireExpr, packError } from "../../scheduler/pool/wire";
 import type { WireTask } from "../messages";
 import type { Metric } from "./digests";
@@ -33,6 +34,8 @@ export interface TaskRun {
   readonly start: number;
   readonly end: number;
   readonly arrived: number;
+  /** Whether start and end are the thread's own measurements; false when the task never ran on one or its thread died (both are then `arrived`). */
+  readonly ranOnThread: boolean;
   /**
    * Execute-layer metrics: thread-cpu and thread-noncpu (net of what the task metered itself,
    * when the pool reports that), the task's own meters and digests, and "executor" (waiting for
@@ -44,29 +47,23 @@ export interface TaskRun {
 /** The pool's TaskTiming, with the task's own metrics list where the pool reports one. */
 type TimingWithMetrics = TaskTiming & { readonly metrics?: readonly (readonly [activity: string, value: number, unit: string])[] };
 
-/** Mean task durations below this are waited for awake (the pool's quick-task path). */
-const QUICK_TASK_MS = 0.05;
-
-export class TaskRunner implements PoolClient {
+export class TaskRunner extends AdaptiveBatching {
   private readonly pool: WorkerPool;
   /** The scheduler's function ids → the pool's. */
   private readonly functionIds = new Map<number, number>();
-  private readonly specs = new Map<number, FnSpec>();
   private nextNode = 0;
-  private meanTaskMs = Number.NaN;
-  // The state machine hands out at most one task per thread, so batches never form.
-  readonly batchSize = 1;
 
   constructor(readonly nthreads: number) {
+    super();
     this.pool = new WorkerPool("threads", nthreads);
   }
 
-  get quickTasks(): boolean {
-    return this.meanTaskMs < QUICK_TASK_MS;
-  }
-
-  recordDuration(ms: number): void {
-    this.meanTaskMs = Number.isNaN(this.meanTaskMs) ? ms : 0.9 * this.meanTaskMs + 0.1 * ms;
+  /**
+   * Tasks worth handing to the threads at once: one per thread, more when tasks are so short
+   * that the pool does better sending them in batches.
+   */
+  get capacity(): number {
+    return this.nthreads * this.batchSize;
   }
 
   /** Waits for the threads; resolves to the names shipped sources may use (for `register`). */
@@ -75,10 +72,7 @@ export class TaskRunner implements PoolClient {
   }
 
   defineFunctions(functions: readonly (readonly [number, FnSpec])[]): void {
-    for (const [id, spec] of functions) {
-      this.specs.set(id, spec);
-      this.functionIds.set(id, this.pool.functionIdForSpec(spec));
-    }
+    for (const [id, spec] of functions) this.functionIds.set(id, this.pool.functionIdForSpec(spec));
   }
 
   /** Starts `request` on a thread; `done` gets its outcome once. Returns a handle to cancel it. */
@@ -129,36 +123,45 @@ export class TaskRunner implements PoolClient {
 
   private toRun(outcome: TaskOutcome, submitted: number): TaskRun {
     const arrived = machineNow();
-    const timing = outcome.timing as TimingWithMetrics | undefined;
-    const thread = typeof outcome.workerId === "number" ? outcome.workerId : -1;
-    if (timing === undefined) {
-      // Never ran on a thread (cancelled while queued) or its thread died: all of it was the executor's.
-      const run = failedRun(outcome.ok ? new Error("Task outcome without timing") : outcome.error, submitted);
-      return { ...run, thread, arrived, end: arrived, metrics: [["executor", arrived - submitted, "seconds"]] };
-    }
-    const { startTime: start, endTime: end } = timing;
-    const metrics: Metric[] = [];
-    if (timing.metrics !== undefined) {
-      metrics.push(...timing.metrics);
-    } else if (timing.cpuTime !== undefined) {
-      const cpu = Math.min(timing.cpuTime, end - start);
-      metrics.push(["thread-cpu", cpu, "seconds"], ["thread-noncpu", end - start - cpu, "seconds"]);
-    } else {
-      metrics.push(["thread-noncpu", end - start, "seconds"]);
-    }
-    metrics.push(["executor", Math.max(0, arrived - submitted - (end - start)), "seconds"]);
+    const timing = outcome.timing;
     return {
       ok: outcome.ok,
       value: outcome.ok ? outcome.value : undefined,
       error: outcome.ok ? undefined : packError(outcome.error),
-      thread,
+      thread: typeof outcome.workerId === "number" ? outcome.workerId : -1,
       submitted,
-      start,
-      end,
+      start: timing?.startTime ?? arrived,
+      end: timing?.endTime ?? arrived,
       arrived,
-      metrics,
+      ranOnThread: timing !== undefined,
+      metrics: runMetrics(timing, submitted, arrived),
     };
   }
+}
+
+/**
+ * The execute-layer metrics of one task from what its thread measured: the task's own list when
+ * the pool reports one (thread-cpu and thread-noncpu net of the task's own meters, those meters,
+ * the serialize time of handing it over), else thread-cpu and thread-noncpu from its CPU and wall
+ * times; then "executor": the time between handing the task over and its outcome that no other
+ * measurement explains (waiting for a thread, the trips to and from it).
+ */
+export function runMetrics(timing: TimingWithMetrics | undefined, submitted: number, arrived: number): Metric[] {
+  if (timing === undefined) return [["executor", Math.max(0, arrived - submitted), "seconds"]];
+  const wall = Math.max(0, timing.endTime - timing.startTime);
+  const metrics: Metric[] = [];
+  if (timing.metrics !== undefined) {
+    metrics.push(...timing.metrics);
+  } else if (timing.cpuTime !== undefined) {
+    const cpu = Math.min(timing.cpuTime, wall);
+    metrics.push(["thread-cpu", cpu, "seconds"], ["thread-noncpu", wall - cpu, "seconds"]);
+  } else {
+    metrics.push(["thread-noncpu", wall, "seconds"]);
+  }
+  let measured = 0;
+  for (const [, value, unit] of metrics) if (unit === "seconds") measured += value;
+  metrics.push(["executor", Math.max(0, arrived - submitted - measured), "seconds"]);
+  return metrics;
 }
 
 /** A task handed to the runner. */
@@ -174,8 +177,9 @@ export class RunningTask {
   }
 }
 
+/** The outcome of a task that could not be handed to a thread. */
 export function failedRun(error: unknown, submitted: number): TaskRun {
-  const now = machineNow();
-  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: now, end: now, arrived: now, metrics: [] };
+  const arrived = machineNow();
+  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: arrived, end: arrived, arrived, ranOnThread: false, metrics: [] };
 }
 

@@ -19,7 +19,7 @@ export type WorkerTaskState =
   | "fetch"
   /** Being fetched. */
   | "flight"
-  /** An input no known peer holds: waits for the scheduler to name one (a new compute-task). */
+  /** An input no known peer holds (momentarily: reported with missing-data, then let go). */
   | "missing"
   | "memory"
   | "error";
@@ -46,6 +46,8 @@ export interface WorkerTask {
   readonly waitingFor: Set<WorkerTask>;
   /** Peers holding it (never this worker). */
   readonly whoHas: Set<WorkerAddress>;
+  /** Holders that turned out not to have it (this worker included, if the scheduler listed it). */
+  readonly errant: Set<WorkerAddress>;
   nbytes: number;
   type: string;
   /** Phases reported with the task: the transfers that brought its inputs. */
@@ -126,6 +128,11 @@ export class WorkerState {
   readonly tasks = new Map<string, WorkerTask>();
   readonly address: WorkerAddress;
   readonly nthreads: number;
+  /**
+   * Tasks handed to threads at once ("executing"): `nthreads`, or more when the runtime batches
+   * very short tasks (the extra ones wait in the thread pool's queue).
+   */
+  slots: number;
   paused = false;
   /** Ready tasks, lowest (priority, sequence) first. */
   private readonly ready: WorkerTask[] = [];
@@ -143,6 +150,7 @@ export class WorkerState {
   constructor(options: WorkerStateOptions) {
     this.address = options.address;
     this.nthreads = options.nthreads;
+    this.slots = options.nthreads;
     this.transferCountLimit = options.transferCountLimit ?? 50;
     this.transferMessageBytesLimit = options.transferMessageBytesLimit ?? 50e6;
     this.transferBytesLimit = options.transferBytesLimit ?? Infinity;
@@ -210,8 +218,9 @@ export class WorkerState {
         task.state = "executing";
         return;
       case "waiting":
-        // Asked again (after missing-data, say): the holders may have changed.
-        for (const info of message.dependencies) this.updateDependency(task, info, out);
+        // Asked again: the holders may have changed.
+        for (const info of message.dependencies) if (this.tasks.has(info.key)) this.updateDependency(task, info);
+        this.giveUpOnMissing(task, out);
         return;
       case "flight":
         // Arriving from a peer anyway: reported as finished when it lands, computed if it does not.
@@ -245,40 +254,58 @@ export class WorkerState {
       const dependency = this.ensureTask(info.key, undefined);
       task.dependencies.push(dependency);
       dependency.dependents.add(task);
-      this.updateDependency(task, info, out);
+      this.updateDependency(task, info);
     }
     if (task.waitingFor.size === 0) this.toReady(task);
+    else this.giveUpOnMissing(task, out);
   }
 
   /** Records what the scheduler says of one of `task`'s inputs, and starts getting it if needed. */
-  private updateDependency(task: WorkerTask, info: DependencyInfo, out: WorkerInstruction[]): void {
+  private updateDependency(task: WorkerTask, info: DependencyInfo): void {
     const dependency = this.tasks.get(info.key)!;
     if (dependency.state !== "memory" && dependency.nbytes === 0) dependency.nbytes = info.nbytes;
     dependency.priority = Math.min(dependency.priority, task.priority);
     if (dependency.state === "memory") return;
     task.waitingFor.add(dependency);
-    let claimedByUs = false;
     for (const worker of info.whoHas) {
-      if (worker === this.address) claimedByUs = true;
+      // Listed as a holder of what it does not hold (any more): reported if no one else has it.
+      if (worker === this.address) dependency.errant.add(worker);
       else dependency.whoHas.add(worker);
     }
-    // Being computed here: the holders are kept in case that fails.
+    // Being computed here (`info.local`, or holders kept in case that fails), or on its way.
     if (COMPUTING.has(dependency.state) || dependency.state === "flight") return;
-    if (claimedByUs) {
-      // The scheduler thinks this worker holds it, but it does not (any more).
-      out.push({ op: "send", message: { op: "missing-data", key: dependency.key, errantWorker: this.address } });
-    }
     this.fetchOrMissing(dependency);
   }
 
-  private fetchOrMissing(task: WorkerTask): void {
+  /**
+   * Inputs of `task` that no known peer holds: each is reported with missing-data (one message per
+   * holder that lacked it), and the tasks here that needed it are dropped as if freed; the
+   * scheduler sends them again with fresh holders, after recomputing the input if it was lost.
+   */
+  private giveUpOnMissing(task: WorkerTask, out: WorkerInstruction[]): void {
+    for (const dependency of [...task.waitingFor]) if (dependency.state === "missing") this.giveUp(dependency, out);
+  }
+
+  private giveUp(task: WorkerTask, out: WorkerInstruction[]): void {
+    const errant = task.errant.size > 0 ? [...task.errant] : [this.address];
+    task.errant.clear();
+    for (const worker of errant) out.push({ op: "send", message: { op: "missing-data", key: task.key, errantWorker: worker } });
+    for (const dependent of [...task.dependents]) {
+      dependent.wanted = false;
+      this.releaseIfUnneeded(dependent, out);
+    }
+  }
+
+  /** Puts `task` in line for fetching if a peer holds it, else marks it missing; true in the first case. */
+  private fetchOrMissing(task: WorkerTask): boolean {
     if (task.whoHas.size > 0) {
       task.state = "fetch";
       this.toFetch.add(task);
-    } else {
-      task.state = "missing";
-      this.toFetch.delete(task);
+      return true;
     }
+    task.state = "missing";
+    this.toFetch.delete(task);
+    return false;
   }
 
   private freeKey(key: string, out: WorkerInstruction[]): void {
@@ -321,8 +348,11 @@ export class WorkerState {
     this.executing.delete(task);
     if (task.state === "cancelled") {
       task.startstops = [];
-      if (task.dependents.size === 0) this.forget(task, out);
-      else this.fetchOrMissing(task);
+      if (task.dependents.size === 0) {
+        this.forget(task, out);
+        return;
+      }
+      if (!this.fetchOrMissing(task)) this.giveUp(task, out);
       return;
     }
     task.state = "error";
@@ -402,6 +432,7 @@ export class WorkerState {
     const missing = new Set(event.missing);
     for (const key of requested) if (!arrived.has(key)) missing.add(key);
     for (const key of missing) this.peerLacks(key, event.worker, out);
+    for (const key of added) this.tasks.get(key)?.errant.clear();
   }
 
   private gatherFailure(worker: WorkerAddress, keys: readonly string[], out: WorkerInstruction[]): void {
@@ -417,25 +448,26 @@ export class WorkerState {
     }
   }
 
-  /** `worker` does not have `key`: tell the scheduler, then try another holder. */
+  /** `worker` does not have `key` (or is gone): another holder is tried, and when none is left the key is given up. */
   private peerLacks(key: string, worker: WorkerAddress, out: WorkerInstruction[]): void {
-    out.push({ op: "send", message: { op: "missing-data", key, errantWorker: worker } });
     const task = this.tasks.get(key);
     if (task === undefined) return;
     task.whoHas.delete(worker);
     if (!FETCHING.has(task.state)) return;
+    task.errant.add(worker);
     if (task.dependents.size === 0 && !task.wanted) {
       this.forget(task, out);
       return;
     }
     const deferred = task.deferred;
-    if (task.state === "flight" && deferred !== undefined) {
+    if (task.state === "flight" && deferred !== undefined && task.whoHas.size === 0) {
       // It was to be computed here as well: do that instead.
       task.deferred = undefined;
+      task.errant.clear();
       this.startCompute(task, deferred.task, deferred.priority, deferred.dependencies, out);
       return;
     }
-    this.fetchOrMissing(task);
+    if (!this.fetchOrMissing(task)) this.giveUp(task, out);
   }
 
   /** The keys that were requested from `worker`. */
@@ -505,7 +537,7 @@ export class WorkerState {
   }
 
   private ensureComputing(out: WorkerInstruction[]): void {
-    while (!this.paused && this.executing.size < this.nthreads && this.ready.length > 0) {
+    while (!this.paused && this.executing.size < this.slots && this.ready.length > 0) {
       const task = this.ready.shift()!;
       task.state = "executing";
       this.executing.add(task);
@@ -564,6 +596,7 @@ export class WorkerState {
         dependents: new Set(),
         waitingFor: new Set(),
         whoHas: new Set(),
+        errant: new Set(),
         nbytes: 0,
         type: "",
         startstops: [],

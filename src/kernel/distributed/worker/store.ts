@@ -5,7 +5,7 @@
 
 import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { decodeValue, encodeValue, framesByteLength, framesHeader } from "../frames";
+import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../frames";
 
 /** Where the store reports the time and bytes its disk work cost (a MetricsLedger, say). */
 export interface StoreMeter {
@@ -208,14 +208,13 @@ export class DataStore {
     const fd = openSync(slot.file!, "r");
     const parts: Uint8Array[] = [];
     try {
-      const countBytes = readExactly(fd, 4, 0);
-      const count = Buffer.from(countBytes.buffer).readUInt32LE(0);
-      const lengths = Buffer.from(readExactly(fd, 4 * count, 4).buffer);
+      const count = Buffer.from(readExactly(fd, allocatePart(4, false), 0).buffer).readUInt32LE(0);
+      const header = Buffer.from(readExactly(fd, allocatePart(4 * count, false), 4).buffer);
       let position = 4 * (count + 1);
       for (let i = 0; i < count; i++) {
-        const length = lengths.readUInt32LE(4 * i);
-        // Each part in memory of its own, so a typed array can use it without another copy.
-        parts.push(readExactly(fd, length, position));
+        const { length, shared } = frameLength(header.readUInt32LE(4 * i));
+        // Each part in memory of its own (shared memory for shared blocks), which decoding keeps as it is.
+        parts.push(readExactly(fd, allocatePart(length, shared), position));
         position += length;
       }
     } finally {
@@ -225,7 +224,7 @@ export class DataStore {
     meter.add("disk-read", 1, "count");
     meter.add("disk-read", slot.diskBytes, "bytes");
     const decodeStart = performance.now();
-    const value = decodeValue(parts);
+    const value = decodeValue(parts, { ownParts: true });
     meter.add("deserialize", (performance.now() - decodeStart) / 1000, "seconds");
     return value;
   }
@@ -235,11 +234,11 @@ function writeAll(fd: number, bytes: Uint8Array): void {
   for (let offset = 0; offset < bytes.byteLength; ) offset += writeSync(fd, bytes, offset, bytes.byteLength - offset);
 }
 
-function readExactly(fd: number, length: number, position: number): Uint8Array {
-  const bytes = new Uint8Array(new ArrayBuffer(length));
-  for (let offset = 0; offset < length; ) {
-    const read = readSync(fd, bytes, offset, length - offset, position + offset);
-    if (read === 0) throw new Error(`Spill file ended early (wanted ${length} bytes at ${position})`);
+/** Fills `bytes` from the file at `position`. */
+function readExactly(fd: number, bytes: Uint8Array, position: number): Uint8Array {
+  for (let offset = 0; offset < bytes.length; ) {
+    const read = readSync(fd, bytes, offset, bytes.length - offset, position + offset);
+    if (read === 0) throw new Error(`Spill file ended early (wanted ${bytes.length} bytes at ${position})`);
     offset += read;
   }
   return bytes;

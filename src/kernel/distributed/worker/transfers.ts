@@ -79,6 +79,8 @@ export class TransferStats {
   incomingCount = 0;
   outgoingBytes = 0;
   outgoingCount = 0;
+  /** The same at the previous heartbeat. */
+  private reported = { incomingBytes: 0, incomingCount: 0, outgoingBytes: 0, outgoingCount: 0 };
   /** Bytes per second, a moving average over incoming transfers of more than 1 MB. */
   bandwidth = INITIAL_BANDWIDTH;
   private byWorker: Sums = new Map();
@@ -103,18 +105,21 @@ export class TransferStats {
     return this.outgoing.add(record);
   }
 
-  /** For a heartbeat: totals and estimates; the per-peer and per-type ones start over afterwards. */
+  /** For a heartbeat: what moved since the previous one, and the estimates (per peer and per type: since the previous one too). */
   takeHeartbeat(): Pick<WorkerMetrics, "transfer" | "bandwidth"> {
     const workers: Record<WorkerAddress, number> = means(this.byWorker);
     const types = means(this.byType);
     this.byWorker = new Map();
     this.byType = new Map();
+    const { incomingBytes, incomingCount, outgoingBytes, outgoingCount } = this;
+    const previous = this.reported;
+    this.reported = { incomingBytes, incomingCount, outgoingBytes, outgoingCount };
     return {
       transfer: {
-        incomingBytes: this.incomingBytes,
-        outgoingBytes: this.outgoingBytes,
-        incomingCount: this.incomingCount,
-        outgoingCount: this.outgoingCount,
+        incomingBytes: incomingBytes - previous.incomingBytes,
+        outgoingBytes: outgoingBytes - previous.outgoingBytes,
+        incomingCount: incomingCount - previous.incomingCount,
+        outgoingCount: outgoingCount - previous.outgoingCount,
       },
       bandwidth: { total: this.bandwidth, workers, types },
     };

@@ -84,6 +84,8 @@ export class Worker {
       worker.scheduler = scheduler;
       scheduler.on("message", (batch) => worker.onSchedulerBatch(batch));
       scheduler.on("close", (error) => void worker.close(`the scheduler connection closed${error ? ` (${error.message})` : ""}`));
+      // The scheduler answers the registration as a heartbeat: its reply gives the first clock offset.
+      worker.heartbeatSentAt = worker.clock.now();
       worker.send({
         op: "register",
         address: worker.address,
@@ -93,10 +95,8 @@ export class Worker {
         nthreads: config.nthreads,
         memoryLimit: config.memoryLimit,
         globals,
-        now: worker.clock.now(),
+        now: worker.heartbeatSentAt,
       });
-      // The first heartbeat goes with the registration: its reply gives the clock offset before any task reports.
-      worker.sendHeartbeat();
       worker.monitorTimer = setInterval(() => worker.monitorMemory(), MONITOR_INTERVAL_MS);
       worker.monitorTimer.unref();
       worker.onClosed = onClosed;
@@ -170,6 +170,7 @@ export class Worker {
     this.events.push(event);
     if (this.applying) return;
     this.applying = true;
+    this.state.slots = this.runner.capacity;
     try {
       for (let next = this.events.shift(); next !== undefined; next = this.events.shift()) {
         for (const instruction of this.state.handle(next)) this.carryOut(instruction);
@@ -241,7 +242,9 @@ export class Worker {
     const cancelled = task?.state === "cancelled";
     const startstops: StartStop[] = [];
     if (diskRead !== undefined) startstops.push(this.phase("disk-read", diskRead.start, diskRead.stop));
-    if (run.thread >= 0) startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
+    if (run.ranOnThread) {
+      startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
+    }
     for (const [activity, value, unit] of run.metrics) ledger.add(activity, value, unit);
     if (run.ok) {
       const nbytes = sizeOf(run.value);
@@ -404,7 +407,7 @@ export class Worker {
     if (this.heartbeatSentAt !== undefined || this.closing !== undefined) return;
     const now = this.clock.now();
     this.heartbeatSentAt = now;
-    this.send({ op: "heartbeat", now, metrics: this.metrics() });
+    this.send({ op: "heartbeat", now, clockOffset: this.clock.offset, metrics: this.metrics() });
   }
 
   private onHeartbeatReply(reply: HeartbeatReplyMessage): void {

@@ -9,7 +9,7 @@ import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_thread
 import type { Key } from "../../graph/keys";
 import { formatKey } from "../../graph/keys";
 import type { TaskJob, TaskOutcome } from "../executor";
-import { FunctionShipper } from "./ship";
+import { FunctionShipper, FunctionTable } from "./ship";
 import {
   type FnSpec,
   type ReadyMessage,
@@ -91,7 +91,7 @@ const WORKER_SCRIPT = join(__dirname, "worker-main.js");
  * The caller's Node flags minus those that would make the worker something else: a script
  * (`-e`, `-p`), a REPL, a test runner, a file watcher, or a second debugger on the same port.
  */
-function workerExecArgv(): string[] {
+export function workerExecArgv(): string[] {
   const kept: string[] = [];
   const flags = process.execArgv;
   for (let i = 0; i < flags.length; i++) {
@@ -180,10 +180,7 @@ export class WorkerPool {
   private polling = false;
   private waitingForReady = 0;
   private keepsAlive = false;
-  private readonly functionIds = new WeakMap<object, number>();
-  private readonly functionSpecs: FnSpec[] = [];
-  private readonly idsBySpec = new Map<string, number>();
-  private shipper: FunctionShipper | undefined;
+  private readonly functions = new FunctionTable();
   private readonly shipperReady: Promise<FunctionShipper>;
   private resolveShipper!: (shipper: FunctionShipper) => void;
   private rejectShipper!: (error: Error) => void;
@@ -205,7 +202,7 @@ export class WorkerPool {
   /** Resolves once a worker has said which globals task sources may use. */
   async ready(): Promise<FunctionShipper> {
     if (this.broken !== undefined) throw this.broken;
-    if (this.shipper !== undefined) return this.shipper;
+    if (this.functions.shipper !== undefined) return this.functions.shipper;
     // Starting workers are unreferenced; someone waiting for them must keep the process alive.
     this.waitingForReady++;
     this.updateKeepAlive();
@@ -219,13 +216,8 @@ export class WorkerPool {
 
   /** The id under which `fn` travels; decides (and checks) how on first sight. */
   functionId(fn: (...args: never[]) => unknown, key: Key): number {
-    let id = this.functionIds.get(fn);
-    if (id === undefined) {
-      if (this.shipper === undefined) throw new Error(`The ${this.kind} pool is not ready yet (internal: prepare() was skipped)`);
-      id = this.functionIdForSpec(this.shipper.spec(fn, key));
-      this.functionIds.set(fn, id);
-    }
-    return id;
+    if (this.functions.shipper === undefined) throw new Error(`The ${this.kind} pool is not ready yet (internal: prepare() was skipped)`);
+    return this.functions.idFor(fn, key);
   }
 
   /**
@@ -234,13 +226,7 @@ export class WorkerPool {
    * distinct code rather than with function objects.
    */
   functionIdForSpec(spec: FnSpec): number {
-    const specKey = JSON.stringify(spec);
-    let id = this.idsBySpec.get(specKey);
-    if (id === undefined) {
-      id = this.functionSpecs.push(spec) - 1;
-      this.idsBySpec.set(specKey, id);
-    }
-    return id;
+    return this.functions.idOf(spec);
   }
 
   enqueue(client: PoolClient, job: PoolJob, wire: WireExpr, fnIds: readonly number[], done: (outcome: TaskOutcome) => void): void {
@@ -369,7 +355,7 @@ export class WorkerPool {
       for (const id of entry.fnIds) {
         if (worker.knownFunctions.has(id)) continue;
         worker.knownFunctions.add(id);
-        fns.push([id, this.functionSpecs[id]]);
+        fns.push([id, this.functions.spec(id)]);
       }
     }
     try {
@@ -420,9 +406,8 @@ export class WorkerPool {
   }
 
   private onReady(message: ReadyMessage): void {
-    if (this.shipper !== undefined) return;
-    this.shipper = new FunctionShipper(message.globals);
-    this.resolveShipper(this.shipper);
+    if (this.functions.shipper !== undefined) return;
+    this.resolveShipper(this.functions.setWorkerGlobals(message.globals));
   }
 
   /** The outcome at `results[at …]` (see ResultsMessage). */

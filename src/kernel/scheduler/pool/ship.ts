@@ -99,6 +99,63 @@ export class FunctionShipper {
   }
 }
 
+/**
+ * A table of the functions sent to workers: each distinct way a function travels (an FnSpec) gets
+ * one id, sent to a worker once; equal specs (the same source from a re-run notebook cell, say)
+ * share an id, so the table grows with distinct code rather than with function objects. Used by
+ * the pools and by the cluster scheduler.
+ */
+export class FunctionTable {
+  private readonly specs: FnSpec[] = [];
+  private readonly idsBySpec = new Map<string, number>();
+  private readonly idsByFunction = new WeakMap<AnyFunction, number>();
+  private decider: FunctionShipper | undefined;
+
+  /** How functions are checked, once a worker said which globals it has (undefined before). */
+  get shipper(): FunctionShipper | undefined {
+    return this.decider;
+  }
+
+  /** The names a worker's globalThis has; shipped sources may use only those. The first call decides. */
+  setWorkerGlobals(globals: readonly string[]): FunctionShipper {
+    this.decider ??= new FunctionShipper(globals);
+    return this.decider;
+  }
+
+  /** How `fn` travels; throws UnshippableFunctionError naming `key` if it cannot. */
+  specFor(fn: AnyFunction, key: Key): FnSpec {
+    if (this.decider === undefined) throw new Error("No worker has started yet: cannot tell which functions can reach one");
+    return this.decider.spec(fn, key);
+  }
+
+  /** The id under which `fn` travels (checked on first sight). */
+  idFor(fn: AnyFunction, key: Key): number {
+    let id = this.idsByFunction.get(fn);
+    if (id === undefined) {
+      id = this.idOf(this.specFor(fn, key));
+      this.idsByFunction.set(fn, id);
+    }
+    return id;
+  }
+
+  /** The id of `spec`. */
+  idOf(spec: FnSpec): number {
+    const text = JSON.stringify(spec);
+    let id = this.idsBySpec.get(text);
+    if (id === undefined) {
+      id = this.specs.push(spec) - 1;
+      this.idsBySpec.set(text, id);
+    }
+    return id;
+  }
+
+  spec(id: number): FnSpec {
+    const spec = this.specs[id];
+    if (spec === undefined) throw new Error(`Internal: no function with id ${id}`);
+    return spec;
+  }
+}
+
 interface ParsedFunction {
   readonly program: ReturnType<typeof parse>;
   readonly isMethod: boolean;

@@ -1,4 +1,4 @@
-// A stand-in scheduler for worker tests: it listens on a real Unix socket, forks real worker
+// A stand-in scheduler for worker tests and benchmarks: it listens on a real Unix socket, forks real worker
 // processes (the entry LocalCluster forks), answers their heartbeats on its own clock and lets a
 // test send batches and wait for what the workers say.
 
@@ -88,7 +88,8 @@ export class WorkerHandle {
     this.received.push(message);
     this.receivedAt.push(now());
     if (message.op === "register") this.address = message.address;
-    if (message.op === "heartbeat" && this.answerHeartbeats) {
+    // Registration is answered like a heartbeat (the scheduler's clock, for the first offset estimate).
+    if ((message.op === "heartbeat" || message.op === "register") && this.answerHeartbeats) {
       this.send({ op: "heartbeat-reply", time: now(), heartbeatInterval: 0.2 });
     }
     for (const waiter of [...this.waiters]) {
@@ -161,12 +162,17 @@ export class FakeScheduler {
     });
   }
 
-  /** Kills every worker still running, closes the listener, removes the folder. */
-  async close(): Promise<void> {
+  /** Kills every worker still running. */
+  async killAll(): Promise<void> {
     for (const worker of this.workers) {
       if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
       await worker.exited;
     }
+  }
+
+  /** Kills every worker still running, closes the listener, removes the folder. */
+  async close(): Promise<void> {
+    await this.killAll();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     rmSync(this.dir, { recursive: true, force: true });
   }

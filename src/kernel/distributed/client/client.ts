@@ -1,0 +1,320 @@
+// The Client: the user's handle on a cluster (Dask's distributed.Client). While open it is the
+// default scheduler of `get`, `compute`, `delayed(…).compute()` and arrays' `compute()`; it
+// submits functions and collections as Futures, gathers results straight from the workers, runs
+// functions on every worker or on the scheduler.
+
+import { inspect } from "node:util";
+import { Delayed, makeObject } from "../../collections/delayed";
+import { ChunkedArray, type ComputedArray, assembleBlocks, blockIndices } from "../../collections/array/array";
+import { tokenize } from "../../collections/tokenize";
+import { type Key, formatKey, keyPrefix } from "../../graph/keys";
+import { Graph } from "../../graph/graph";
+import { buildPlan } from "../../graph/plan";
+import { quote } from "../../graph/spec";
+import { type GraphRun, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
+import type { WireTask } from "../messages";
+import type { Scheduler } from "../scheduler/scheduler";
+import type { GraphSubmission } from "../scheduler/state";
+import type { WorkerView } from "../worker/view";
+import { type ClusterSummary, clusterText, showCluster } from "../display";
+import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
+import { computeGraph } from "./computation";
+import { Future, FutureHold } from "./future";
+import { planKeyIds, planSubmission } from "./submission";
+
+/** What a Client connects to: a cluster whose scheduler runs in this process. */
+export interface ClusterHandle {
+  readonly scheduler: Scheduler;
+  /** The dashboard's address as a link, or null when there is none. */
+  readonly dashboardLink: string | null;
+  /** For reprs and messages: "LocalCluster 'local'". */
+  readonly description: string;
+  summary(): ClusterSummary;
+  close(): Promise<void>;
+}
+
+/** An argument of `submit`: the value, or a Future standing for its result. */
+export type FutureOr<T> = T | Future<T>;
+type FutureArgs<A extends unknown[]> = { [I in keyof A]: FutureOr<A[I]> };
+type AnyFunction = (...args: never[]) => unknown;
+
+/** Open clients, newest last: the newest is the default scheduler. */
+const openClients: Client[] = [];
+
+export class Client implements GraphScheduler, AsyncDisposable {
+  private readonly holds = new Set<FutureHold>();
+  private closed = false;
+  private readonly stopWatching: () => void;
+
+  private constructor(
+    readonly cluster: ClusterHandle,
+    /** Closed with the client (a cluster the client started itself). */
+    private readonly ownsCluster: boolean,
+  ) {
+    this.stopWatching = cluster.scheduler.onClose(() => void this.close());
+    openClients.push(this);
+    setDefaultGraphScheduler(this);
+  }
+
+  /**
+   * Connects to `cluster`; with options (or nothing) instead, starts a LocalCluster of its own
+   * (Dask's `Client()`), closed with the client.
+   */
+  static async connect(cluster?: ClusterHandle | LocalClusterOptions): Promise<Client> {
+    if (cluster !== undefined && isClusterHandle(cluster)) {
+      if (cluster.scheduler.isClosed) throw new Error(`Cannot connect: ${cluster.description} is closed`);
+      return new Client(cluster, false);
+    }
+    const started = await LocalCluster.start(cluster);
+    return new Client(started, true);
+  }
+
+  get scheduler(): Scheduler {
+    return this.cluster.scheduler;
+  }
+
+  get description(): string {
+    return `Client(${this.cluster.description})`;
+  }
+
+  /** The dashboard's link (null: no dashboard). */
+  get dashboardLink(): string | null {
+    return this.cluster.dashboardLink;
+  }
+
+  get status(): "running" | "closed" {
+    return this.closed ? "closed" : "running";
+  }
+
+  // ---- Futures ---------------------------------------------------------------------------------
+
+  /**
+   * Runs `fn(...args)` on a worker; Futures among the arguments (also inside arrays and plain
+   * objects) stand for their results. The key is `<name>-<token of fn and args>`, so the same
+   * call twice is one task (Dask's pure=True).
+   */
+  submit<A extends unknown[], R>(fn: (...args: A) => R, ...args: FutureArgs<A>): Future<Awaited<R>> {
+    return this.submitCalls(fn, [args])[0] as Future<Awaited<R>>;
+  }
+
+  /** `submit(fn, item)` for each item, as one submission. */
+  map<T, R>(fn: (item: T) => R, items: Iterable<FutureOr<T>>): Future<Awaited<R>>[] {
+    return this.submitCalls(fn, [...items].map((item) => [item])) as Future<Awaited<R>>[];
+  }
+
+  /**
+   * Starts computing collections on the cluster and returns Futures at once: a Delayed value's
+   * Future holds its result, an array's holds the whole array (as `array.compute()` returns it).
+   */
+  compute<T>(collection: Delayed<T>): Future<T>;
+  compute(collection: ChunkedArray): Future<ComputedArray>;
+  compute(collections: readonly (Delayed | ChunkedArray)[]): Future[];
+  compute(collection: Delayed | ChunkedArray | readonly (Delayed | ChunkedArray)[]): Future | Future[] {
+    if (Array.isArray(collection)) return collection.map((one) => this.compute(one as Delayed));
+    this.checkOpen();
+    const one = collection as Delayed | ChunkedArray;
+    let graph: Map<Key, unknown>;
+    let key: Key;
+    if (one instanceof ChunkedArray) {
+      key = `finalize-${tokenize("finalize", one.name)}`;
+      const blocks = blockIndices(one.numblocks).map((index) => one.blockKey(index));
+      graph = new Map(one.dask);
+      graph.set(key, [assembleBlocks, quote(one.chunks), quote(one.name), ...blocks]);
+    } else if (one instanceof Delayed) {
+      graph = one.dask as Map<Key, unknown>;
+      key = one.key;
+    } else {
+      throw new TypeError(`client.compute takes Delayed values or tsdask/array arrays, got ${describe(collection)}`);
+    }
+    const plan = buildPlan(Graph.from(graph), key);
+    const keyIds = planKeyIds(plan);
+    const submission = planSubmission(plan, keyIds, this.scheduler.functions, () => false);
+    const slots = this.scheduler.submit(submission);
+    const [output] = submission.wanted;
+    return this.futureFor(plan.keys[output], keyIds[output], slots[output]);
+  }
+
+  /** The results of Futures, in the same structure (a Future, an array or a plain object of them). */
+  gather<T>(future: Future<T>): Promise<T>;
+  gather<T>(futures: readonly Future<T>[]): Promise<T[]>;
+  gather(futures: unknown): Promise<unknown>;
+  async gather(futures: unknown): Promise<unknown> {
+    this.checkOpen();
+    const found: Future[] = [];
+    collectFutures(futures, found);
+    const values = new Map<Future, unknown>();
+    await Promise.all(found.map(async (future) => values.set(future, await future.result())));
+    return replaceFutures(futures, values);
+  }
+
+  // ---- Running functions -----------------------------------------------------------------------
+
+  /**
+   * `client.run(fn)`: runs a self-contained function on every worker's main thread with a view of
+   * the worker (address, data, transfer logs, digests…): `{ [address]: result }`.
+   * `client.run({ graph, keys, callbacks, signal })`: computes a graph (how `get` uses a Client).
+   */
+  run<R>(fn: (worker: WorkerView) => R): Promise<Record<string, Awaited<R>>>;
+  run(request: GraphRun): Promise<unknown>;
+  async run(what: ((worker: WorkerView) => unknown) | GraphRun): Promise<unknown> {
+    this.checkOpen();
+    if (typeof what === "function") {
+      const spec = this.scheduler.functions.specFor(what as AnyFunction, "client.run");
+      return this.scheduler.runOnWorkers(spec);
+    }
+    return computeGraph(this.scheduler, what);
+  }
+
+  /** Runs `fn` with the scheduler object (in this process): its task stream, workers, metrics… */
+  async runOnScheduler<R>(fn: (scheduler: Scheduler) => R): Promise<Awaited<R>> {
+    this.checkOpen();
+    return await fn(this.scheduler);
+  }
+
+  // ---- Lifetime --------------------------------------------------------------------------------
+
+  /** Releases this client's Futures and stops being the default scheduler; closes a cluster it started. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopWatching();
+    for (const hold of [...this.holds]) hold.release();
+    const at = openClients.indexOf(this);
+    if (at >= 0) openClients.splice(at, 1);
+    setDefaultGraphScheduler(openClients[openClients.length - 1] ?? null);
+    if (this.ownsCluster) await this.cluster.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  toString(): string {
+    return clusterText("Client", this.summary());
+  }
+
+  [inspect.custom](): string {
+    showCluster("Client", this.summary());
+    return this.toString();
+  }
+
+  private summary(): ClusterSummary {
+    const summary = this.cluster.summary();
+    return this.closed ? { ...summary, status: "closed" } : summary;
+  }
+
+  // ---- Submitting --------------------------------------------------------------------------------
+
+  private submitCalls(fn: AnyFunction, calls: readonly (readonly unknown[])[]): Future[] {
+    this.checkOpen();
+    if (typeof fn !== "function") throw new TypeError(`client.submit takes a function, got ${describe(fn)}`);
+    const state = this.scheduler.state;
+    const name = fn.name || "lambda";
+    const calling = calls.map((args) => new CallBuilder(this.scheduler, fn, `${name}-${tokenize(fn, ...args)}`, args));
+    // Entries: the calls, then the keys of the Futures they use.
+    const referenced = [...new Set(calling.flatMap((call) => call.references))];
+    const entryOf = new Map(referenced.map((ref, i) => [ref, calls.length + i]));
+    const keys = [...calling.map((call) => call.key), ...referenced];
+    const prefixes = keys.map((key, i) => (i < calls.length ? keyPrefix(key) : state.prefixOf(state.slotOf(key)!)));
+    const dependencyStart = new Int32Array(keys.length + 1);
+    const dependencies: number[] = [];
+    calling.forEach((call, i) => {
+      for (const ref of call.references) dependencies.push(entryOf.get(ref)!);
+      dependencyStart[i + 1] = dependencies.length;
+    });
+    dependencyStart.fill(dependencies.length, calls.length + 1);
+    const submission: GraphSubmission = {
+      keys,
+      names: keys.map((key, i) => (i < calls.length ? formatKey(key) : state.nameOf(state.slotOf(key)!))),
+      prefixes,
+      groups: prefixes,
+      tasks: [...calling.map((call) => call.task), ...referenced.map(() => undefined)],
+      functions: [...calling.map((call) => call.functionIds), ...referenced.map(() => [])],
+      dependencyStart,
+      dependencies: Int32Array.from(dependencies),
+      order: Int32Array.from(keys, (_, i) => i),
+      wanted: calling.map((_, i) => i),
+    };
+    const slots = this.scheduler.submit(submission);
+    return calling.map((call, i) => this.futureFor(call.key, call.key, slots[i]));
+  }
+
+  private futureFor(key: Key, id: string, slot: number): Future {
+    const hold = new FutureHold(this.scheduler, slot, id, (released) => this.holds.delete(released));
+    this.holds.add(hold);
+    return new Future(key, hold);
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new Error(`${this.description} is closed`);
+  }
+}
+
+/** One `fn(...args)` call as a wire task: Futures among the arguments become references to their keys. */
+class CallBuilder {
+  readonly task: WireTask;
+  readonly references: string[] = [];
+  readonly functionIds: number[] = [];
+
+  constructor(
+    private readonly scheduler: Scheduler,
+    fn: AnyFunction,
+    readonly key: string,
+    args: readonly unknown[],
+  ) {
+    this.functionIds.push(scheduler.functions.idFor(fn, key));
+    this.task = ["call", this.functionIds[0], ...args.map((arg) => this.wire(arg))];
+  }
+
+  private wire(arg: unknown): WireTask {
+    if (arg instanceof Future) {
+      const hold = Future.holdOf(arg);
+      if (hold.scheduler !== this.scheduler) throw new Error(`Future ${formatKey(arg.key)} belongs to another cluster`);
+      if (hold.released) throw new Error(`Future ${formatKey(arg.key)} was released: it cannot be an argument of ${formatKey(this.key)}`);
+      if (!this.references.includes(hold.keyId)) this.references.push(hold.keyId);
+      return ["ref", hold.keyId];
+    }
+    if (Array.isArray(arg) && arg.some(containsFuture)) return ["list", ...arg.map((item) => this.wire(item))];
+    if (isPlainObject(arg) && containsFuture(arg)) {
+      const id = this.scheduler.functions.idFor(makeObject, this.key);
+      if (!this.functionIds.includes(id)) this.functionIds.push(id);
+      const entries = Object.entries(arg);
+      return ["call", id, ["lit", entries.map(([name]) => name)], ...entries.map(([, value]) => this.wire(value))];
+    }
+    return ["lit", arg];
+  }
+}
+
+function isClusterHandle(value: unknown): value is ClusterHandle {
+  return typeof value === "object" && value !== null && "scheduler" in value && typeof (value as ClusterHandle).summary === "function";
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+}
+
+function containsFuture(value: unknown): boolean {
+  if (value instanceof Future) return true;
+  if (Array.isArray(value)) return value.some(containsFuture);
+  if (isPlainObject(value)) return Object.values(value).some(containsFuture);
+  return false;
+}
+
+function collectFutures(value: unknown, into: Future[]): void {
+  if (value instanceof Future) into.push(value);
+  else if (Array.isArray(value)) for (const item of value) collectFutures(item, into);
+  else if (isPlainObject(value)) for (const item of Object.values(value)) collectFutures(item, into);
+}
+
+function replaceFutures(value: unknown, values: ReadonlyMap<Future, unknown>): unknown {
+  if (value instanceof Future) return values.get(value);
+  if (Array.isArray(value)) return value.map((item) => replaceFutures(item, values));
+  if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceFutures(v, values)]));
+  return value;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "object") return `an object of class ${value.constructor?.name ?? "(none)"}`;
+  return typeof value;
+}

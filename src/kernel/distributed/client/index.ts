@@ -1,0 +1,6 @@
+// The user's side of a cluster: Client (the default scheduler while open), Futures, graph
+// computations with callbacks, and the errors they raise.
+export { Client, type ClusterHandle, type FutureOr } from "./client";
+export { Future, type FutureStatus } from "./future";
+export { KilledWorkerError } from "./errors";
+export { ClusterResult } from "./results";

@@ -1,0 +1,112 @@
+// Graphs as the cluster scheduler takes them: a culled, ordered Plan (graph/plan.ts) turned into
+// the columns of a GraphSubmission — key ids, reprs, prefixes, groups, wire tasks whose
+// functions are ids in the cluster's FunctionTable (checked here, before anything runs).
+
+import { type Key, formatKey, keyId, keyPrefix } from "../../graph/keys";
+import type { Plan } from "../../graph/plan";
+import type { Expr } from "../../graph/spec";
+import type { WireTask } from "../messages";
+import type { FunctionTable } from "../../scheduler/pool/ship";
+import type { GraphSubmission } from "../scheduler/state";
+
+/** Dask's task group (key_split_group): a tuple key's name, else the key's prefix. */
+export function groupOf(key: Key, prefix: string): string {
+  return Array.isArray(key) ? String(key[0]) : prefix;
+}
+
+/** Shared one-element id lists: most tasks call one function. */
+const singleIds: number[][] = [];
+function idsList(ids: number[]): readonly number[] {
+  if (ids.length !== 1) return ids;
+  return (singleIds[ids[0]] ??= [ids[0]]);
+}
+
+/** Builds wire tasks, collecting the function ids each one calls. */
+export class WireBuilder {
+  private ids: number[] = [];
+
+  constructor(
+    private readonly functions: FunctionTable,
+    private readonly refOf: (index: number) => string,
+  ) {}
+
+  /** The wire form of `expr` (task `key`); `functionIds` afterwards lists the functions it calls. */
+  build(expr: Expr, key: Key): WireTask {
+    this.ids = [];
+    return this.wire(expr, key);
+  }
+
+  get functionIds(): readonly number[] {
+    return idsList(this.ids);
+  }
+
+  private wire(expr: Expr, key: Key): WireTask {
+    switch (expr.kind) {
+      case "literal":
+        return ["lit", expr.value];
+      case "ref":
+        return ["ref", this.refOf(expr.index)];
+      case "call": {
+        const id = this.functions.idFor(expr.fn, key);
+        if (!this.ids.includes(id)) this.ids.push(id);
+        const wire: unknown[] = ["call", id];
+        for (const arg of expr.args) wire.push(this.wire(arg, key));
+        return wire as unknown as WireTask;
+      }
+      case "list": {
+        const wire: unknown[] = ["list"];
+        for (const item of expr.items) wire.push(this.wire(item, key));
+        return wire as unknown as WireTask;
+      }
+    }
+  }
+}
+
+/**
+ * The submission of `plan`. Data nodes become tasks producing their value, except `known` ones
+ * (keys the cluster already holds, given as data to the plan): those are references to them.
+ */
+export function planSubmission(plan: Plan, keyIds: readonly string[], functions: FunctionTable, known: (node: number) => boolean): GraphSubmission {
+  const n = plan.keys.length;
+  const names = new Array<string>(n);
+  const prefixes = new Array<string>(n);
+  const groups = new Array<string>(n);
+  const tasks = new Array<WireTask | undefined>(n);
+  const functionIds = new Array<readonly number[]>(n);
+  const builder = new WireBuilder(functions, (index) => keyIds[index]);
+  const wanted: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const key = plan.keys[i];
+    names[i] = formatKey(key);
+    prefixes[i] = keyPrefix(key);
+    groups[i] = groupOf(key, prefixes[i]);
+    const expr = plan.exprs[i];
+    if (expr !== undefined) {
+      tasks[i] = builder.build(expr, key);
+      functionIds[i] = builder.functionIds;
+    } else {
+      tasks[i] = known(i) ? undefined : ["lit", plan.dataValues[i]];
+      functionIds[i] = NO_IDS;
+    }
+    if (plan.isOutput[i] === 1) wanted.push(i);
+  }
+  return {
+    keys: keyIds,
+    names,
+    prefixes,
+    groups,
+    tasks,
+    functions: functionIds,
+    dependencyStart: plan.dependencyStart,
+    dependencies: plan.dependencies,
+    order: plan.priority,
+    wanted,
+  };
+}
+
+const NO_IDS: readonly number[] = [];
+
+/** Key ids of a plan's nodes. */
+export function planKeyIds(plan: Plan): string[] {
+  return plan.keys.map(keyId);
+}

@@ -1,0 +1,59 @@
+// How a cluster and a client show themselves: a text summary (repr, logs, plain frontends) and,
+// in a notebook, a card (tsdask's MIME type, drawn by the JupyterLab extension) with the
+// workers, threads, memory and the dashboard link.
+
+import { randomBytes } from "node:crypto";
+import { formatBytes } from "../../protocol/format";
+import { type ClusterPayload, type ClusterWorkerInfo, MIME_TYPE, PROTOCOL_VERSION } from "../../protocol";
+import { display, inNotebook } from "../display";
+
+/** What a card shows, without its title. */
+export interface ClusterSummary {
+  readonly name: string;
+  readonly status: "running" | "closed";
+  readonly transport: string;
+  readonly dashboardLink: string | null;
+  readonly workers: readonly ClusterWorkerInfo[];
+}
+
+function totals(summary: ClusterSummary): { threads: number; memory: number } {
+  let threads = 0;
+  let memory = 0;
+  for (const worker of summary.workers) {
+    threads += worker.nthreads;
+    memory += worker.memoryLimit;
+  }
+  return { threads, memory };
+}
+
+/** One line: `LocalCluster('local', workers=2, threads=2, memory=11.68 GiB, dashboard=http://127.0.0.1:8787/status)`. */
+export function clusterText(title: string, summary: ClusterSummary): string {
+  const { threads, memory } = totals(summary);
+  const parts = [
+    JSON.stringify(summary.name).replace(/^"|"$/g, "'"),
+    `workers=${summary.workers.length}`,
+    `threads=${threads}`,
+    `memory=${memory > 0 ? formatBytes(memory) : "no limit"}`,
+  ];
+  if (summary.dashboardLink !== null) parts.push(`dashboard=${summary.dashboardLink}`);
+  if (summary.status === "closed") parts.push("closed");
+  return `${title}(${parts.join(", ")})`;
+}
+
+export function clusterPayload(title: string, summary: ClusterSummary): ClusterPayload {
+  return {
+    version: PROTOCOL_VERSION,
+    kind: "cluster",
+    id: randomBytes(8).toString("hex"),
+    seq: 0,
+    title,
+    ...summary,
+    ...totals(summary),
+  };
+}
+
+/** Shows the card in the running notebook cell; nothing outside a notebook. */
+export function showCluster(title: string, summary: ClusterSummary): void {
+  if (!inNotebook()) return;
+  display({ [MIME_TYPE]: clusterPayload(title, summary), "text/plain": clusterText(title, summary) });
+}

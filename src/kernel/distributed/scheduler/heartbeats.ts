@@ -1,0 +1,143 @@
+// What the scheduler learns from workers' heartbeats, kept as Dask's scheduler keeps it: the
+// cluster's memory measures (MemoryState), running bandwidth estimates, and the cumulative
+// fine performance metrics of every worker (span ids squashed). Pure: times come in as arguments.
+
+import type { BandwidthSummary, ClusterMemory, MetricRecord } from "../../../protocol/records";
+import type { WorkerAddress, WorkerMetrics } from "../messages";
+
+/** Dask's `distributed.worker.memory.recent-to-old-time`. */
+export const RECENT_TO_OLD_SECONDS = 30;
+/** Dask's `distributed.scheduler.bandwidth`: the estimate before any transfer was measured. */
+export const DEFAULT_BANDWIDTH = 100_000_000;
+
+/** One worker's memory, as its heartbeats report it, with its recent unmanaged memory. */
+export class WorkerMemory {
+  process = 0;
+  managed = 0;
+  spilled = 0;
+  /** (time, unmanaged bytes) of the heartbeats of the last RECENT_TO_OLD_SECONDS, oldest first. */
+  private readonly history: { time: number; unmanaged: number }[] = [];
+
+  update(metrics: WorkerMetrics, time: number): void {
+    this.process = metrics.memory;
+    this.managed = metrics.managedBytes;
+    this.spilled = metrics.spilledBytes.disk;
+    this.history.push({ time, unmanaged: this.unmanaged });
+    while (this.history.length > 1 && this.history[0].time < time - RECENT_TO_OLD_SECONDS) this.history.shift();
+  }
+
+  get unmanaged(): number {
+    return Math.max(0, this.process - this.managed);
+  }
+
+  /** The least unmanaged memory seen over the last 30 s: what is likely to stay. */
+  get unmanagedOld(): number {
+    let least = this.unmanaged;
+    for (const entry of this.history) if (entry.unmanaged < least) least = entry.unmanaged;
+    return least;
+  }
+}
+
+/** Dask's MemoryState over a set of workers. */
+export function clusterMemory(workers: Iterable<WorkerMemory>): ClusterMemory {
+  let process = 0;
+  let managed = 0;
+  let spilled = 0;
+  let unmanagedOld = 0;
+  for (const memory of workers) {
+    process += memory.process;
+    managed += memory.managed;
+    spilled += memory.spilled;
+    unmanagedOld += memory.unmanagedOld;
+  }
+  const unmanaged = Math.max(0, process - managed);
+  unmanagedOld = Math.min(unmanagedOld, unmanaged);
+  return {
+    process,
+    managed,
+    unmanaged,
+    unmanagedOld,
+    unmanagedRecent: unmanaged - unmanagedOld,
+    spilled,
+    managedTotal: managed + spilled,
+    optimistic: managed + unmanagedOld,
+  };
+}
+
+/**
+ * The scheduler's bandwidth estimates (bytes/s), as Dask's `heartbeat_worker` updates them: each
+ * report moves the cluster-wide figure by 1/nworkers of the way; pairs and types likewise.
+ */
+export class BandwidthEstimate {
+  total = DEFAULT_BANDWIDTH;
+  /** "source\u0000destination" → bytes/s. */
+  private readonly pairs = new Map<string, number>();
+  private readonly types = new Map<string, number>();
+
+  /** `worker` reported `bandwidth` (its incoming transfers since its previous heartbeat). */
+  update(worker: WorkerAddress, bandwidth: WorkerMetrics["bandwidth"], nworkers: number): void {
+    const keep = 1 - 1 / Math.max(1, nworkers);
+    if (bandwidth.total > 0) this.total = this.total * keep + bandwidth.total * (1 - keep);
+    for (const [source, value] of Object.entries(bandwidth.workers)) {
+      blend(this.pairs, `${source}\u0000${worker}`, value, keep);
+    }
+    for (const [type, value] of Object.entries(bandwidth.types)) blend(this.types, type, value, keep);
+  }
+
+  /** Forgets the pairs a departed worker was part of. */
+  removeWorker(worker: WorkerAddress): void {
+    for (const pair of [...this.pairs.keys()]) {
+      const [source, destination] = pair.split("\u0000");
+      if (source === worker || destination === worker) this.pairs.delete(pair);
+    }
+  }
+
+  summary(): BandwidthSummary {
+    return {
+      total: this.total,
+      byType: [...this.types].map(([type, bandwidth]) => ({ type, bandwidth })),
+      byWorkers: [...this.pairs].map(([pair, bandwidth]) => {
+        const [source, destination] = pair.split("\u0000");
+        return { source, destination, bandwidth };
+      }),
+    };
+  }
+}
+
+function blend(estimates: Map<string, number>, key: string, value: number, keep: number): void {
+  if (!(value > 0)) return;
+  const old = estimates.get(key);
+  estimates.set(key, old === undefined ? value : old * keep + value * (1 - keep));
+}
+
+/**
+ * Dask's `cumulative_worker_metrics`: every digest workers sent, summed since the scheduler
+ * started, keyed without the span (execute: context, prefix, activity, unit; else context,
+ * activity, unit). Integers stay integers as long as every addend is one.
+ */
+export class CumulativeMetrics {
+  private readonly totals = new Map<string, MetricRecord>();
+
+  add(digests: readonly MetricRecord[]): void {
+    for (const digest of digests) {
+      const prefix = digest.context === "execute" ? (digest.prefix ?? "") : undefined;
+      const id = `${digest.context}\u0000${prefix ?? ""}\u0000${digest.activity}\u0000${digest.unit}`;
+      const known = this.totals.get(id);
+      const value = (known?.value ?? 0) + digest.value;
+      this.totals.set(
+        id,
+        prefix === undefined
+          ? { context: digest.context, activity: digest.activity, unit: digest.unit, value }
+          : { context: digest.context, prefix, activity: digest.activity, unit: digest.unit, value },
+      );
+    }
+  }
+
+  records(): MetricRecord[] {
+    return [...this.totals.values()];
+  }
+
+  clear(): void {
+    this.totals.clear();
+  }
+}

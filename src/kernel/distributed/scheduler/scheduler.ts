@@ -1,0 +1,343 @@
+// The scheduler as a running thing: the pure ClusterState driven by a Transport. It feeds the
+// transport's events into the state, sends the state's instructions once per event-loop turn,
+// answers gather and run requests, and offers what diagnostics read (task stream, metrics,
+// memory, bandwidth, workers). It lives in the client's process; `client.runOnScheduler` gets it.
+
+import { EventEmitter } from "node:events";
+import type { BandwidthSummary, ClusterMemory, MetricRecord, TaskStateCounts, WorkerRecord } from "../../../protocol/records";
+import { now } from "../../clock";
+import { type FnSpec, type PackedError, unpackError } from "../../scheduler/pool/wire";
+import type { FromWorker, GatherReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress } from "../messages";
+import { FunctionTable } from "../../scheduler/pool/ship";
+import { ClusterState, type GraphSubmission, type SchedulerOptions, type TaskListener } from "./state";
+import type { CollectOptions, TaskStreamRing } from "./task-stream";
+import type { Transport, TransportEvents } from "./transport";
+import type { WorkerState } from "./workers";
+
+export type SchedulerSettings = Omit<SchedulerOptions, "placement" | "functionSpec">;
+
+export interface SchedulerEvents {
+  "worker-joined": [worker: WorkerState];
+  "worker-left": [address: WorkerAddress, reason: string];
+}
+
+interface PendingRequest {
+  readonly worker: WorkerAddress;
+  readonly settle: (reply: GatherReplyMessage | RunReplyMessage | Error) => void;
+}
+
+/** How often gather looks for a key again after its holders lost it (it is being recomputed). */
+const GATHER_ATTEMPTS = 20;
+
+export class Scheduler extends EventEmitter<SchedulerEvents> {
+  readonly state: ClusterState;
+  readonly functions = new FunctionTable();
+  private readonly requests = new Map<number, PendingRequest>();
+  private nextRequestId = 1;
+  private flushQueued = false;
+  /** Computations and requests under way: while any, the transport keeps the process alive. */
+  private holds = 0;
+  private closed = false;
+  /** Told when the scheduler closes (computations and Futures waiting on it): a Set, so thousands of waiters cost O(1) each. */
+  private readonly closeWatchers = new Set<() => void>();
+
+  constructor(
+    readonly transport: Transport,
+    settings: SchedulerSettings = {},
+  ) {
+    super();
+    this.state = new ClusterState({ ...settings, placement: transport.placement, functionSpec: (id) => this.functions.spec(id) });
+  }
+
+  async start(): Promise<void> {
+    const events: TransportEvents = {
+      workerJoined: (registration) => this.workerJoined(registration),
+      received: (worker, messages) => this.received(worker, messages),
+      workerLeft: (worker, reason) => this.workerLeft(worker, reason),
+    };
+    await this.transport.start(events);
+    this.transport.setKeepsAlive(false);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Calls `fn` when the scheduler closes (at once if it has); returns a function that stops watching. */
+  onClose(fn: () => void): () => void {
+    if (this.closed) {
+      fn();
+      return () => {};
+    }
+    this.closeWatchers.add(fn);
+    return () => this.closeWatchers.delete(fn);
+  }
+
+  // ---- Diagnostics' view -----------------------------------------------------------------------
+
+  /** The task-stream ring (records of finished and erred tasks, bounded, with an append index). */
+  get taskStream(): TaskStreamRing {
+    return this.state.taskStream;
+  }
+  getTaskStream(options?: CollectOptions) {
+    return this.state.taskStream.collect(options);
+  }
+  /** Dask's cumulative_worker_metrics: every worker digest since start, without span ids. */
+  cumulativeWorkerMetrics(): MetricRecord[] {
+    return this.state.cumulativeMetrics.records();
+  }
+  /** Dask's MemoryState summed over the workers, from their last heartbeats. */
+  memory(): ClusterMemory {
+    return this.state.memory();
+  }
+  bandwidth(): BandwidthSummary {
+    return this.state.bandwidth.summary();
+  }
+  workerRecords(): WorkerRecord[] {
+    return [...this.state.workers.values()].map((ws) => ws.record());
+  }
+  taskCounts(): TaskStateCounts {
+    return this.state.stateCounts();
+  }
+  get workers(): ReadonlyMap<WorkerAddress, WorkerState> {
+    return this.state.workers;
+  }
+
+  // ---- Client requests -------------------------------------------------------------------------
+
+  submit(graph: GraphSubmission, listener?: TaskListener): Int32Array {
+    this.checkOpen();
+    const slots = this.state.submit(graph, listener);
+    this.scheduleFlush();
+    return slots;
+  }
+
+  want(slot: number): void {
+    this.state.want(slot);
+    this.scheduleFlush();
+  }
+
+  unwant(slot: number): void {
+    if (this.closed) return;
+    this.state.unwant(slot);
+    this.scheduleFlush();
+  }
+
+  /** Keeps the process alive until the returned function is called (a computation or request under way). */
+  hold(): () => void {
+    if (++this.holds === 1) this.transport.setKeepsAlive(true);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.holds === 0 && !this.closed) this.transport.setKeepsAlive(false);
+    };
+  }
+
+  /**
+   * The values of keys in memory, fetched straight from the workers holding them (or the store).
+   * A key whose holders lost it is looked for again once it is recomputed.
+   */
+  async gather(keys: readonly string[]): Promise<Map<string, unknown>> {
+    this.checkOpen();
+    const release = this.hold();
+    try {
+      if (this.transport.placement === "queue") return await this.fetchFromStore(keys);
+      const values = new Map<string, unknown>();
+      let wanted = [...keys];
+      for (let attempt = 0; wanted.length > 0; attempt++) {
+        if (attempt >= GATHER_ATTEMPTS) throw new Error(`Cannot gather ${wanted.length} key(s) (first: ${this.describeKey(wanted[0])}): no worker holds them`);
+        const byWorker = new Map<WorkerAddress, string[]>();
+        const waitFor: string[] = [];
+        for (const key of wanted) {
+          const slot = this.state.slotOf(key);
+          if (slot === undefined) throw new Error(`Cannot gather ${this.describeKey(key)}: the scheduler no longer knows it`);
+          const failure = this.state.failureOf(slot);
+          if (failure !== undefined) throw new Error(`Cannot gather ${this.state.nameOf(slot)}: it failed`);
+          const holder = this.state.whoHas(slot)[0];
+          if (holder === undefined) waitFor.push(key);
+          else byWorker.set(holder.address, [...(byWorker.get(holder.address) ?? []), key]);
+        }
+        const replies = await Promise.all(
+          [...byWorker].map(([worker, workerKeys]) =>
+            this.request(worker, (requestId) => ({ op: "gather", requestId, keys: workerKeys })) as Promise<GatherReplyMessage | Error>,
+          ),
+        );
+        const missing: string[] = [...waitFor];
+        [...byWorker].forEach(([worker, workerKeys], i) => {
+          const reply = replies[i];
+          if (reply instanceof Error) {
+            missing.push(...workerKeys);
+            return;
+          }
+          for (const [key, value] of Object.entries(reply.values)) values.set(key, value);
+          for (const key of reply.missing) {
+            missing.push(key);
+            this.state.replicaMissing(worker, key);
+          }
+        });
+        if (missing.length > 0) {
+          this.scheduleFlush();
+          await this.untilInMemory(missing);
+        }
+        wanted = missing;
+      }
+      return values;
+    } finally {
+      release();
+    }
+  }
+
+  /** Runs `fn` on each worker's main thread with a view of the worker: address → result. */
+  async runOnWorkers(fn: FnSpec, workers?: readonly WorkerAddress[]): Promise<Record<WorkerAddress, unknown>> {
+    this.checkOpen();
+    const release = this.hold();
+    try {
+      const targets = workers ?? [...this.state.workers.keys()];
+      const replies = await Promise.all(targets.map((worker) => this.request(worker, (requestId) => ({ op: "run", requestId, fn }))));
+      const results: Record<WorkerAddress, unknown> = {};
+      targets.forEach((worker, i) => {
+        const reply = replies[i] as RunReplyMessage | Error;
+        if (reply instanceof Error) throw reply;
+        if (!reply.ok) throw unpackError(reply.error as PackedError);
+        results[worker] = reply.value;
+      });
+      return results;
+    } finally {
+      release();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const [id, request] of this.requests) {
+      this.requests.delete(id);
+      request.settle(new Error("The scheduler closed"));
+    }
+    for (const watcher of [...this.closeWatchers]) watcher();
+    this.closeWatchers.clear();
+    await this.transport.close();
+  }
+
+  // ---- Transport events ------------------------------------------------------------------------
+
+  private workerJoined(registration: RegisterMessage): void {
+    if (this.closed) return;
+    this.functions.setWorkerGlobals(registration.globals);
+    const ws = this.state.addWorker(registration, now());
+    this.flush();
+    this.emit("worker-joined", ws);
+  }
+
+  private received(worker: WorkerAddress, messages: readonly FromWorker[]): void {
+    if (this.closed) return;
+    let forState: FromWorker[] | undefined;
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i];
+      if (message.op === "gather-reply" || message.op === "run-reply") {
+        forState ??= messages.slice(0, i);
+        const request = this.requests.get(message.requestId);
+        if (request !== undefined) {
+          this.requests.delete(message.requestId);
+          request.settle(message);
+        }
+      } else if (forState !== undefined) {
+        forState.push(message);
+      }
+    }
+    this.state.handle(worker, forState ?? messages, now());
+    this.scheduleFlush();
+  }
+
+  private workerLeft(worker: WorkerAddress, reason: string): void {
+    if (this.closed) return;
+    this.state.removeWorker(worker, reason, now());
+    for (const [id, request] of this.requests) {
+      if (request.worker !== worker) continue;
+      this.requests.delete(id);
+      request.settle(new Error(`Worker ${worker} left: ${reason}`));
+    }
+    this.flush();
+    this.emit("worker-left", worker, reason);
+  }
+
+  // ---- Sending ---------------------------------------------------------------------------------
+
+  /** Sends at the end of this event-loop turn, so reports from all workers read in it are answered together. */
+  private scheduleFlush(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** Sends everything the state has for each worker (one message per worker). */
+  private flush(): void {
+    this.flushQueued = false;
+    if (this.closed) return;
+    if (this.transport.placement === "queue") {
+      const { enqueue, forget } = this.state.takeQueueInstructions();
+      if (enqueue.length > 0) this.transport.enqueue!(enqueue);
+      if (forget.length > 0) this.transport.forget!(forget);
+    }
+    for (const [ws, messages] of this.state.takeMessages()) this.transport.send(ws.address, messages);
+  }
+
+  private request(worker: WorkerAddress, build: (requestId: number) => ToWorker): Promise<GatherReplyMessage | RunReplyMessage | Error> {
+    return new Promise((resolve) => {
+      if (!this.state.workers.has(worker)) {
+        resolve(new Error(`Worker ${worker} is not connected`));
+        return;
+      }
+      const requestId = this.nextRequestId++;
+      this.requests.set(requestId, { worker, settle: resolve });
+      // What the state has for the worker goes first: a request never overtakes an instruction.
+      this.flush();
+      this.transport.send(worker, [build(requestId)]);
+    });
+  }
+
+  /** Resolves once each key is in memory again (or failed, or forgotten: gather then reports it). */
+  private untilInMemory(keys: readonly string[]): Promise<void> {
+    let pending = 0;
+    return new Promise((resolve) => {
+      const listener: TaskListener = {
+        finished: (slot) => done(slot),
+        erred: (slot) => done(slot),
+      };
+      const done = (slot: number): void => {
+        this.state.removeListener(slot, listener);
+        if (--pending === 0) resolve();
+      };
+      for (const key of keys) {
+        const slot = this.state.slotOf(key);
+        if (slot === undefined) continue;
+        const state = this.state.stateOf(slot);
+        if (state === "memory" && this.state.whoHas(slot).length > 0) continue;
+        if (state === "erred" || state === "released" || state === "forgotten") continue;
+        pending++;
+        this.state.addListener(slot, listener);
+      }
+      if (pending === 0) resolve();
+    });
+  }
+
+  private async fetchFromStore(keys: readonly string[]): Promise<Map<string, unknown>> {
+    const found = await this.transport.fetch!(keys);
+    const values = new Map<string, unknown>();
+    for (const key of keys) {
+      if (!found.has(key)) throw new Error(`Cannot gather ${this.describeKey(key)}: it is not in the store`);
+      values.set(key, found.get(key));
+    }
+    return values;
+  }
+
+  private describeKey(key: string): string {
+    const slot = this.state.slotOf(key);
+    return slot === undefined ? JSON.stringify(key) : this.state.nameOf(slot);
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new Error("The scheduler is closed");
+  }
+}

@@ -1,0 +1,454 @@
+// The cluster scheduler's state machine alone: events in, instructions out, no processes.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { ClusterState, type GraphSubmission, type TaskFailure, type TaskListener } from "../../src/kernel/distributed/scheduler/state";
+import { TaskStreamRing } from "../../src/kernel/distributed/scheduler/task-stream";
+import type { ComputeTaskMessage, FromWorker, RegisterMessage, ToWorker, WorkerMetrics } from "../../src/kernel/distributed/messages";
+import type { TaskStreamRecord } from "../../src/protocol/records";
+
+/** A graph from `key → dependencies`, listed dependencies first; `wanted`: the keys asked for (default: the last). */
+function graph(edges: Record<string, readonly string[]>, wanted?: readonly string[]): GraphSubmission {
+  const keys = Object.keys(edges);
+  const index = new Map(keys.map((key, i) => [key, i]));
+  const dependencyStart = new Int32Array(keys.length + 1);
+  const dependencies: number[] = [];
+  keys.forEach((key, i) => {
+    for (const dep of edges[key]) {
+      if (!index.has(dep)) throw new Error(`test graph: ${dep} must come before ${key}`);
+      dependencies.push(index.get(dep)!);
+    }
+    dependencyStart[i + 1] = dependencies.length;
+  });
+  return {
+    keys,
+    names: keys.map((key) => `'${key}'`),
+    prefixes: keys.map((key) => key.split("-")[0]),
+    groups: keys.map((key) => key.split("-")[0]),
+    tasks: keys.map((key) => ["call", 0, ...edges[key].map((dep) => ["ref", dep] as const)] as const),
+    functions: keys.map(() => [0]),
+    dependencyStart,
+    dependencies: Int32Array.from(dependencies),
+    order: Int32Array.from(keys.map((_, i) => i)),
+    wanted: (wanted ?? [keys[keys.length - 1]]).map((key) => index.get(key)!),
+  };
+}
+
+function registration(name: string, nthreads = 1, memoryLimit = 1e9): RegisterMessage {
+  return { op: "register", address: `unix://${name}`, name, host: "localhost", pid: 1, nthreads, memoryLimit, globals: [], now: 0 };
+}
+
+function newState(options: Partial<ConstructorParameters<typeof ClusterState>[0]> = {}): ClusterState {
+  return new ClusterState({ placement: "locality", functionSpec: () => ({ kind: "global", path: ["Math", "max"] }), ...options });
+}
+
+/** Everything sent, by worker name. */
+function sent(state: ClusterState): Record<string, ToWorker[]> {
+  const out: Record<string, ToWorker[]> = {};
+  for (const [ws, messages] of state.takeMessages()) out[ws.name] = messages;
+  return out;
+}
+
+function computeTasks(messages: readonly ToWorker[] | undefined): ComputeTaskMessage[] {
+  return (messages ?? []).filter((m): m is ComputeTaskMessage => m.op === "compute-task");
+}
+
+function freed(messages: readonly ToWorker[] | undefined): string[] {
+  return (messages ?? []).flatMap((m) => (m.op === "free-keys" ? m.keys : []));
+}
+
+function finished(key: string, nbytes = 8, start = 1, stop = 1.001): FromWorker {
+  return { op: "task-finished", key, nbytes, type: "number", thread: 7, startstops: [{ action: "compute", start, stop }] };
+}
+
+class Recorder implements TaskListener {
+  readonly events: string[] = [];
+  constructor(private readonly state: ClusterState) {}
+  dispatched(slot: number): void {
+    this.events.push(`dispatched ${this.state.keyOf(slot)}`);
+  }
+  finished(slot: number): void {
+    this.events.push(`finished ${this.state.keyOf(slot)}`);
+  }
+  erred(slot: number, failure: TaskFailure): void {
+    this.events.push(`erred ${this.state.keyOf(slot)} (${failure.kind} in ${failure.key})`);
+  }
+}
+
+describe("cluster scheduler state", () => {
+  test("a chain goes to one worker at once, each task waiting there for the one before", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ "x-0": [], "x-1": ["x-0"], "x-2": ["x-1"] }));
+    const out = sent(state);
+    assert.equal(out.a[0].op, "define-functions", "the function is defined before the first task that calls it");
+    const tasks = computeTasks(out.a);
+    assert.deepEqual(tasks.map((t) => t.key), ["x-0", "x-1", "x-2"]);
+    assert.deepEqual(tasks[1].dependencies, [{ key: "x-0", nbytes: 0, whoHas: [], local: true }]);
+    assert.equal(computeTasks(sent(state).a).length, 0);
+    // Results go as soon as their dependent has finished.
+    state.handle("unix://a", [finished("x-0"), finished("x-1")], 2);
+    assert.deepEqual(freed(sent(state).a), ["x-0"]);
+    state.handle("unix://a", [finished("x-2")], 3);
+    assert.deepEqual(freed(sent(state).a), ["x-1"]);
+    assert.equal(state.stateOf(state.slotOf("x-2")!), "memory");
+    state.unwant(state.slotOf("x-2")!);
+    assert.deepEqual(freed(sent(state).a), ["x-2"]);
+    assert.equal(state.taskCount, 0, "every task is forgotten once nothing holds the output");
+  });
+
+  test("without sending ahead, a dependent goes out only when its input is done", () => {
+    const state = newState({ sendAhead: false });
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ "x-0": [], "x-1": ["x-0"] }));
+    assert.deepEqual(computeTasks(sent(state).a).map((t) => t.key), ["x-0"]);
+    state.handle("unix://a", [finished("x-0", 16)], 1);
+    const [task] = computeTasks(sent(state).a);
+    assert.equal(task.key, "x-1");
+    assert.deepEqual(task.dependencies, [{ key: "x-0", nbytes: 16, whoHas: ["unix://a"] }]);
+  });
+
+  test("a task goes to the worker holding most of its input bytes", () => {
+    const state = newState({ sendAhead: false });
+    state.addWorker(registration("a"), 0);
+    state.addWorker(registration("b"), 0);
+    sent(state);
+    // Two independent inputs land on different workers; the big one decides where z runs.
+    state.submit(graph({ big: [], small: [], z: ["big", "small"] }));
+    const first = sent(state);
+    const where = Object.fromEntries(Object.entries(first).flatMap(([name, msgs]) => computeTasks(msgs).map((t) => [t.key, name])));
+    assert.notEqual(where.big, where.small, "the two inputs are spread over the idle workers");
+    state.handle(`unix://${where.big}`, [finished("big", 80_000_000)], 1);
+    state.handle(`unix://${where.small}`, [finished("small", 8)], 1);
+    const second = sent(state);
+    assert.deepEqual(computeTasks(second[where.big]).map((t) => t.key), ["z"]);
+  });
+
+  test("equal inputs: the less busy worker gets the task", () => {
+    const state = newState({ sendAhead: false });
+    state.addWorker(registration("a"), 0);
+    state.addWorker(registration("b"), 0);
+    sent(state);
+    state.submit(graph({ p: [], q: [], busy: [] }, ["p", "q", "busy"]));
+    const placed = sent(state);
+    const where = Object.fromEntries(Object.entries(placed).flatMap(([name, msgs]) => computeTasks(msgs).map((t) => [t.key, name])));
+    // Make p and q live on both workers, then load one worker and ask for a task using both.
+    state.handle(`unix://${where.p}`, [finished("p", 100)], 1);
+    state.handle(`unix://${where.q}`, [finished("q", 100)], 1);
+    state.handle("unix://a", [{ op: "add-keys", keys: ["p", "q"] }], 1);
+    state.handle("unix://b", [{ op: "add-keys", keys: ["p", "q"] }], 1);
+    sent(state);
+    const busyWorker = where.busy;
+    state.submit(graph({ p: [], q: [], both: ["p", "q"] }, ["both"]));
+    const [[ws]] = state.takeMessages().filter(([, msgs]) => computeTasks(msgs).length > 0);
+    assert.notEqual(ws.name, busyWorker, "the worker still running a task is not chosen");
+  });
+
+  test("root tasks are queued: a million of them never flood the workers", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    state.addWorker(registration("b"), 0);
+    sent(state);
+    const n = 1_000_000;
+    const keys = Array.from({ length: n }, (_, i) => `root-${i}`);
+    const submission: GraphSubmission = {
+      keys,
+      names: keys,
+      prefixes: keys.map(() => "root"),
+      groups: keys.map(() => "root"),
+      tasks: keys.map(() => ["call", 0] as const),
+      functions: keys.map(() => [0]),
+      dependencyStart: new Int32Array(n + 1),
+      dependencies: new Int32Array(0),
+      order: Int32Array.from(keys.map((_, i) => i)),
+      wanted: keys.map((_, i) => i),
+    };
+    state.submit(submission);
+    let out = sent(state);
+    // Dask's worker-saturation 1.1 × 1 thread: two tasks each.
+    assert.deepEqual(computeTasks(out.a).map((t) => t.key), ["root-0", "root-1"], "a run of neighbours per worker");
+    assert.deepEqual(computeTasks(out.b).map((t) => t.key), ["root-2", "root-3"]);
+    assert.equal(state.queuedCount, n - 4);
+    // Once durations are known to be tiny, more go at once, but still a bounded number.
+    state.handle("unix://a", [finished("root-0", 8, 1, 1.000002)], 1);
+    out = sent(state);
+    const given = computeTasks(out.a).length + computeTasks(out.b).length;
+    for (const name of ["a", "b"]) {
+      const processing = state.workers.get(`unix://${name}`)!.processing.size;
+      assert.ok(processing > 2 && processing <= 1000, `a worker with tiny tasks gets a bounded batch (has ${processing})`);
+    }
+    assert.equal(state.stateCounts().queued, n - 4 - given);
+  });
+
+  test("a root task's big results hold the queue back to a share of the memory limit", () => {
+    const state = newState();
+    state.addWorker(registration("a", 1, 1000), 0);
+    sent(state);
+    const edges: Record<string, string[]> = {};
+    for (let i = 0; i < 50; i++) edges[`big-${i}`] = [];
+    state.submit(graph(edges, Object.keys(edges)));
+    sent(state);
+    state.handle("unix://a", [finished("big-0", 400, 1, 1.000001)], 1);
+    // 10 % of 1000 bytes allows no 400-byte result beyond Dask's own 2 slots.
+    assert.equal(computeTasks(sent(state).a).length, 1);
+  });
+
+  test("a task error reaches the task and every dependent; nothing else runs for them", () => {
+    const state = newState({ sendAhead: false });
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    const recorder = new Recorder(state);
+    state.submit(graph({ x: [], y: ["x"], z: ["y"] }), recorder);
+    sent(state);
+    const error = { kind: "error", className: "Error", name: "Error", message: "boom", stack: undefined, props: {} } as const;
+    state.handle("unix://a", [{ op: "task-erred", key: "x", error, thread: 1, startstops: [{ action: "compute", start: 1, stop: 2 }] }], 2);
+    assert.deepEqual(recorder.events, ["dispatched x", "erred x (error in x)", "erred y (error in x)", "erred z (error in x)"]);
+    assert.equal(state.stateOf(state.slotOf("z")!), "erred");
+    assert.deepEqual(state.failureOf(state.slotOf("z")!), { kind: "error", key: "x", name: "'x'", error });
+    assert.equal(state.taskStream.collect()[0].status, "error");
+    state.unwant(state.slotOf("z")!);
+    assert.equal(state.taskCount, 0);
+  });
+
+  test("an erring task frees the dependents sent ahead to its worker", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ "x-0": [], "x-1": ["x-0"] }));
+    sent(state);
+    const error = { kind: "value", value: 1 } as const;
+    state.handle("unix://a", [{ op: "task-erred", key: "x-0", error, thread: 1, startstops: [] }], 1);
+    assert.deepEqual(freed(sent(state).a), ["x-1"]);
+  });
+
+  test("releasing the last hold cancels a running computation on its workers", () => {
+    const state = newState({ sendAhead: false });
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ x: [], y: ["x"] }));
+    sent(state);
+    state.unwant(state.slotOf("y")!);
+    assert.deepEqual(freed(sent(state).a), ["x"]);
+    assert.equal(state.taskCount, 0);
+    assert.equal(state.workers.get("unix://a")!.processing.size, 0);
+    // A late report of the cancelled task is told to go away.
+    state.handle("unix://a", [finished("x")], 1);
+    assert.deepEqual(freed(sent(state).a), ["x"]);
+  });
+
+  test("a worker lost mid-computation: its tasks run elsewhere, its results are recomputed", () => {
+    const state = newState({ sendAhead: false });
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ x: [], y: ["x"], z: ["y"] }));
+    sent(state);
+    state.handle("unix://a", [finished("x")], 1);
+    assert.deepEqual(computeTasks(sent(state).a).map((t) => t.key), ["y"]);
+    state.addWorker(registration("b"), 1);
+    sent(state);
+    state.removeWorker("unix://a", "killed", 2);
+    // x lived only on a: it runs again on b, then y.
+    assert.deepEqual(computeTasks(sent(state).b).map((t) => t.key), ["x"]);
+    assert.equal(state.stateOf(state.slotOf("y")!), "waiting");
+    state.handle("unix://b", [finished("x")], 3);
+    assert.deepEqual(computeTasks(sent(state).b).map((t) => t.key), ["y"]);
+  });
+
+  test("tasks sent ahead to a worker that dies are all rescheduled", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    state.addWorker(registration("b"), 0);
+    sent(state);
+    state.submit(graph({ "x-0": [], "x-1": ["x-0"], "x-2": ["x-1"] }));
+    const first = sent(state);
+    const [owner] = Object.keys(first).filter((name) => computeTasks(first[name]).length > 0);
+    const other = owner === "a" ? "b" : "a";
+    state.removeWorker(`unix://${owner}`, "killed", 1);
+    assert.deepEqual(computeTasks(sent(state)[other]).map((t) => t.key), ["x-0", "x-1", "x-2"]);
+  });
+
+  test("a task that keeps killing its workers errs with KilledWorker after allowed-failures", () => {
+    const state = newState({ allowedFailures: 3, sendAhead: false });
+    const recorder = new Recorder(state);
+    state.addWorker(registration("w0"), 0);
+    state.submit(graph({ poison: [] }), recorder);
+    for (let death = 0; death < 4; death++) {
+      sent(state);
+      state.addWorker(registration(`w${death + 1}`), death);
+      state.removeWorker(`unix://w${death}`, "killed", death);
+    }
+    assert.equal(state.stateOf(state.slotOf("poison")!), "erred");
+    assert.deepEqual(state.failureOf(state.slotOf("poison")!), { kind: "killed", key: "poison", name: "'poison'", worker: "unix://w3", failures: 4 });
+    assert.equal(recorder.events.filter((e) => e.startsWith("dispatched")).length, 4, "tried on allowed-failures + 1 workers");
+  });
+
+  test("missing data: the holder is dropped, the key recomputed, the dependent sent again", () => {
+    const state = newState({ sendAhead: false });
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ x: [], y: ["x"] }));
+    sent(state);
+    state.handle("unix://a", [finished("x")], 1);
+    sent(state);
+    state.handle("unix://a", [{ op: "missing-data", key: "x", errantWorker: "unix://a" }], 2);
+    assert.deepEqual(computeTasks(sent(state).a).map((t) => t.key), ["x"]);
+    state.handle("unix://a", [finished("x")], 3);
+    assert.deepEqual(computeTasks(sent(state).a).map((t) => t.key), ["y"]);
+  });
+
+  test("a known key is reused, not recomputed, and lives while anyone holds it", () => {
+    const state = newState({ sendAhead: false });
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ x: [] }));
+    sent(state);
+    state.handle("unix://a", [finished("x")], 1);
+    const recorder = new Recorder(state);
+    state.submit(graph({ x: [], y: ["x"] }), recorder);
+    assert.deepEqual(computeTasks(sent(state).a).map((t) => t.key), ["y"]);
+    state.unwant(state.slotOf("x")!);
+    assert.deepEqual(freed(sent(state).a), [], "y still needs x");
+  });
+
+  test("no worker yet: ready tasks wait and go when one joins", () => {
+    const state = newState();
+    state.submit(graph({ x: [] }));
+    assert.deepEqual(sent(state), {});
+    state.addWorker(registration("late"), 1);
+    assert.deepEqual(computeTasks(sent(state).late).map((t) => t.key), ["x"]);
+  });
+
+  test("a paused worker gets no new tasks until it resumes", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.handle("unix://a", [{ op: "worker-status-change", status: "paused" }], 1);
+    state.submit(graph({ x: [] }));
+    assert.deepEqual(computeTasks(sent(state).a), []);
+    assert.equal(state.stateOf(state.slotOf("x")!), "no-worker");
+    state.handle("unix://a", [{ op: "worker-status-change", status: "running" }], 2);
+    assert.deepEqual(computeTasks(sent(state).a).map((t) => t.key), ["x"]);
+  });
+
+  test("queue placement: ready tasks go to the shared queue, results to the store", () => {
+    const state = newState({ placement: "queue" });
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ x: [], y: ["x"] }));
+    let instructions = state.takeQueueInstructions();
+    assert.deepEqual(instructions.enqueue.map((t) => t.key), ["x"]);
+    state.handle("unix://a", [finished("x")], 1);
+    instructions = state.takeQueueInstructions();
+    assert.deepEqual(instructions.enqueue.map((t) => t.key), ["y"]);
+    assert.deepEqual(instructions.enqueue[0].dependencies, [{ key: "x", nbytes: 8, whoHas: [] }]);
+    state.handle("unix://b-unknown", [finished("y")], 2);
+    state.handle("unix://a", [finished("y")], 2);
+    assert.deepEqual(state.takeQueueInstructions().forget, ["x"]);
+    state.unwant(state.slotOf("y")!);
+    assert.deepEqual(state.takeQueueInstructions().forget, ["y"]);
+  });
+
+  test("heartbeats: clock offset, memory, bandwidth and cumulative metrics; the reply carries the time", () => {
+    const state = newState();
+    state.addWorker({ ...registration("a"), now: 105 }, 100);
+    assert.equal(state.workers.get("unix://a")!.clockOffset, 5);
+    sent(state);
+    const metrics: WorkerMetrics = {
+      cpu: 50,
+      memory: 1000,
+      managedBytes: 300,
+      spilledBytes: { memory: 300, disk: 200 },
+      taskCounts: { memory: 3 },
+      digests: [
+        { context: "execute", span: "s1", prefix: "add", activity: "thread-cpu", unit: "seconds", value: 1.5 },
+        { context: "execute", span: "s2", prefix: "add", activity: "thread-cpu", unit: "seconds", value: 0.5 },
+        { context: "gather-dep", activity: "network", unit: "seconds", value: 0.25 },
+      ],
+      transfer: { incomingBytes: 10, outgoingBytes: 20, incomingCount: 1, outgoingCount: 1 },
+      bandwidth: { total: 200_000_000, workers: { "unix://b": 300_000_000 }, types: { Float64Array: 250_000_000 } },
+    };
+    state.handle("unix://a", [{ op: "heartbeat", now: 110.5, metrics }], 108);
+    assert.deepEqual(sent(state).a, [{ op: "heartbeat-reply", time: 108, heartbeatInterval: 0.5 }]);
+    const ws = state.workers.get("unix://a")!;
+    assert.equal(ws.clockOffset, 2.5);
+    assert.deepEqual(state.memory(), {
+      process: 1000,
+      managed: 300,
+      unmanaged: 700,
+      unmanagedOld: 700,
+      unmanagedRecent: 0,
+      spilled: 200,
+      managedTotal: 500,
+      optimistic: 1000,
+    });
+    assert.deepEqual(state.cumulativeMetrics.records(), [
+      { context: "execute", prefix: "add", activity: "thread-cpu", unit: "seconds", value: 2 },
+      { context: "gather-dep", activity: "network", unit: "seconds", value: 0.25 },
+    ]);
+    const bandwidth = state.bandwidth.summary();
+    assert.equal(bandwidth.total, 200_000_000, "one worker: its estimate replaces the default");
+    assert.deepEqual(bandwidth.byWorkers, [{ source: "unix://b", destination: "unix://a", bandwidth: 300_000_000 }]);
+    assert.deepEqual(bandwidth.byType, [{ type: "Float64Array", bandwidth: 250_000_000 }]);
+    // Unmanaged memory that dropped shows as old only over the window.
+    state.handle("unix://a", [{ op: "heartbeat", now: 111, metrics: { ...metrics, memory: 500 } }], 109);
+    assert.equal(state.memory().unmanagedOld, 200);
+  });
+
+  test("the task stream keeps records of finished tasks, with the worker's thread and timings", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ "add-1": [] }));
+    sent(state);
+    state.handle("unix://a", [finished("add-1", 8, 5, 6)], 6);
+    const [record] = state.taskStream.collect();
+    assert.deepEqual(record, {
+      key: "'add-1'",
+      prefix: "add",
+      worker: "unix://a",
+      thread: 7,
+      status: "OK",
+      nbytes: 8,
+      type: "number",
+      startstops: [{ action: "compute", start: 5, stop: 6 }],
+      span: "default",
+    });
+  });
+});
+
+describe("task-stream ring", () => {
+  const record = (stop: number): TaskStreamRecord => ({
+    key: `k${stop}`,
+    prefix: "k",
+    worker: "w",
+    thread: 1,
+    status: "OK",
+    nbytes: 0,
+    type: "number",
+    startstops: [{ action: "compute", start: stop - 0.5, stop }],
+  });
+
+  test("a bounded buffer: the oldest records go, the index keeps counting", () => {
+    const ring = new TaskStreamRing(5);
+    for (let i = 1; i <= 10; i++) ring.push(record(i));
+    assert.equal(ring.length, 5);
+    assert.equal(ring.index, 10);
+    assert.deepEqual(ring.collect().map((r) => r.key), ["k6", "k7", "k8", "k9", "k10"]);
+  });
+
+  test("collect by start index returns exactly the newer records, by time it bisects on the last stop", () => {
+    const ring = new TaskStreamRing(100);
+    for (let i = 1; i <= 10; i++) ring.push(record(i));
+    const mid = ring.index;
+    for (let i = 11; i <= 15; i++) ring.push(record(i));
+    assert.deepEqual(ring.collect({ startIndex: mid }).map((r) => r.key), ["k11", "k12", "k13", "k14", "k15"]);
+    assert.deepEqual(ring.collect({ start: 3, stop: 6 }).map((r) => r.key), ["k3", "k4", "k5"]);
+    assert.deepEqual(ring.collect({ count: 2 }).map((r) => r.key), ["k14", "k15"]);
+    assert.deepEqual(ring.collect({ startIndex: 0, count: 1 }).map((r) => r.key), ["k15"]);
+  });
+
+  test("a bad length is refused", () => {
+    assert.throws(() => new TaskStreamRing(0), /task stream length must be a whole number/);
+  });
+});
