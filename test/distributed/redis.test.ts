@@ -18,14 +18,7 @@ import { add, burn, fill, inc, mul, pair, sha1, sleep, throwMine } from "../fixt
 import { planRunner } from "../helpers/redis-plan";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
 import { type WorkerProcess, startWorker } from "../helpers/redis-workers";
-
-const waitFor = async (what: string, condition: () => boolean | Promise<boolean>, seconds = 20): Promise<void> => {
-  const end = performance.now() + seconds * 1000;
-  while (!(await condition())) {
-    if (performance.now() > end) throw new Error(`timed out after ${seconds} s waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-};
+import { waitFor } from "../helpers/wait";
 
 describe("tsdask worker: command line", () => {
   test("options are read as a user types them", () => {

@@ -58,7 +58,11 @@ export async function startWorker(url: string, options: WorkerProcessOptions): P
     });
   });
   const signal = async (name: NodeJS.Signals): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(name);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill(name);
+      // A worker a test froze (SIGSTOP) would never handle the signal otherwise.
+      child.kill("SIGCONT");
+    }
     await exited;
   };
   return {

@@ -15,24 +15,16 @@
 
 import type { Redis } from "ioredis";
 import type { WorkerStatus } from "../../../protocol/records";
-import type { WorkerMetrics } from "../messages";
+import type { RegisterMessage, WorkerMetrics } from "../messages";
 import { registry } from "./keys";
 
-export interface WorkerInfo {
-  /** The worker's name: unique among live workers, and its address in records. */
-  readonly name: string;
-  readonly host: string;
-  readonly pid: number;
-  readonly nthreads: number;
-  /** Bytes. */
-  readonly memoryLimit: number;
-  /** Names on the workers' globalThis that shipped sources may use. */
-  readonly globals: readonly string[];
+/** A worker's registration: what it tells the scheduler when it joins (its name is its address), and more. */
+export type WorkerInfo = Pick<RegisterMessage, "name" | "host" | "pid" | "nthreads" | "memoryLimit" | "globals"> & {
   /** Started with --allow-source: runs self-contained source shipped by clients. */
   readonly allowSource: boolean;
   /** When it registered, on the Redis clock (epoch seconds). */
   readonly started: number;
-}
+};
 
 export interface WorkerBeat {
   /** On the Redis clock. */
