@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { killOnExit } from "./children";
+import { killOnExit, removeOnExit } from "./children";
 import { freePort } from "./net";
 
 export interface RedisServerOptions {
@@ -47,6 +47,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), "tsdask-redis-"));
+  const folder = removeOnExit(dir);
   let child = await launch(options, host, port, dir);
   const scheme = options.tls === undefined ? "redis" : "rediss";
   const auth = options.password === undefined ? "" : `:${encodeURIComponent(options.password)}@`;
@@ -61,6 +62,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     async stop() {
       await terminate(child);
       rmSync(dir, { recursive: true, force: true });
+      folder.forget();
     },
     async restartEmpty() {
       await terminate(child);

@@ -86,7 +86,6 @@ export class RedisConnectionLostError extends Error {
 }
 
 interface Pending {
-  readonly key: string;
   readonly jobId: string;
   readonly name: string;
   /** Token of the stored spec, for a task too large to travel in its job. */
@@ -111,6 +110,8 @@ export class RedisTransport implements Transport {
   private functionTable: { spec(id: number): FnSpec } | undefined;
   /** Tasks in the queue or running: keyId → the job. Finished tasks leave it. */
   private readonly pending = new Map<string, Pending>();
+  /** Deletions of stored values under way, by key. */
+  private readonly deleting = new Map<string, Promise<void>>();
   /** Results in the store: keyId → repr (to name them if Redis loses them). */
   private readonly held = new Map<string, string>();
   private readonly workers = new Map<string, RegisteredWorker>();
@@ -224,11 +225,16 @@ export class RedisTransport implements Transport {
     for (const task of tasks) {
       if (task.functions !== undefined) this.defineFunctions(task.functions);
       const jobId = `j${this.nextJob++}`;
-      this.pending.set(task.key, { key: task.key, jobId, name: task.name });
+      this.pending.set(task.key, { jobId, name: task.name });
       batch.push({ task, jobId });
     }
-    // Adds stay in order (a large spec is stored before its job is added).
-    this.adding = this.adding.then(() => this.addJobs(batch));
+    // Adds stay in order (a large spec is stored before its job is added). A key forgotten a
+    // moment ago must lose its old value before its new job can run and publish the new one.
+    const deletions = batch.map(({ task }) => this.deleting.get(task.key)).filter((deletion) => deletion !== undefined);
+    this.adding = this.adding.then(async () => {
+      if (deletions.length > 0) await Promise.all(deletions);
+      await this.addJobs(batch);
+    });
   }
 
   /** Adds jobs a slice at a time: the first run while later ones are still being added, and memory stays bounded. */
@@ -272,7 +278,7 @@ export class RedisTransport implements Transport {
       spec = { frames: frames.map((frame) => frame.toString("base64")) };
     } else {
       await this.store.putTask(task.key, jobId, frames);
-      this.pending.set(task.key, { key: task.key, jobId, name: task.name, specToken: jobId });
+      this.pending.set(task.key, { jobId, name: task.name, specToken: jobId });
       spec = { stored: jobId };
     }
     return {
@@ -289,25 +295,25 @@ export class RedisTransport implements Transport {
   /** The scheduler no longer wants these keys: their jobs leave the queue (unless running) and their values the store. */
   forget(keys: readonly string[]): void {
     if (this.failure !== undefined || this.closing !== undefined) return;
-    const jobs: Pending[] = [];
     for (const key of keys) {
       const job = this.pending.get(key);
       if (job !== undefined) {
         this.pending.delete(key);
-        jobs.push(job);
+        // A running job cannot be removed (0): its outcome is dropped when it arrives.
+        this.queue.remove(job.jobId).catch(() => {});
+        if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
       }
       this.held.delete(key);
     }
-    // In line with the adds: a key forgotten and queued again must lose its old value before its
-    // new job can run (and publish the new one).
-    this.adding = this.adding.then(async () => {
-      const removals: Promise<unknown>[] = [this.store.delete(keys)];
-      for (const job of jobs) {
-        // A running job cannot be removed (0): its outcome is dropped when it arrives.
-        removals.push(this.queue.remove(job.jobId));
-        if (job.specToken !== undefined) removals.push(this.store.deleteTask(job.key, job.specToken));
-      }
-      await Promise.all(removals).catch(() => {});
+    this.deleteValues(keys);
+  }
+
+  /** Deletes stored values; a key queued again meanwhile waits for its old value to be gone (see enqueue). */
+  private deleteValues(keys: readonly string[]): void {
+    const deleted = this.store.delete(keys).catch(() => {});
+    for (const key of keys) this.deleting.set(key, deleted);
+    void deleted.then(() => {
+      for (const key of keys) if (this.deleting.get(key) === deleted) this.deleting.delete(key);
     });
   }
 
@@ -378,7 +384,7 @@ export class RedisTransport implements Transport {
       byWorker.set(entry.worker, messages);
       messages.push(...this.toMessages(entry, job));
     }
-    if (orphans.length > 0) this.adding = this.adding.then(() => this.store.delete(orphans).catch(() => {}));
+    if (orphans.length > 0) this.deleteValues(orphans);
     for (const [worker, messages] of byWorker) this.events?.received(worker, messages);
   }
 
