@@ -223,7 +223,7 @@ describe("Redis faults: the connection and the server", () => {
         await waitFor("the slow task to run", async () => {
           const active = await check.lrange(`${prefix}:tasks:active`, 0, -1);
           const names = await Promise.all(active.map((id) => check.hget(`${prefix}:tasks:${id}`, "name")));
-          return names.includes("slowly");
+          return names.includes("slow");
         });
       } finally {
         check.disconnect();
