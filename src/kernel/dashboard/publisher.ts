@@ -147,6 +147,12 @@ export class DashboardPublisher {
     return this.last;
   }
 
+  /** The current state: the last snapshot published, or a new one when news came while nobody listened. */
+  current(): DashboardSnapshot {
+    if (this.last === undefined || this.unsent) this.last = this.snapshot();
+    return this.last;
+  }
+
   get stats(): PublisherStats {
     return { ...this.counters, ...(this.lastError !== undefined && { lastError: this.lastError }) };
   }
