@@ -79,7 +79,6 @@ export class LocalCluster implements AsyncDisposable {
     readonly threadsPerWorker: number,
     /** Bytes per worker; 0: no limit. */
     readonly memoryLimit: number,
-    private targetWorkers: number,
   ) {}
 
   /** Starts the scheduler and the workers; resolves once every worker has registered. */
@@ -104,7 +103,6 @@ export class LocalCluster implements AsyncDisposable {
       transport,
       settings.threadsPerWorker,
       settings.memoryLimit,
-      settings.nWorkers,
     );
     byName.set(settings.name, cluster);
     try {
@@ -157,7 +155,6 @@ export class LocalCluster implements AsyncDisposable {
   async scale(n: number): Promise<void> {
     if (!(Number.isInteger(n) && n >= 0)) throw new RangeError(`cluster.scale takes a whole number of workers ≥ 0, got ${n}`);
     if (this.closing !== undefined) throw new Error(`${this.description} is closed`);
-    this.targetWorkers = n;
     const joined = this.untilWorkers(n);
     this.transport.scaleTo(n);
     await joined;
