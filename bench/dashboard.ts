@@ -11,7 +11,8 @@
 // against the run's wall time, and the page's responsiveness (its timers' worst lag, long tasks).
 // Dask's own Bokeh dashboard is not measured: bokeh is not installable here (no Debian package).
 // Figures: main-thread CPU time (steady on a shared machine) and wall time.
-// Run: npm run bench -- dashboard  (or node build/bench/dashboard.js [leaves] [rounds] [cluster leaves])
+// Run: npm run bench -- dashboard  (or node build/bench/dashboard.js [leaves] [rounds] [cluster leaves];
+// the cluster part alone: node build/bench/dashboard.js cluster [leaves])
 
 import { createHmac, randomBytes } from "node:crypto";
 import type { EventEmitter } from "node:events";
@@ -20,6 +21,7 @@ import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 import { Client, DashboardFeed, DashboardPublisher, LocalCluster, type State, dashboardPublisher, get, serveDashboard, withCallbacks } from "../src";
 import { threadCpuSeconds } from "../src/kernel/diagnostics/sampler";
+import { threadCpuMs } from "../src/kernel/metrics/clock";
 import type { Graph } from "../src/kernel/graph/graph";
 import { DASHBOARD_LIMITS, DASHBOARD_MIME_TYPE, type DashboardSections, type DashboardSnapshot } from "../src/protocol/dashboard";
 import type { MetricRecord, ProfileNode, TaskStreamRecord } from "../src/protocol/records";
@@ -139,13 +141,13 @@ function fullSnapshotCost(): { ms: number; bytes: number } {
   return { ms: best, bytes: bytes[0]! };
 }
 
-/** Milliseconds spent in a listener of `event`: timers registered first and last around the others. */
+/** CPU milliseconds spent in the listeners of `event`: readings registered first and last around the others. */
 function timeListeners(emitter: EventEmitter, event: string): { readonly ms: number; readonly calls: number } {
   const timing = { ms: 0, calls: 0 };
   let started = 0;
-  emitter.prependListener(event, () => void (started = performance.now()));
+  emitter.prependListener(event, () => void (started = threadCpuMs()));
   emitter.on(event, () => {
-    timing.ms += performance.now() - started;
+    timing.ms += threadCpuMs() - started;
     timing.calls++;
   });
   return timing;
@@ -183,8 +185,10 @@ interface ClusterRun {
   /** The kernel's main thread, all of it (scheduler, client, feed). */
   mainCpu: number;
   snapshots: number;
-  /** Building snapshots and handing them to the sinks (the tslab-like encoding and the page's stream). */
+  /** CPU ms building snapshots and handing them to the sinks (the tslab-like encoding and the page's stream). */
   publishMs: number;
+  /** The same in wall time (waits for a core included). */
+  publishWallMs: number;
   submittedMs: number;
   heartbeatMs: number;
   heartbeats: number;
@@ -239,7 +243,8 @@ async function clusterRun(leaves: number, open: boolean): Promise<ClusterRun> {
       wall,
       mainCpu,
       snapshots: stats.snapshots - stats0.snapshots,
-      publishMs: stats.busyMs - stats0.busyMs,
+      publishMs: stats.cpuMs - stats0.cpuMs,
+      publishWallMs: stats.busyMs - stats0.busyMs,
       submittedMs: submitted.ms,
       heartbeatMs: heartbeats.ms,
       heartbeats: heartbeats.calls,
@@ -268,7 +273,8 @@ function reportCluster(open: ClusterRun, closed: ClusterRun): Record<string, num
     ],
   );
   console.log(
-    `feed on the cluster: snapshots ${(open.publishMs / 1000).toFixed(3)} s (${open.snapshots} built, ${(open.snapshots / open.wall).toFixed(2)}/s, ` +
+    `feed on the cluster (CPU of the kernel's main thread): snapshots ${(open.publishMs / 1000).toFixed(3)} s (${open.snapshots} built, ${(open.snapshots / open.wall).toFixed(2)}/s, ` +
+      `${(open.publishMs / Math.max(1, open.snapshots)).toFixed(1)} ms each, ${(open.publishWallMs / Math.max(1, open.snapshots)).toFixed(1)} ms wall, ` +
       `mean ${(open.meanBytes / 1024).toFixed(1)} kiB) + following the submission ${(open.submittedMs / 1000).toFixed(3)} s + ${open.heartbeats} heartbeats ${(open.heartbeatMs / 1000).toFixed(4)} s ` +
       `= ${(feedMs / 1000).toFixed(3)} s of the kernel's CPU over ${open.wall.toFixed(1)} s = ${share.toFixed(2)} % of one core as measured, ` +
       `${quietShare.toFixed(2)} % of the main thread's ${open.mainCpu.toFixed(1)} s (target < 5 %); nobody listening: ${closed.snapshots} snapshots built`,
@@ -282,7 +288,19 @@ function reportCluster(open: ClusterRun, closed: ClusterRun): Record<string, num
   return { feedMs, sharePercent: share, quietSharePercent: quietShare };
 }
 
+/** The cluster part alone: warm-up, nobody listening, then the dashboard open. */
+async function clusterLoad(leaves: number): Promise<Record<string, unknown>> {
+  await clusterRun(2_000, true); // warm-up: the page's first draw, JIT
+  const closed = await clusterRun(leaves, false);
+  const open = await clusterRun(leaves, true);
+  return { open, closed, ...reportCluster(open, closed) };
+}
+
 async function main(): Promise<void> {
+  if (process.argv[2] === "cluster") {
+    console.log(JSON.stringify({ bench: "dashboard-cluster", cluster: await clusterLoad(Number(process.argv[3] ?? 500_000)) }));
+    return;
+  }
   const leaves = Number(process.argv[2] ?? 500_000);
   const rounds = Number(process.argv[3] ?? 3);
   const clusterLeaves = Number(process.argv[4] ?? 500_000);
@@ -336,16 +354,13 @@ async function main(): Promise<void> {
       `(dask base ${dask.base.cpu.toFixed(2)} µs/task cpu); tsdask DashboardFeed: ${perTask(feedCpu).toFixed(3)} µs/task cpu`,
   );
 
-  await clusterRun(2_000, true); // warm-up: the page's first draw, JIT
-  const closed = await clusterRun(clusterLeaves, false);
-  const open = await clusterRun(clusterLeaves, true);
-  const cluster = reportCluster(open, closed);
+  const cluster = await clusterLoad(clusterLeaves);
   console.log(
     JSON.stringify({
       bench: "dashboard",
       tasks,
       tsdask: { without, withFeed: { ...withFeed, bytes: undefined, meanBytes }, hooks, feedCpu, difference, coreSharePercent: coreShare, quietSharePercent: quietShare, fullSnapshot: full },
-      cluster: { open, closed, ...cluster },
+      cluster,
       dask,
     }),
   );

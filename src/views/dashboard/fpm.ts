@@ -24,9 +24,27 @@ export function savedSelection(state: PanelState): Partial<FpmSelection> {
   return { ...(spans !== undefined && { spans }), ...(functions !== undefined && { functions }), ...(unit !== undefined && { unit }) };
 }
 
+/**
+ * What the charts are drawn from, as text: snapshots come twice a second while a cluster runs, but
+ * its metrics change only with the workers' heartbeats, and an unchanged chart need not be redrawn.
+ * Running spans' budgets grow with the snapshot's time, so it counts then.
+ */
+function drawnFrom(data: FpmData): string {
+  return JSON.stringify([data.metrics, data.spans, data.source, data.spans.some((span) => !span.done) ? data.time : 0]);
+}
+
 export function mountFpmPanel(container: HTMLElement, data: FpmData, context: PanelContext): SectionView<FpmData> {
   const view = mountFpm(container, data, savedSelection(context.state), {
     onStateChange: ({ spans, functions, unit }) => context.saveState({ spans: [...spans], functions: [...functions], unit }),
   });
-  return { update: (next) => void view.update(next), dispose: () => view.dispose() };
+  let drawn = drawnFrom(data);
+  return {
+    update: (next) => {
+      const from = drawnFrom(next);
+      if (from === drawn) return;
+      drawn = from;
+      void view.update(next);
+    },
+    dispose: () => view.dispose(),
+  };
 }

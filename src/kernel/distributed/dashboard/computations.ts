@@ -70,7 +70,9 @@ class ClusterComputation implements TaskListener {
   }
 
   finished(slot: number): void {
-    if (this.pending.delete(slot) && this.pending.size === 0) this.end("finished");
+    if (!this.pending.delete(slot)) return;
+    this.scheduler.state.removeListener(slot, this);
+    if (this.pending.size === 0) this.end("finished");
   }
 
   erred(): void {
