@@ -205,7 +205,7 @@ test("hovering a task shows its key; zooming the top plot zooms all three", asyn
       return axis != null && axis.getAttribute("aria-label") !== previous;
     },
     [plotElement, before[0]!.xAxis] as const,
-    { timeout: 10_000 },
+    { timeout: 30_000 },
   );
   const after = await subViews(plot);
   after.forEach((view, i) => {

@@ -20,8 +20,8 @@ export interface Figure {
   save(filename: string): string;
   /** tsdask's payload (output `id`, update number `seq`) and a text fallback: what a notebook shows at once. */
   liveBundle(id: string, seq: number): MimeBundle;
-  /** The static picture for saved notebooks and frontends without tsdask's extension. */
-  toSVG(): Promise<string>;
+  /** The static picture for saved notebooks and frontends without tsdask's extension (kept small). */
+  notebookImage(): Promise<string>;
 }
 
 export interface PresentOptions {
@@ -47,12 +47,12 @@ export function present<F extends Figure>(figure: F, options: PresentOptions, wh
 }
 
 /** The notebook part of `present`: the live bundle now, the same with its SVG as an update. */
-export function showInTwoSteps<T>(figure: Pick<Figure, "summary" | "liveBundle" | "toSVG">, value: T): DisplayHandle<T> {
+export function showInTwoSteps<T>(figure: Pick<Figure, "summary" | "liveBundle" | "notebookImage">, value: T): DisplayHandle<T> {
   const id = randomUUID();
   return displayNow(figure.liveBundle(id, 0), {
     summary: figure.summary,
     value,
-    complete: async () => ({ ...figure.liveBundle(id, 1), "image/svg+xml": await figure.toSVG() }),
+    complete: async () => ({ ...figure.liveBundle(id, 1), "image/svg+xml": await figure.notebookImage() }),
   });
 }
 

@@ -14,7 +14,7 @@ import { type VegaLiteSpec, renderSVG } from "./vega";
  */
 export function displayPlot<T = undefined>(spec: VegaLiteSpec, summary: string, value?: T): DisplayHandle<T> {
   if (spec === null || typeof spec !== "object" || Array.isArray(spec)) throw new TypeError("displayPlot: spec must be a Vega-Lite specification object");
-  return showInTwoSteps({ summary, liveBundle: (id, seq) => plotBundle(spec, summary, id, seq), toSVG: () => staticImage(spec) }, value as T);
+  return showInTwoSteps({ summary, liveBundle: (id, seq) => plotBundle(spec, summary, id, seq), notebookImage: () => staticImage(spec) }, value as T);
 }
 
 /** A plot's live bundle: tsdask's payload and the summary as text. */

@@ -11,7 +11,7 @@ import { type FpmPayload, MIME_TYPE, type MimeBundle, PROTOCOL_VERSION } from ".
 import type { DisplayHandle } from "../display";
 import { present } from "../display/figure";
 import { standalonePage } from "../display/page";
-import { renderSVG } from "../display/vega";
+import { staticImage } from "../display/plot";
 
 export interface FpmPanelOptions {
   /** The selectors' state to open with (default: every span and function, seconds). */
@@ -49,11 +49,14 @@ export class FpmPanel {
     return fpmSpec(model, { width: this.width, title: TITLE, subtitle: `${this.data.source?.description ?? "tsdask"}: ${fpmSummary(model)}`, transfers: this.data.source?.transfers });
   }
 
-  /** A static SVG of the charts, rendered in Node. */
+  /** A static SVG of the charts, rendered in Node (no per-mark labels: the live panel has them). */
   toSVG(): Promise<string> {
-    const spec = this.spec();
-    // The image is stored in the .ipynb: no per-mark labels (Vega's ARIA default), the live panel has them.
-    return renderSVG({ ...spec, config: { ...(spec.config as object), aria: false } });
+    return staticImage(this.spec());
+  }
+
+  /** The image a notebook keeps: the static SVG. */
+  notebookImage(): Promise<string> {
+    return this.toSVG();
   }
 
   /** A standalone, offline HTML page with the live panel (selectors included). */

@@ -79,7 +79,7 @@ export class ProfileFigure {
   }
 
   /** The icicle as a static SVG (cells too narrow to see are left out). */
-  toSVG(): Promise<string> {
+  notebookImage(): Promise<string> {
     const tree = profileOf(unpackProfile(this.data.profile), this.data.kind);
     return staticImage(icicleSpec(tree, this.data.profile.interval, this.data.title));
   }

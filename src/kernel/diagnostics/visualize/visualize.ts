@@ -12,7 +12,7 @@ import type { MimeBundle } from "../../../protocol";
 import type { DisplayHandle } from "../../display";
 import { present } from "../../display/figure";
 import { plotBundle, staticImage } from "../../display/plot";
-import { type VegaLiteSpec, paletteColors } from "../../display/vega";
+import { type VegaLiteSpec, paletteColors, renderSVG } from "../../display/vega";
 import { type VisualizeOptions, resolveOptions } from "./options";
 import { buildSpec } from "./spec";
 
@@ -30,6 +30,11 @@ export class ProfilePlot {
 
   /** A static SVG rendered in Node, no browser needed. */
   toSVG(): Promise<string> {
+    return renderSVG(this.spec);
+  }
+
+  /** The SVG a notebook keeps: without a label per mark, which would more than double it. */
+  notebookImage(): Promise<string> {
     return staticImage(this.spec);
   }
 
