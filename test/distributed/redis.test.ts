@@ -18,6 +18,7 @@ import { now } from "../../src/kernel/clock";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { describeWorker } from "../fixtures/redis-tasks";
+import { clusterFeed } from "../../src/kernel/distributed/dashboard";
 import { add, burn, fill, inc, mul, pair, sha1, sleep, throwMine } from "../fixtures/tasks";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
 import { type WorkerProcess, startWorker } from "../helpers/redis-workers";
@@ -214,6 +215,26 @@ describe("a Redis cluster through the Client", () => {
     assert.ok(Object.values(seen).some((worker) => worker.executeCpuSeconds > 0));
     assert.ok(Math.abs(seen.w2.clockOffset - 1000) < 0.5, `w2's offset against Redis's clock: ${seen.w2.clockOffset}`);
     assert.ok(Math.abs(seen.w1.clockOffset) < 0.5);
+  });
+
+  test("the dashboard: the notebook's feed shows the Redis workers, the task stream with its reads from redis, the metrics and the computation", async () => {
+    // The Client put its cluster on the notebook's feed when it connected; this is that feed.
+    const feed = clusterFeed({ scheduler: client.scheduler, description: "", dashboardLink: null });
+    const graph: Record<string, unknown> = { base: [ramp, 10_000, 1, false] };
+    for (let i = 0; i < 4; i++) graph[`sum-${i}`] = [total, "base"];
+    await get(graph, ["sum-0", "sum-1", "sum-2", "sum-3"]);
+    await new Promise((resolve) => setTimeout(resolve, 250)); // past the feed's reuse window
+    const sections = feed.sections();
+    assert.equal(sections.cluster?.workers, 2);
+    assert.equal(sections.cluster?.threads, 3);
+    assert.match(sections.cluster?.scheduler ?? "", new RegExp(`redis://127\\.0\\.0\\.1:${server.port}`));
+    assert.deepEqual(sections.workers?.map((worker) => worker.name).sort(), ["w1", "w2"]);
+    const sums = sections.taskStream?.records.filter((record) => record.prefix === "sum") ?? [];
+    assert.equal(sums.length, 4);
+    assert.ok(sums.every((record) => record.startstops.some((startstop) => startstop.action === "transfer" && startstop.source === "redis")));
+    assert.ok(sections.metrics?.metrics.some((metric) => metric.context === "execute" && metric.prefix === "sum"));
+    assert.equal(sections.metrics?.source?.transfers, false, "no worker-to-worker transfers: data goes through Redis");
+    assert.ok(sections.progress?.some((computation) => computation.total >= 5), "the computation's progress");
   });
 
   test("a worker joining and leaving shows in client.workers; a second worker of the same name is refused", async () => {
