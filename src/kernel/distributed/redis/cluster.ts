@@ -5,7 +5,7 @@
 
 import { inspect } from "node:util";
 import { getPool } from "../../scheduler/pool";
-import { type ClusterSummary, clusterText, showCluster } from "../display";
+import { type ClusterSummary, clusterText, showCluster, workerInfos } from "../display";
 import { Scheduler } from "../scheduler/scheduler";
 import type { WorkerState } from "../scheduler/workers";
 import { RedisTransport, type RedisTransportOptions } from "./transport";
@@ -96,13 +96,7 @@ export class RedisCluster {
       status: this.status,
       transport: this.transport.description,
       dashboardLink: this.dashboardLink,
-      workers: [...(this.status === "running" ? this.scheduler.workers.values() : [])].map((ws) => ({
-        name: ws.name,
-        address: ws.address,
-        nthreads: ws.nthreads,
-        memoryLimit: ws.memoryLimit,
-        pid: ws.registration.pid,
-      })),
+      workers: this.status === "running" ? workerInfos(this.scheduler.workers.values()) : [],
     };
   }
 
