@@ -412,7 +412,7 @@ describe("cluster scheduler state", () => {
       nbytes: 8,
       type: "number",
       startstops: [{ action: "compute", start: 5, stop: 6 }],
-      span: "default",
+      span: state.spans.idsByName(["default"])[0],
     });
   });
 });

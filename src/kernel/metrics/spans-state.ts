@@ -41,7 +41,18 @@ export interface MetricCell {
   value: number;
 }
 
-class Span {
+/**
+ * A span's task tally, for a scheduler that keeps each task's span itself (the cluster's task
+ * table): tasks move between states with `counts[from]--; counts[to]++`, no lookup per task.
+ */
+export interface SpanTasks {
+  readonly id: string;
+  readonly counts: Record<TaskStateName, number>;
+  /** A task of the span ran from `start` to `stop` (epoch seconds) and its result holds `nbytes`. */
+  ran(start: number, stop: number, nbytes: number): void;
+}
+
+class Span implements SpanTasks {
   readonly children: Span[] = [];
   readonly counts: Record<TaskStateName, number> = { released: 0, waiting: 0, queued: 0, processing: 0, memory: 0, erred: 0, forgotten: 0 };
   /** Earliest start and latest stop of the tasks that ran here (not the subtree); start 0 until one ran. */
@@ -58,6 +69,12 @@ class Span {
     /** The thread-count history entry in force when the span was opened. */
     readonly historyFrom: number,
   ) {}
+
+  ran(start: number, stop: number, nbytes: number): void {
+    if (this.start === 0 || start < this.start) this.start = start;
+    if (stop > this.stop) this.stop = stop;
+    this.nbytesTotal += nbytes;
+  }
 
   /** Pre-order: this span, then its children's subtrees in creation order. */
   *subtree(): IterableIterator<Span> {
@@ -207,10 +224,12 @@ export class SpansState {
 
   /** A task of the span ran from `start` to `stop` and made `nbytes` of result. */
   taskRan(spanId: string, start: number, stop: number, nbytes: number): void {
-    const span = this.span(spanId);
-    if (span.start === 0 || start < span.start) span.start = start;
-    if (stop > span.stop) span.stop = stop;
-    span.nbytesTotal += nbytes;
+    this.span(spanId).ran(start, stop, nbytes);
+  }
+
+  /** The task tally of a span, to keep per task (see SpanTasks). */
+  tasksOf(spanId: string): SpanTasks {
+    return this.span(spanId);
   }
 
   // ---- Metrics ----------------------------------------------------------------------------------

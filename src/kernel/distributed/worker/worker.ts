@@ -244,6 +244,7 @@ export class Worker {
     if (run.ranOnThread) {
       startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
     }
+    ledger.skip(run.queued);
     for (const [activity, value, unit] of run.metrics) ledger.add(activity, value, unit);
     if (run.ok) {
       const nbytes = sizeOf(run.value);
@@ -279,6 +280,7 @@ export class Worker {
     }
     if (this.closing !== undefined) return;
     ledger.add("network", Math.max(0, result.stop - result.start - result.deserializeSeconds), "seconds");
+    ledger.add("network", result.wireBytes, "bytes");
     ledger.add("deserialize", result.deserializeSeconds, "seconds");
     const received: { key: string; nbytes: number; type: string }[] = [];
     const sizes: Record<string, number> = {};
