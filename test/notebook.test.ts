@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
+import type { FpmData } from "../src/protocol/fpm";
 import { type CellReport, cellStartingWith, describeFailures, type IopubMessage, type NotebookReport, runNotebook } from "./notebook/harness";
 
 const root = resolve(__dirname, "../..");
@@ -35,6 +36,26 @@ describe("user notebooks run as written", () => {
       }
     });
   }
+});
+
+describe("fine performance metrics on a cluster, in the notebook", () => {
+  test("the cluster's panel shows in the cell with the workers' Send data; the table and the seed's check print", async () => {
+    const report = await runUserNotebook("fine-performance-metrics.ipynb");
+    const panelCell = cellStartingWith(report, "const panel = await client.visualizeMetrics()");
+    const [payload] = panelCell.messages
+      .filter((m) => m.msg_type === "display_data")
+      .map((m) => (m.content.data as Record<string, unknown>)[MIME] as { kind: string; data: FpmData });
+    assert.equal(payload?.kind, "fpm");
+    assert.equal(payload.data.source?.transfers, true);
+    assert.match(payload.data.source?.description ?? "", /LocalCluster 'local', 2 workers, 2 threads/);
+    assert.ok(payload.data.metrics.some((m) => m.context === "get-data" && m.activity === "network" && m.value > 0), "Send data has the workers' get-data");
+    assert.ok(payload.data.spans.some((span) => span.name.join("/") === "qr"), "the qr span");
+    const printed = cellStartingWith(report, "console.log(String(panel))").stdout;
+    for (const fn of ["tsqr", "dot", "random_sample", "N/A (no task)"]) assert.ok(printed.includes(fn), printed);
+    const ratio = Number(/= (\d\.\d{3})$/m.exec(printed)?.[1]);
+    // The wall time there includes fetching the 80 MB result into the kernel, which keeps no worker busy.
+    assert.ok(ratio > 0.8 && ratio <= 1.02, printed);
+  });
 });
 
 describe("the display bridge in a real kernel", () => {

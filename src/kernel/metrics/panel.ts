@@ -77,6 +77,11 @@ export class FpmPanel {
     return { [MIME_TYPE]: payload, "image/svg+xml": await this.toSVG(), "text/plain": metricsTable(this.data, this.selection) };
   }
 
+  /** The breakdown it shows, as a text table (functions by activity, in the selection's unit). */
+  toString(): string {
+    return metricsTable(this.data, this.selection);
+  }
+
   [inspect.custom](): string {
     return `FpmPanel { ${this.summary}${this.file === undefined ? "" : `, saved to ${this.file}`} }`;
   }

@@ -9,9 +9,12 @@ import { type Key, formatKey } from "../graph/keys";
 import type { SpanPath } from "./spans";
 
 export type TaskStateName = keyof TaskStateCounts;
-const STATES: readonly TaskStateName[] = ["released", "waiting", "queued", "processing", "memory", "erred", "forgotten"];
+/** The states spans count tasks in, in the order of `SpanTasks.counts`. */
+export const SPAN_STATES: readonly TaskStateName[] = ["released", "waiting", "queued", "processing", "memory", "erred", "forgotten"];
+const STATE_INDEX = Object.fromEntries(SPAN_STATES.map((state, i) => [state, i])) as Record<TaskStateName, number>;
 /** States a TaskGroup can be "done" in (Dask's `TaskGroup.done`). */
 const DONE_STATES: ReadonlySet<TaskStateName> = new Set(["memory", "erred", "released", "forgotten"]);
+const ACTIVE_INDEXES = SPAN_STATES.flatMap((state, i) => (DONE_STATES.has(state) ? [] : [i]));
 
 export const DEFAULT_SPAN_NAME = "default";
 
@@ -47,14 +50,15 @@ export interface MetricCell {
  */
 export interface SpanTasks {
   readonly id: string;
-  readonly counts: Record<TaskStateName, number>;
+  /** Tasks per state, indexed in the order of SPAN_STATES. */
+  readonly counts: Float64Array;
   /** A task of the span ran from `start` to `stop` (epoch seconds) and its result holds `nbytes`. */
   ran(start: number, stop: number, nbytes: number): void;
 }
 
 class Span implements SpanTasks {
   readonly children: Span[] = [];
-  readonly counts: Record<TaskStateName, number> = { released: 0, waiting: 0, queued: 0, processing: 0, memory: 0, erred: 0, forgotten: 0 };
+  readonly counts = new Float64Array(SPAN_STATES.length);
   /** Earliest start and latest stop of the tasks that ran here (not the subtree); start 0 until one ran. */
   start = 0;
   stop = 0;
@@ -84,7 +88,7 @@ class Span implements SpanTasks {
 
   /** Dask's `TaskGroup.done` over this span's own tasks. */
   get ownDone(): boolean {
-    return STATES.every((state) => DONE_STATES.has(state) || this.counts[state] === 0);
+    return ACTIVE_INDEXES.every((i) => this.counts[i] === 0);
   }
 }
 
@@ -181,7 +185,7 @@ export class SpansState {
       group.live++;
       const state = task.state ?? "waiting";
       this.tasks.set(task.key, { span: group.span, group, state });
-      group.span.counts[state]++;
+      group.span.counts[STATE_INDEX[state]]++;
       ids.push(group.span.id);
     }
     return ids;
@@ -196,8 +200,8 @@ export class SpansState {
   transition(key: string, to: TaskStateName): void {
     const task = this.tasks.get(key);
     if (task === undefined) return;
-    task.span.counts[task.state]--;
-    task.span.counts[to]++;
+    task.span.counts[STATE_INDEX[task.state]]--;
+    task.span.counts[STATE_INDEX[to]]++;
     task.state = to;
     if (to === "forgotten") {
       this.tasks.delete(key);
@@ -218,8 +222,8 @@ export class SpansState {
   /** `count` tasks of a span moved from one state to another (from null: newly observed). */
   countTasks(spanId: string, from: TaskStateName | null, to: TaskStateName, count = 1): void {
     const span = this.span(spanId);
-    if (from !== null) span.counts[from] -= count;
-    span.counts[to] += count;
+    if (from !== null) span.counts[STATE_INDEX[from]] -= count;
+    span.counts[STATE_INDEX[to]] += count;
   }
 
   /** A task of the span ran from `start` to `stop` and made `nbytes` of result. */
@@ -330,7 +334,9 @@ export class SpansState {
     let nbytesTotal = 0;
     let done = true;
     for (const node of span.subtree()) {
-      for (const state of STATES) if (node.counts[state] !== 0) states[state] = (states[state] ?? 0) + node.counts[state];
+      SPAN_STATES.forEach((state, i) => {
+        if (node.counts[i] !== 0) states[state] = (states[state] ?? 0) + node.counts[i];
+      });
       for (const [key, cell] of node.metrics) {
         if (cell.unit === "seconds") executeSeconds += cell.value;
         const seen = metrics.get(key);

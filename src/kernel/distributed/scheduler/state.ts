@@ -10,7 +10,7 @@
 import type { ClusterMemory, TaskStateCounts, TaskStreamRecord } from "../../../protocol/records";
 import { now as machineNow } from "../../clock";
 import type { SpanPath } from "../../metrics/spans";
-import { type SpanTasks, SpansState, type TaskStateName as SpanStateName } from "../../metrics/spans-state";
+import { SPAN_STATES, type SpanTasks, SpansState } from "../../metrics/spans-state";
 import type { FnSpec, PackedError } from "../../scheduler/pool/wire";
 import type {
   ComputeTaskMessage,
@@ -42,8 +42,8 @@ export const FORGOTTEN = 6;
 export const NO_WORKER = 7;
 const STATE_NAMES = ["released", "waiting", "queued", "processing", "memory", "erred", "forgotten", "no-worker"] as const;
 export type TaskStateName = (typeof STATE_NAMES)[number];
-/** A state as spans count it (Dask's TaskGroup states): no-worker tasks are queued there too. */
-const SPAN_STATE: readonly SpanStateName[] = ["released", "waiting", "queued", "processing", "memory", "erred", "forgotten", "queued"];
+/** Each state's index in a span's counts (Dask's TaskGroup states): no-worker tasks are queued there. */
+const SPAN_STATE = Uint8Array.from(STATE_NAMES, (name) => SPAN_STATES.indexOf(name === "no-worker" ? "queued" : name));
 
 /** Why a task failed; its dependents fail with the same failure. */
 export type TaskFailure =
@@ -97,10 +97,22 @@ export interface SchedulerOptions {
   /** Send a task ahead to the worker computing all its inputs (it starts it when they finish). */
   readonly sendAhead?: boolean;
   readonly taskStreamLength?: number;
+  /**
+   * Keep fine performance metrics and spans (default true). Off only to measure what they cost
+   * (bench/fpm.ts, through LocalCluster's TSDASK_METRICS=off): tasks then all count in one
+   * untracked span and heartbeats' digests are dropped.
+   */
+  readonly metrics?: boolean;
   /** Function specs by id, for define-functions. */
   readonly functionSpec: (id: number) => FnSpec;
 }
 
+/** The span of every task when metrics are off (it counts nothing). */
+const UNTRACKED_SPAN: SpanTasks = {
+  id: "default",
+  counts: new Float64Array(SPAN_STATES.length),
+  ran() {},
+};
 /** The heartbeat interval a hurried worker is told: its next heartbeat goes out at once. */
 const HURRIED_HEARTBEAT_SECONDS = 0.001;
 /** Dask's `distributed.scheduler.default-task-durations` fallback (`unknown-task-duration`). */
@@ -138,6 +150,7 @@ export class ClusterState {
   readonly workerSaturation: number;
   readonly allowedFailures: number;
   readonly sendAhead: boolean;
+  readonly metrics: boolean;
   readonly taskStream: TaskStreamRing;
   readonly bandwidth = new BandwidthEstimate();
   readonly cumulativeMetrics = new CumulativeMetrics();
@@ -209,6 +222,7 @@ export class ClusterState {
       throw new RangeError(`allowedFailures must be a whole number ≥ 0, got ${this.allowedFailures}`);
     }
     this.sendAhead = options.sendAhead ?? options.placement === "locality";
+    this.metrics = options.metrics ?? true;
     this.taskStream = new TaskStreamRing(options.taskStreamLength);
     this.functionSpec = options.functionSpec;
     this.rootQueue = new SlotHeap((slot) => this.priority[slot]);
@@ -364,6 +378,7 @@ export class ClusterState {
    * it would look done and a second one would open).
    */
   private submissionSpans(graph: GraphSubmission, now: number): (entry: number) => SpanTasks {
+    if (!this.metrics) return () => UNTRACKED_SPAN;
     const opened = new Map<SpanPath | undefined, SpanTasks>();
     return (entry) => {
       const path = graph.taskSpans?.[entry] ?? graph.span;
@@ -556,7 +571,7 @@ export class ClusterState {
     stats.size++;
     // A reused slot's earlier task stays counted as forgotten in its own span.
     this.spanTasks[slot] = stats.span;
-    stats.span.counts.released++;
+    if (this.metrics) stats.span.counts[SPAN_STATE[RELEASED]]++;
     return slot;
   }
 
@@ -583,9 +598,11 @@ export class ClusterState {
     this.counts[from]--;
     this.counts[state]++;
     this.state[slot] = state;
-    const span = this.spanTasks[slot].counts;
-    span[SPAN_STATE[from]]--;
-    span[SPAN_STATE[state]]++;
+    if (this.metrics) {
+      const span = this.spanTasks[slot].counts;
+      span[SPAN_STATE[from]]--;
+      span[SPAN_STATE[state]]++;
+    }
   }
 
   private isNeeded(slot: number): boolean {
@@ -1228,8 +1245,10 @@ export class ClusterState {
     ws.transferredIn += metrics.transfer.incomingBytes;
     ws.transferredOut += metrics.transfer.outgoingBytes;
     this.bandwidth.update(ws.address, metrics.bandwidth, this.workers.size);
-    this.cumulativeMetrics.add(metrics.digests);
-    this.spans.addMetrics(metrics.digests);
+    if (this.metrics) {
+      this.cumulativeMetrics.add(metrics.digests);
+      this.spans.addMetrics(metrics.digests);
+    }
     this.reply(ws, now);
   }
 

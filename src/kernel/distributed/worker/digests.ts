@@ -161,3 +161,13 @@ export class MetricsLedger {
     return [...this.metrics, ["other", Math.max(0, elapsed - seconds), "seconds"]];
   }
 }
+
+/** A ledger that keeps nothing: the worker's when metrics are off (TSDASK_METRICS=off, to measure their cost). */
+class IgnoringLedger extends MetricsLedger {
+  override add(): void {}
+  override skip(): void {}
+  override finalize(): Metric[] {
+    return [];
+  }
+}
+export const IGNORING_LEDGER: MetricsLedger = new IgnoringLedger();
