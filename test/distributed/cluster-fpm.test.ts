@@ -12,6 +12,7 @@ import { DEFAULT_SELECTION, fpmModel } from "../../src/protocol/fpm";
 import { fail, slowInc } from "../fixtures/cluster-client-tasks";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { busy, combine, digestAcrossAwaits, readLike, sleepSync } from "../fixtures/metered-tasks";
+import { withCluster } from "../helpers/cluster";
 
 /** Sum of the records matching every field of `match`. */
 function sum(records: readonly MetricRecord[], match: Partial<MetricRecord>): number {
@@ -37,15 +38,6 @@ function spanById(spans: readonly SpanRecord[], id: string): SpanRecord {
   const found = spans.find((s) => s.id === id);
   assert.ok(found, `span ${id} is listed`);
   return found;
-}
-
-async function withCluster(options: LocalClusterOptions, fn: (cluster: LocalCluster, client: Client) => Promise<void>): Promise<void> {
-  const cluster = await LocalCluster.start({ dashboardAddress: null, ...options });
-  try {
-    await fn(cluster, await Client.connect(cluster));
-  } finally {
-    await cluster.close();
-  }
 }
 
 describe("fine performance metrics on a LocalCluster", () => {
