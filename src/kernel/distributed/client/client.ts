@@ -16,11 +16,13 @@ import { type FpmPanel, type FpmPanelOptions, showPanel } from "../../metrics/pa
 import type { FpmData } from "../../../protocol/fpm";
 import type { MetricRecord, SpanRecord } from "../../../protocol/records";
 import { now } from "../../clock";
+import { dashboardPublisher } from "../../dashboard/publisher";
 import { type GraphRun, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
 import type { WireTask } from "../messages";
 import type { Scheduler } from "../scheduler/scheduler";
 import type { GraphSubmission } from "../scheduler/state";
 import type { WorkerView } from "../worker/view";
+import { clusterFeed } from "../dashboard";
 import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
 import { computeGraph } from "./computation";
@@ -50,6 +52,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
   private readonly holds = new Set<FutureHold>();
   private closed = false;
   private readonly stopWatching: () => void;
+  /** Takes the cluster off the notebook's dashboard feed. */
+  private readonly leaveDashboard: () => void;
 
   private constructor(
     readonly cluster: ClusterHandle,
@@ -59,6 +63,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
     this.stopWatching = cluster.scheduler.onClose(() => void this.close());
     openClients.push(this);
     setDefaultGraphScheduler(this);
+    // While open, the cluster feeds the kernel's dashboard (the JupyterLab panels, serveDashboard()).
+    this.leaveDashboard = clusterFeed(cluster).attach(dashboardPublisher, "Client");
   }
 
   /**
@@ -237,6 +243,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     if (this.closed) return;
     this.closed = true;
     this.stopWatching();
+    this.leaveDashboard();
     for (const hold of [...this.holds]) hold.release();
     const at = openClients.indexOf(this);
     if (at >= 0) openClients.splice(at, 1);

@@ -22,8 +22,9 @@
 // TaskStreamRecords), `cumulativeWorkerMetrics()`, `spans()` (SpanRecords, from `state.spans`,
 // Dask's spans extension), `syncMetrics()` (waits for a heartbeat from every worker), `memory()`
 // (ClusterMemory), `bandwidth()` (BandwidthSummary), `workerRecords()` (WorkerRecord[]),
-// `taskCounts()`, and the "worker-joined" / "worker-left" events. These read what is there now,
-// cheaply (a dashboard polls them); the client's metrics()/spans() sync first.
+// `taskCounts()`, and the "worker-joined" / "worker-left" / "graph-submitted" / "heartbeat"
+// events (the dashboard's ClusterFeed follows computations and idle news with them). These read
+// what is there now, cheaply (a dashboard polls them); the client's metrics()/spans() sync first.
 export { Scheduler, type SchedulerSettings, type SchedulerEvents } from "./scheduler";
 export { ClusterState, type GraphSubmission, type TaskListener, type TaskFailure, type TaskStateName, type SchedulerOptions } from "./state";
 export { TaskStreamRing, type CollectOptions, DEFAULT_TASK_STREAM_LENGTH } from "./task-stream";

@@ -1,6 +1,8 @@
 // What travels between the pool (calling thread) and its workers: messages, the shipped form of
 // task expressions and functions, errors, and the worker-side measurements. Loaded by both sides.
 
+import type { ProfileMessage, ProfilerControl } from "../../profiling/messages";
+
 /** How a worker finds a function. */
 export type FnSpec =
   /** An export of a module file: `require(path)[name]`, or `require(path)` itself when name is "". */
@@ -22,6 +24,9 @@ export type WireExpr = unknown;
 
 /** Pool → worker: definitions of the function ids this worker has not seen yet (or null), then the tasks. */
 export type RunMessage = readonly [readonly (readonly [number, FnSpec])[] | null, ...WireExpr[]];
+
+/** Pool → worker: a batch of tasks, or a profiler command (see kernel/profiling). */
+export type PoolMessage = RunMessage | ProfilerControl;
 
 /** Worker → pool, once at start-up. */
 export interface ReadyMessage {
@@ -47,7 +52,7 @@ export interface CrashMessage {
 export type ResultsMessage = unknown[];
 export const RESULT_SIZE = 8;
 
-export type WorkerMessage = ReadyMessage | CrashMessage | ResultsMessage;
+export type WorkerMessage = ReadyMessage | CrashMessage | ResultsMessage | ProfileMessage;
 
 /** A thrown value made safe for structured clone. */
 export type PackedError =
