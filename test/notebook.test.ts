@@ -39,14 +39,20 @@ describe("user notebooks run as written", () => {
   }
 });
 
+/** A cell's outputs of the display kind: the first showing, then its updates. */
+const displays = (cell: CellReport): IopubMessage[] =>
+  cell.messages.filter((m) => m.msg_type === "display_data" || m.msg_type === "update_display_data");
+
 describe("fine performance metrics on a cluster, in the notebook", () => {
   test("the cluster's panel shows in the cell with the workers' Send data; the table and the seed's check print", async () => {
     const report = await runUserNotebook("fine-performance-metrics.ipynb");
     const panelCell = cellStartingWith(report, "const panel = await client.visualizeMetrics()");
-    const [payload] = panelCell.messages
-      .filter((m) => m.msg_type === "display_data")
-      .map((m) => (m.content.data as Record<string, unknown>)[MIME] as { kind: string; data: FpmData });
+    // Shown at once from what the scheduler had, then brought up to date in place (the workers' next heartbeats).
+    const payloads = displays(panelCell).map((m) => (m.content.data as Record<string, unknown>)[MIME] as { kind: string; seq: number; data: FpmData });
+    assert.deepEqual(displays(panelCell).map((m) => m.msg_type), ["display_data", "update_display_data"]);
+    const payload = payloads[payloads.length - 1];
     assert.equal(payload?.kind, "fpm");
+    assert.equal(payload.seq, 1);
     assert.equal(payload.data.source?.transfers, true);
     assert.match(payload.data.source?.description ?? "", /LocalCluster 'local', 2 workers, 2 threads/);
     assert.ok(payload.data.metrics.some((m) => m.context === "get-data" && m.activity === "network" && m.value > 0), "Send data has the workers' get-data");
@@ -64,8 +70,6 @@ describe("the display bridge in a real kernel", () => {
   let running: Promise<NotebookReport> | undefined;
   const bridgeReport = () => (running ??= runNotebook("test/notebooks/display-bridge.ipynb", { drainSeconds: 0.5 }));
 
-  const displays = (cell: CellReport): IopubMessage[] =>
-    cell.messages.filter((m) => m.msg_type === "display_data" || m.msg_type === "update_display_data");
   const printed = (cell: CellReport): Record<string, number> => JSON.parse(cell.stdout.trim().split("\n").at(-1)!);
   const dataOf = (message: IopubMessage): Record<string, unknown> => message.content.data as Record<string, unknown>;
 
@@ -137,8 +141,6 @@ describe("the quick start, live and as saved", () => {
   };
   const tsdaskOutputs = (cell: SavedCell): Record<string, unknown>[] =>
     (cell.outputs ?? []).flatMap((o) => (o.data?.[MIME] === undefined ? [] : [o.data[MIME] as Record<string, unknown>]));
-  const displays = (cell: CellReport): IopubMessage[] =>
-    cell.messages.filter((m) => m.msg_type === "display_data" || m.msg_type === "update_display_data");
   const payloadOf = (m: IopubMessage): Record<string, unknown> => (m.content.data as Record<string, unknown>)[MIME] as Record<string, unknown>;
 
   test("the saved file is a small, valid notebook whose plots carry a static SVG", () => {

@@ -1,6 +1,7 @@
 // The cluster's Fine Performance Metrics panel (client.visualizeMetrics outside a notebook) as a
-// standalone page in real headless Chromium: "Send data, by activity" is drawn from the workers'
-// get-data after a real peer transfer, with readable tooltips, and hides when a function is picked.
+// standalone page in real headless Chromium: the three charts, "Send data, by activity" drawn from
+// the workers' get-data after a real peer transfer, readable tooltips, and the span, unit and
+// function selectors working on the cluster's records.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,8 +9,10 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import type { Browser } from "playwright-core";
+import { span } from "../../src";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { withCluster } from "../helpers/cluster";
+import { waitForBars } from "../helpers/fpm-page";
 import { launchChromium } from "../helpers/jupyterlab";
 import { watchPage } from "../helpers/page-log";
 
@@ -24,11 +27,12 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test("the cluster's panel offline: Send data from the workers, tooltips, hidden under a filter", async () => {
+test("the cluster's panel offline: three charts, Send data from the workers, tooltips, span / unit / function selectors", async () => {
   const file = join(dir, "cluster-fpm.html");
   await withCluster({ nWorkers: 2, threadsPerWorker: 1, name: "fpm-browser" }, async (_cluster, client) => {
-    // Two blocks computed at once land on the two workers; their total fetches one from the other.
-    const [a, b] = [client.submit(ramp, 250_000, 1, false), client.submit(ramp, 250_000, 2, false)];
+    // Two blocks computed at once (in span "blocks") land on the two workers; their total (in the
+    // default span) fetches one from the other.
+    const [a, b] = span("blocks", () => [client.submit(ramp, 250_000, 1, false), client.submit(ramp, 250_000, 2, false)]);
     await client.submit(total, a, b).result();
     await client.visualizeMetrics({ filename: file });
   });
@@ -36,23 +40,40 @@ test("the cluster's panel offline: Send data from the workers, tooltips, hidden 
   const page = await browser.newPage({ viewport: { width: 1200, height: 640 } });
   const { errors, requests } = watchPage(page);
   await page.goto(pathToFileURL(file).href);
-  const sendSlices = page.locator(".fpm_send_marks path");
-  await sendSlices.first().waitFor({ timeout: 15_000 });
-  assert.deepEqual((await page.locator(".role-title-text").allTextContents()).slice(0, 3), ["Task execution, by function", "Task execution, by activity", "Send data, by activity"]);
-  assert.ok((await page.locator(".role-legend-label text").allTextContents()).includes("network"));
-  const functions = await page.locator(".role-axis-label text").allTextContents();
-  for (const name of ["ramp", "total"]) assert.ok(functions.includes(name), functions.join(", "));
+  const first = await waitForBars(page, (s) => s.bars.length > 0 && s.titles.includes("Send data, by activity"), "the bars and Send data");
+  assert.deepEqual(first.titles.slice(0, 3), ["Task execution, by function", "Task execution, by activity", "Send data, by activity"]);
+  assert.ok(first.legend.includes("network") && first.legend.includes("thread-cpu"), first.legend.join(", "));
+  for (const name of ["ramp", "total"]) assert.ok(first.functions.includes(name), first.functions.join(", "));
+  assert.equal(first.unit, "seconds");
 
   // A Send data slice's tooltip: an activity with a readable time and its share.
-  await sendSlices.first().hover();
+  await page.locator(".fpm_send_marks path").first().hover();
   const tooltip = page.locator("#vg-tooltip-element.visible");
   await tooltip.waitFor({ timeout: 5000 });
   assert.match((await tooltip.textContent()) ?? "", /\d[\d.]* (s|ms|µs)[\s\S]*\d[\d.]* %/);
 
-  // Pick a function: Send data hides, as in Dask.
+  // Unit → bytes: the bars are the inputs total read from memory; Send data, the bytes served.
+  await page.selectOption(".tsdask-fpm-unit-select", "bytes");
+  const bytes = await waitForBars(page, (s) => s.bars.length > 0 && !s.bars.includes("thread-cpu"), "the bytes bars");
+  assert.ok(bytes.bars.every((activity) => activity === "memory-read"), bytes.bars.join(", "));
+  assert.deepEqual(bytes.functions.filter((f) => f === "ramp" || f === "total"), ["total"]);
+  assert.ok(bytes.legend.includes("network"), "Send data in bytes");
+
+  // Back to seconds, span "blocks": only the blocks' function, and Send data hides (a filter is on).
+  await page.selectOption(".tsdask-fpm-unit-select", "seconds");
+  await waitForBars(page, (s) => s.bars.includes("thread-cpu"), "the seconds bars");
+  await page.locator('.tsdask-fpm-filter[data-filter="Filter by span tag"] summary').click();
+  await page.locator('.tsdask-fpm-filter[data-filter="Filter by span tag"] input[type=checkbox][value="blocks"]').check();
+  const blocks = await waitForBars(page, (s) => !s.titles.includes("Send data, by activity"), "Send data to hide under the span filter");
+  assert.deepEqual(blocks.chips, ["blocks"]);
+  assert.deepEqual(blocks.functions.filter((f) => f === "ramp" || f === "total"), ["ramp"]);
+
+  // Then a function instead: its bars only.
+  await page.locator('.tsdask-fpm-filter[data-filter="Filter by span tag"] input[type=checkbox][value="blocks"]').uncheck();
   await page.locator('.tsdask-fpm-filter[data-filter="Filter by function"] summary').click();
   await page.locator('.tsdask-fpm-filter[data-filter="Filter by function"] input[type=checkbox][value="total"]').check();
-  await page.waitForFunction(() => !Array.from(document.querySelectorAll(".role-title-text")).some((t) => t.textContent === "Send data, by activity"));
+  const totalOnly = await waitForBars(page, (s) => s.chips.join() === "total" && !s.functions.includes("ramp"), "the function filter");
+  assert.ok(!totalOnly.titles.includes("Send data, by activity"));
   assert.deepEqual(errors, []);
   for (const url of requests) assert.match(url, /^(file|data|blob):/, `network request to ${url}`);
   await page.close();

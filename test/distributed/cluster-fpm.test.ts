@@ -255,7 +255,13 @@ describe("fine performance metrics on a LocalCluster", () => {
   test("client.visualizeMetrics() outside a notebook writes the panel as a standalone page", async () => {
     const folder = mkdtempSync(join(tmpdir(), "tsdask-cluster-fpm-"));
     try {
-      const panel = await client.visualizeMetrics({ filename: join(folder, "cluster-fpm.html") });
+      // A task finished just before: its metrics come with the workers' next heartbeats, which the panel waits for.
+      await get({ "lastBefore-1": [slowInc, 1, 50] }, "lastBefore-1");
+      const handle = client.visualizeMetrics({ filename: join(folder, "cluster-fpm.html") });
+      assert.equal(typeof handle.summary, "string", "a display handle, returned at once");
+      const panel = await handle;
+      assert.equal(panel, handle.value);
+      assert.ok(panel.data.metrics.some((m) => m.context === "execute" && m.prefix === "lastBefore" && m.unit === "seconds" && m.value > 0), "the last task is in");
       assert.equal(panel.file, join(folder, "cluster-fpm.html"));
       const html = readFileSync(panel.file!, "utf8");
       assert.match(html, /tsdask-fpm-data/);

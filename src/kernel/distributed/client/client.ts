@@ -12,7 +12,8 @@ import { Graph } from "../../graph/graph";
 import { buildPlan } from "../../graph/plan";
 import { quote } from "../../graph/spec";
 import { currentSpan } from "../../metrics/spans";
-import { type FpmPanel, type FpmPanelOptions, showPanel } from "../../metrics/panel";
+import { type FpmPanel, type FpmPanelOptions, showArrivingPanel } from "../../metrics/panel";
+import type { DisplayHandle } from "../../display";
 import type { FpmData } from "../../../protocol/fpm";
 import type { MetricRecord, SpanRecord } from "../../../protocol/records";
 import { now } from "../../clock";
@@ -215,6 +216,24 @@ export class Client implements GraphScheduler, AsyncDisposable {
   async metricsData(): Promise<FpmData> {
     this.checkOpen();
     await this.scheduler.syncMetrics();
+    return this.metricsSnapshot();
+  }
+
+  /**
+   * Shows Dask's Fine Performance Metrics panel for the cluster (the same as
+   * `FinePerformanceMetrics.visualize()`, with "Send data, by activity" from the workers'
+   * get-data): in a notebook, in the calling cell at once, from what the scheduler has; the same
+   * output is brought up to date once every worker's next heartbeat is in (≤ 0.5 s). Elsewhere it
+   * writes a standalone HTML file (`fpm.html`) from the up-to-date metrics. Awaiting the handle
+   * gives the up-to-date FpmPanel.
+   */
+  visualizeMetrics(options?: FpmPanelOptions): DisplayHandle<FpmPanel> {
+    this.checkOpen();
+    return showArrivingPanel(this.metricsSnapshot(), this.metricsData(), options);
+  }
+
+  /** The panel's data from what the scheduler has now. */
+  private metricsSnapshot(): FpmData {
     const { workers } = this.scheduler;
     let threads = 0;
     for (const ws of workers.values()) threads += ws.nthreads;
@@ -225,15 +244,6 @@ export class Client implements GraphScheduler, AsyncDisposable {
       time: now(),
       source: { description, transfers: true },
     };
-  }
-
-  /**
-   * Shows Dask's Fine Performance Metrics panel for the cluster (the same as
-   * `FinePerformanceMetrics.visualize()`, with "Send data, by activity" from the workers'
-   * get-data): in a notebook, in the cell; elsewhere as a standalone HTML file (`fpm.html`).
-   */
-  async visualizeMetrics(options?: FpmPanelOptions): Promise<FpmPanel> {
-    return showPanel(await this.metricsData(), options);
   }
 
   // ---- Lifetime --------------------------------------------------------------------------------
