@@ -302,7 +302,7 @@ function checkOptions(options: LocalClusterOptions): Settings {
     threadsPerWorker: threadsPerWorker!,
     memoryLimit,
     dashboardAddress,
-    // TSDASK_METRICS=off: no fine performance metrics (the workers read it too), to measure what they cost (bench/fpm.ts).
+    // TSDASK_METRICS=off: no fine performance metrics (the workers read it too), to measure what they cost (bench/cluster-fpm.ts).
     scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures, metrics: process.env.TSDASK_METRICS !== "off" },
   };
 }

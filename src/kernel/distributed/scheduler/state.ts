@@ -99,7 +99,7 @@ export interface SchedulerOptions {
   readonly taskStreamLength?: number;
   /**
    * Keep fine performance metrics and spans (default true). Off only to measure what they cost
-   * (bench/fpm.ts, through LocalCluster's TSDASK_METRICS=off): tasks then all count in one
+   * (bench/cluster-fpm.ts, through LocalCluster's TSDASK_METRICS=off): tasks then all count in one
    * untracked span and heartbeats' digests are dropped.
    */
   readonly metrics?: boolean;

@@ -49,7 +49,7 @@ export class Worker {
   private readonly store: DataStore;
   private readonly peers = new PeerClient();
   private readonly digests = new Digests();
-  /** TSDASK_METRICS=off: tasks digest nothing (to measure what metrics cost, bench/fpm.ts). */
+  /** TSDASK_METRICS=off: tasks digest nothing (to measure what metrics cost, bench/cluster-fpm.ts). */
   private readonly metricsOn = process.env.TSDASK_METRICS !== "off";
   private readonly transfers = new TransferStats();
   private readonly thresholds: MemoryThresholds;
