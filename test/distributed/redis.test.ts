@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
-import { CacheProfiler, Client, Profiler, ProgressBar, delayed, get, nbytes, withCallbacks } from "../../src";
+import { CacheProfiler, Client, Profiler, ProgressBar, delayed, get, nbytes, span, withCallbacks } from "../../src";
 import { parseWorkerArgs } from "../../src/cli/worker";
 import * as da from "../../src/kernel/collections/array";
 import { now } from "../../src/kernel/clock";
@@ -215,6 +215,25 @@ describe("a Redis cluster through the Client", () => {
     assert.ok(Object.values(seen).some((worker) => worker.executeCpuSeconds > 0));
     assert.ok(Math.abs(seen.w2.clockOffset - 1000) < 0.5, `w2's offset against Redis's clock: ${seen.w2.clockOffset}`);
     assert.ok(Math.abs(seen.w1.clockOffset) < 0.5);
+  });
+
+  test("spans: the tasks of a span() and the metrics the Redis workers sent with them are counted in that span", async () => {
+    let spanId = "";
+    const result = await span("on redis", async (id) => {
+      spanId = id;
+      return get({ series: [ramp, 100_000, 1, false], summed: [total, "series"] }, "summed");
+    });
+    assert.equal(result, (100_000 * 100_001) / 2);
+    const mine = (await client.spans()).find((record) => record.id === spanId);
+    assert.ok(mine !== undefined, `span ${spanId} among the client's spans`);
+    assert.deepEqual(mine.name, ["on redis"]);
+    assert.ok(mine.done && mine.start > 0 && mine.stop >= mine.start);
+    for (const prefix of ["series", "summed"]) {
+      assert.ok(
+        mine.metrics.some((metric) => metric.context === "execute" && metric.prefix === prefix && metric.activity === "thread-cpu" && metric.value > 0),
+        `${prefix}: its execute metrics in the span`,
+      );
+    }
   });
 
   test("the dashboard: the notebook's feed shows the Redis workers, the task stream with its reads from redis, the metrics and the computation", async () => {
