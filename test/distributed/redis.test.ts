@@ -230,7 +230,8 @@ describe("a Redis cluster through the Client", () => {
     assert.ok(mine.done && mine.start > 0 && mine.stop >= mine.start);
     for (const prefix of ["series", "summed"]) {
       assert.ok(
-        mine.metrics.some((metric) => metric.context === "execute" && metric.prefix === prefix && metric.activity === "thread-cpu" && metric.value > 0),
+        // A task of well under a millisecond may show no thread-cpu at the clock's resolution: its time is all there.
+        mine.metrics.some((metric) => metric.context === "execute" && metric.prefix === prefix && ["thread-cpu", "thread-noncpu"].includes(metric.activity) && metric.value > 0),
         `${prefix}: its execute metrics in the span`,
       );
     }
@@ -240,18 +241,19 @@ describe("a Redis cluster through the Client", () => {
     // The Client put its cluster on the notebook's feed when it connected; this is that feed.
     const feed = clusterFeed({ scheduler: client.scheduler, description: "", dashboardLink: null });
     const graph: Record<string, unknown> = { base: [ramp, 10_000, 1, false] };
-    for (let i = 0; i < 4; i++) graph[`sum-${i}`] = [total, "base"];
-    await get(graph, ["sum-0", "sum-1", "sum-2", "sum-3"]);
+    // A prefix of its own: the task stream also holds earlier tests' records.
+    for (let i = 0; i < 4; i++) graph[`feedsum-${i}`] = [total, "base"];
+    await get(graph, ["feedsum-0", "feedsum-1", "feedsum-2", "feedsum-3"]);
     await new Promise((resolve) => setTimeout(resolve, 250)); // past the feed's reuse window
     const sections = feed.sections();
     assert.equal(sections.cluster?.workers, 2);
     assert.equal(sections.cluster?.threads, 3);
     assert.match(sections.cluster?.scheduler ?? "", new RegExp(`redis://127\\.0\\.0\\.1:${server.port}`));
     assert.deepEqual(sections.workers?.map((worker) => worker.name).sort(), ["w1", "w2"]);
-    const sums = sections.taskStream?.records.filter((record) => record.prefix === "sum") ?? [];
+    const sums = sections.taskStream?.records.filter((record) => record.prefix === "feedsum") ?? [];
     assert.equal(sums.length, 4);
     assert.ok(sums.every((record) => record.startstops.some((startstop) => startstop.action === "transfer" && startstop.source === "redis")));
-    assert.ok(sections.metrics?.metrics.some((metric) => metric.context === "execute" && metric.prefix === "sum"));
+    assert.ok(sections.metrics?.metrics.some((metric) => metric.context === "execute" && metric.prefix === "feedsum"));
     assert.equal(sections.metrics?.source?.transfers, false, "no worker-to-worker transfers: data goes through Redis");
     assert.ok(sections.progress?.some((computation) => computation.total >= 5), "the computation's progress");
   });
