@@ -240,7 +240,9 @@ export class RedisTransport implements Transport {
     if (erred.length > 0) this.events?.received("redis", erred);
     if (jobs.length === 0) return;
     try {
-      await this.queue.addBulk(jobs);
+      // One job (a chain's next step) goes without addBulk's MULTI.
+      if (jobs.length === 1) await this.queue.add(jobs[0].name, jobs[0].data, jobs[0].opts);
+      else await this.queue.addBulk(jobs);
     } catch (error) {
       if (this.failure !== undefined || this.closing !== undefined) return;
       const lost = jobs.map((job) => job.data.key).filter((key) => this.pending.delete(key));
