@@ -86,13 +86,14 @@ export function redisOptions(target: RedisTarget, options: ConnectOptions = {}):
 /**
  * A connection that is up and authenticated, or a RedisConnectError naming the host and the
  * reason (refused, wrong password, timed out…) within `connectTimeout`, without retrying.
- * Afterwards it reconnects by itself when the link drops. `pipelined`: commands issued in the
- * same event-loop turn share one write (not for connections that wait on blocking commands).
+ * Afterwards it reconnects by itself when the link drops. Without ioredis's automatic pipelining:
+ * each batch of it builds a Pipeline that copies every script BullMQ defines on the connection,
+ * which costs more CPU than the writes it saves (a third of a worker's, measured with bench/redis.ts).
  */
-export async function connectRedis(target: RedisTarget, options: ConnectOptions = {}, pipelined = true): Promise<Redis> {
+export async function connectRedis(target: RedisTarget, options: ConnectOptions = {}): Promise<Redis> {
   const settings = redisOptions(target, options);
   const timeout = settings.connectTimeout!;
-  const redis = new Redis({ ...settings, enableAutoPipelining: pipelined, lazyConnect: true, retryStrategy: () => null });
+  const redis = new Redis({ ...settings, lazyConnect: true, retryStrategy: () => null });
   let lastError: Error | undefined;
   const onError = (error: Error): void => {
     lastError = error;

@@ -210,12 +210,14 @@ export class RedisStore {
     for (const frame of frames) {
       for (const part of this.cut(frame)) fields.push(String(field++), part);
     }
-    const stagingKey = this.namespace.staging(key, randomToken());
     const alive = this.namespace.alive;
     const meaning = (code: number): PublishOutcome => (code === 1 ? "published" : code === 0 ? "exists" : "client-gone");
     if (nbytes <= this.partSize && fields.length <= 2 * MAX_INLINE_FIELDS) {
-      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, stagingKey, alive, this.namespace.outcomes, outcome, ...fields).then(meaning) };
+      // No staging key is written on this path: the script's DEL of it finds nothing (no random token needed).
+      const unused = this.namespace.staging(key, "inline");
+      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, unused, alive, this.namespace.outcomes, outcome, ...fields).then(meaning) };
     }
+    const stagingKey = this.namespace.staging(key, randomToken());
     const staged = async (): Promise<PublishOutcome> => {
       // One part per command; the staging key expires by itself should this process die midway.
       const pipeline = this.redis.pipeline();

@@ -130,7 +130,7 @@ export class RedisTransport implements Transport {
     const redis = await connectRedis(target, connectOptions);
     let blocking: Redis | undefined;
     try {
-      blocking = await connectRedis(target, connectOptions, false);
+      blocking = await connectRedis(target, connectOptions);
       const transport = new RedisTransport(target, redis, blocking, clientId, options);
       await registerClient(redis, clientId, { name: options.name ?? "tsdask-client", host: hostname(), pid: process.pid });
       await observeRedisTime(redis, transport.clock);

@@ -150,7 +150,7 @@ export class RedisWorker {
     let subscriber: Redis | undefined;
     let runner: TaskRunner | undefined;
     try {
-      subscriber = await connectRedis(target, connectOptions, false);
+      subscriber = await connectRedis(target, connectOptions);
       runner = new TaskRunner(settings.nthreads);
       const globals = await runner.ready();
       await observeRedisTime(redis, clock);
