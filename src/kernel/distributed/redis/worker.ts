@@ -299,8 +299,10 @@ export class RedisWorker {
   private async runJob(store: RedisStore, job: Job<TaskJobData, void>): Promise<void> {
     const data = job.data;
     const base = { jobId: job.id ?? "", key: data.key, worker: this.name };
+    // BullMQ counts every start of a job and every stall: only a job started before may find its result stored.
+    const rerun = job.attemptsStarted > 1 || job.stalledCounter > 0;
     try {
-      const entry = await this.execute(store, data, base);
+      const entry = await this.execute(store, data, base, rerun);
       if (entry !== undefined) await store.pushOutcome(encodeOutcome(entry));
     } catch (error) {
       // Redis failed us midway, or the task's data could not be read: the task errs, naming this worker.
@@ -321,18 +323,18 @@ export class RedisWorker {
    * Reads the inputs, runs the task and publishes its result with its outcome. Returns an
    * outcome still to be pushed (the task erred, or inputs were missing), or undefined.
    */
-  private async execute(store: RedisStore, data: TaskJobData, base: Pick<OutcomeEntry, "jobId" | "key" | "worker">): Promise<OutcomeEntry | undefined> {
+  private async execute(store: RedisStore, data: TaskJobData, base: Pick<OutcomeEntry, "jobId" | "key" | "worker">, rerun: boolean): Promise<OutcomeEntry | undefined> {
     const gather = new MetricsLedger();
     const received = this.clock.now();
     let fetched: FetchResult = NOTHING_FETCHED;
     let done = false;
-    // A task with inputs reads them, and whether an earlier run of its job (one that stalled)
-    // already published the result, in one round trip. A task without inputs just runs: a re-run
-    // is rare, and publishing only once keeps it harmless.
-    if (data.inputs.length > 0) {
+    // A re-run (its job stalled on a worker that died) first looks whether that run already
+    // published the result, in the same round trip as the read of the inputs. A first run skips
+    // that look: publishing only once keeps it harmless should an older job of the key be ahead.
+    if (data.inputs.length > 0 || rerun) {
       this.fetching++;
       try {
-        [fetched, [done]] = await Promise.all([store.fetch(data.inputs), store.has([data.key])]);
+        [fetched, [done]] = await Promise.all([data.inputs.length > 0 ? store.fetch(data.inputs) : NOTHING_FETCHED, rerun ? store.has([data.key]) : [false]]);
       } finally {
         this.fetching--;
       }
