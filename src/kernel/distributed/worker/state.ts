@@ -134,6 +134,8 @@ export class WorkerState {
    */
   slots: number;
   paused = false;
+  /** Tasks that ran here to an outcome (success or failure, cancelled ones too): Dask's `executed_count`. */
+  executedCount = 0;
   /** Ready tasks, lowest (priority, sequence) first. */
   private readonly ready: WorkerTask[] = [];
   readonly executing = new Set<WorkerTask>();
@@ -321,6 +323,7 @@ export class WorkerState {
   private executeSuccess(event: Extract<WorkerEvent, { type: "execute-success" }>, out: WorkerInstruction[]): void {
     const task = this.tasks.get(event.key);
     if (task === undefined || (task.state !== "executing" && task.state !== "cancelled")) return;
+    this.executedCount++;
     this.executing.delete(task);
     task.nbytes = event.nbytes;
     task.type = event.resultType;
@@ -345,6 +348,7 @@ export class WorkerState {
   private executeFailure(event: Extract<WorkerEvent, { type: "execute-failure" }>, out: WorkerInstruction[]): void {
     const task = this.tasks.get(event.key);
     if (task === undefined || (task.state !== "executing" && task.state !== "cancelled")) return;
+    this.executedCount++;
     this.executing.delete(task);
     if (task.state === "cancelled") {
       task.startstops = [];

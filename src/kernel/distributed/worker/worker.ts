@@ -539,6 +539,7 @@ export class Worker {
         spilledFileBytes: this.store.spilledDiskBytes,
       }),
       tasks: () => this.state.taskCounts(),
+      executedCount: () => this.state.executedCount,
       incoming: () => this.transfers.incoming.entries(),
       outgoing: () => this.transfers.outgoing.entries(),
       bandwidth: () => this.transfers.bandwidth,
