@@ -11,6 +11,7 @@ import { nbytes as sizeOf } from "../../diagnostics/nbytes";
 import { resolveFunction } from "../../scheduler/pool/functions";
 import { packError } from "../../scheduler/pool/wire";
 import type { StartStop, WorkerStatus } from "../../../protocol/records";
+import { decodeBatch, encodeBatch } from "../batches";
 import { Connection, listen } from "../comm";
 import { encodeValue } from "../frames";
 import type {
@@ -127,7 +128,7 @@ export class Worker {
   // ---- Messages from the scheduler -------------------------------------------------------------
 
   private onSchedulerBatch(batch: unknown): void {
-    for (const message of (Array.isArray(batch) ? batch : [batch]) as ToWorker[]) {
+    for (const message of decodeBatch(batch) as ToWorker[]) {
       try {
         this.onSchedulerMessage(message);
       } catch (error) {
@@ -146,9 +147,6 @@ export class Worker {
         return;
       case "free-keys":
         this.apply({ type: "free-keys", keys: message.keys });
-        return;
-      case "gather":
-        this.send(this.gatherReply(message));
         return;
       case "run":
         void this.runFunction(message);
@@ -331,11 +329,24 @@ export class Worker {
         serveGetData(message, connection, { store: this.store, digests: this.digests, transfers: this.transfers, clock: this.clock });
         return;
       case "gather":
-        connection.send(this.gatherReply(message));
+        this.replyToGather(message, connection);
         return;
       default:
         throw new Error(`unexpected message ${JSON.stringify((message as { op?: unknown } | null)?.op)}`);
     }
+  }
+
+  /** Answers a gather on a data connection; values that cannot be encoded are reported missing. */
+  private replyToGather(message: GatherMessage, connection: Connection): void {
+    const reply = this.gatherReply(message);
+    let parts: Buffer[];
+    try {
+      parts = encodeValue(reply);
+    } catch (error) {
+      this.log(`cannot send gathered values: ${(error as Error).message}`);
+      parts = encodeValue({ ...reply, values: {}, missing: [...reply.missing, ...Object.keys(reply.values)] });
+    }
+    connection.sendFrames(parts);
   }
 
   /** The values of `message.keys` held here (read back from disk if spilled), for the client. */
@@ -347,7 +358,7 @@ export class Worker {
       if (this.store.has(key)) values[key] = this.store.get(key, meter);
       else missing.push(key);
     }
-    return { op: "gather-reply", requestId: message.requestId, values, missing };
+    return { op: "gather-reply", values, missing };
   }
 
   private async runFunction(message: RunMessage): Promise<void> {
@@ -383,20 +394,7 @@ export class Worker {
     this.outbox = [];
     const scheduler = this.scheduler;
     if (batch.length === 0 || scheduler === undefined || scheduler.closed) return;
-    try {
-      scheduler.send(batch);
-    } catch {
-      // A value in the batch cannot be encoded (gathered data): send the messages one by one.
-      for (const message of batch) {
-        try {
-          scheduler.send([message]);
-        } catch (error) {
-          if (message.op !== "gather-reply") throw error;
-          this.log(`cannot send gathered values for request ${message.requestId}: ${(error as Error).message}`);
-          scheduler.send([{ ...message, values: {}, missing: [...message.missing, ...Object.keys(message.values)] }]);
-        }
-      }
-    }
+    scheduler.sendFrames(encodeBatch(batch));
   }
 
   // ---- Heartbeats and memory ---------------------------------------------------------------------
