@@ -14,8 +14,9 @@ const hasOwn = Object.prototype.hasOwnProperty;
 export class Graph {
   private readonly object: Readonly<Record<string, unknown>> | undefined;
   private readonly map: ReadonlyMap<Key, unknown> | undefined;
-  /** For Maps: value id → the Map's own key instance. */
+  /** For Maps: value id → the Map's own key instance, and back (by identity) for its number and tuple keys. */
   private readonly canonical: Map<string, Key> | undefined;
+  private readonly ids: Map<Key, string> | undefined;
   /** Whether some key is a number or a tuple, so bare numbers and arrays may be references. */
   readonly hasNumberKeys: boolean;
   readonly hasTupleKeys: boolean;
@@ -24,12 +25,17 @@ export class Graph {
     if (input instanceof Map) {
       this.map = input as ReadonlyMap<Key, unknown>;
       this.canonical = new Map();
+      this.ids = new Map();
       let numbers = false;
       let tuples = false;
       for (const key of this.map.keys()) {
-        if (typeof key === "number") numbers = true;
-        else if (typeof key !== "string") tuples = true;
-        this.canonical.set(keyId(key), key);
+        const id = keyId(key);
+        if (typeof key !== "string") {
+          if (typeof key === "number") numbers = true;
+          else tuples = true;
+          this.ids.set(key, id);
+        }
+        this.canonical.set(id, key);
       }
       this.hasNumberKeys = numbers;
       this.hasTupleKeys = tuples;
@@ -57,6 +63,12 @@ export class Graph {
       return this.map!.has(key) ? key : undefined;
     }
     return this.canonical!.get(keyId(key));
+  }
+
+  /** `keyId(key)` of one of the graph's own key instances (see `canonicalKey`), without building it again. */
+  idOf(key: Key): string {
+    if (typeof key === "string") return keyId(key);
+    return this.ids?.get(key) ?? keyId(key);
   }
 
   has(key: Key): boolean {

@@ -14,6 +14,8 @@ export interface Plan {
   readonly graph: Graph;
   /** Node index → key (the graph's own instance). */
   readonly keys: readonly Key[];
+  /** Node index → `keyId` of its key. */
+  readonly ids: readonly string[];
   /** Node index → compiled task, or undefined for a data node. */
   readonly exprs: readonly (Expr | undefined)[];
   /** Node index → value of a data node (a literal in the graph, or a cache entry). */
@@ -47,11 +49,14 @@ export function buildPlan(input: Graph, requested: Key | readonly unknown[], opt
 
 class PlanBuilder {
   private readonly keys: Key[] = [];
+  private readonly ids: string[] = [];
   private readonly exprs: (Expr | undefined)[] = [];
   private readonly dataValues: unknown[] = [];
   private readonly nodeDependencies: number[][] = [];
   private readonly indexById = new Map<string, number>();
   private readonly cacheKeys: Map<string, Key> | undefined;
+  /** The cache's own number and tuple key instances → their ids. */
+  private readonly cacheIds: Map<Key, string> | undefined;
   private readonly missing = new Map<string, { key: Key; dependents: Key[] }>();
   private readonly tuplesMayBeKeys: boolean;
   private readonly numbersMayBeKeys: boolean;
@@ -68,10 +73,13 @@ class PlanBuilder {
     let cacheNumbers = false;
     if (cache !== undefined && cache.size > 0) {
       this.cacheKeys = new Map();
+      this.cacheIds = new Map();
       for (const key of cache.keys()) {
+        const id = keyId(key);
         if (typeof key === "number") cacheNumbers = true;
         else if (typeof key !== "string") cacheTuples = true;
-        this.cacheKeys.set(keyId(key), key);
+        if (typeof key !== "string") this.cacheIds.set(key, id);
+        this.cacheKeys.set(id, key);
       }
     }
     this.tuplesMayBeKeys = graph.hasTupleKeys || cacheTuples;
@@ -95,6 +103,7 @@ class PlanBuilder {
     return {
       graph: this.graph,
       keys: this.keys,
+      ids: this.ids,
       exprs: this.exprs,
       dataValues: this.dataValues,
       dependencyStart,
@@ -128,13 +137,15 @@ class PlanBuilder {
     return this.graph.canonicalKey(key);
   }
 
+  /** The node of `key`, one of the graph's (or cache's) own key instances. */
   private nodeOf(key: Key): number {
-    const id = keyId(key);
+    const id = typeof key === "string" ? keyId(key) : (this.cacheIds?.get(key) ?? this.graph.idOf(key));
     let index = this.indexById.get(id);
     if (index === undefined) {
       index = this.keys.length;
       this.indexById.set(id, index);
       this.keys.push(key);
+      this.ids.push(id);
       this.exprs.push(undefined);
       this.dataValues.push(undefined);
       this.nodeDependencies.push(EMPTY);

@@ -20,7 +20,7 @@ import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
 import { computeGraph } from "./computation";
 import { Future, FutureHold } from "./future";
-import { planKeyIds, planSubmission } from "./submission";
+import { planSubmission } from "./submission";
 
 /** What a Client connects to: a cluster whose scheduler runs in this process. */
 export interface ClusterHandle {
@@ -127,7 +127,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
       throw new TypeError(`client.compute takes Delayed values or tsdask/array arrays, got ${describe(collection)}`);
     }
     const plan = buildPlan(Graph.from(graph), key);
-    const keyIds = planKeyIds(plan);
+    const keyIds = plan.ids;
     const submission = planSubmission(plan, keyIds, this.scheduler.functions, () => false);
     const slots = this.scheduler.submit(submission);
     const [output] = submission.wanted;
