@@ -55,7 +55,9 @@ export class TaskRunner extends AdaptiveBatching {
 
   constructor(readonly nthreads: number) {
     super();
-    this.pool = new WorkerPool("threads", nthreads);
+    // A worker shares the machine's cores with the scheduler and other workers: its threads sleep
+    // between batches rather than wait awake.
+    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false });
   }
 
   /**

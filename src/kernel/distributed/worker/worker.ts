@@ -385,8 +385,10 @@ export class Worker {
     this.outbox.push(message);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    queueMicrotask(() => this.flush());
+    setImmediate(this.flushNow);
   }
+
+  private readonly flushNow = (): void => this.flush();
 
   private flush(): void {
     this.flushScheduled = false;

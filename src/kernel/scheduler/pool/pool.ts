@@ -20,6 +20,7 @@ import {
   RESULT_SIZE,
   type ResultsMessage,
   type WorkerMessage,
+  type WorkerThreadData,
   unpackError,
 } from "./wire";
 
@@ -128,7 +129,8 @@ class PoolWorker {
     const onMessage = (message: WorkerMessage): void => pool.onMessage(this, message);
     if (kind === "threads") {
       const { port1, port2 } = new MessageChannel();
-      const worker = new Worker(WORKER_SCRIPT, { workerData: { port: port2 }, transferList: [port2] });
+      const workerData: WorkerThreadData = { port: port2, waitAwake: pool.waitAwake };
+      const worker = new Worker(WORKER_SCRIPT, { workerData, transferList: [port2] });
       port1.on("message", onMessage);
       worker.on("error", (error) => (this.crash = `crashed (${error.message})`));
       worker.on("exit", (code) => pool.onExit(this, this.crash ?? `exited with code ${code}`));
@@ -176,7 +178,17 @@ class PoolWorker {
   }
 }
 
+export interface PoolOptions {
+  /**
+   * Whether the calling thread and the threads wait awake for the next message of quick tasks
+   * (see POLL_MS); default true. A process sharing its cores with others (a cluster worker)
+   * lets its threads sleep instead: spinning would take the cores the others need.
+   */
+  readonly waitAwake?: boolean;
+}
+
 export class WorkerPool {
+  readonly waitAwake: boolean;
   private readonly workers: PoolWorker[] = [];
   private queue: Entry[] = [];
   private flushScheduled = false;
@@ -193,7 +205,9 @@ export class WorkerPool {
   constructor(
     readonly kind: PoolKind,
     readonly size: number,
+    options: PoolOptions = {},
   ) {
+    this.waitAwake = options.waitAwake ?? true;
     this.shipperReady = new Promise((resolve, reject) => {
       this.resolveShipper = resolve;
       this.rejectShipper = reject;
@@ -336,6 +350,7 @@ export class WorkerPool {
 
   /** Waits up to POLL_MS, awake, for a result of quick tasks, and handles the first that comes. */
   private pollQuickResults(): void {
+    if (!this.waitAwake) return;
     const waiting = this.workers.filter((worker) => worker.batch?.[0].client.quickTasks && worker.transport.poll !== undefined);
     if (waiting.length === 0) return;
     this.polling = true;
