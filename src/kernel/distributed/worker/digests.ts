@@ -1,5 +1,6 @@
 // Fine performance metrics as a worker keeps them (Dask's `digests_total`): values summed under
-// Dask's tuple keys, with a copy since the last heartbeat that is swapped out when one is sent.
+// Dask's tuple keys, with what was digested since the last heartbeat counted apart. A task's
+// metrics find their entries through its (span, prefix) group, without building key strings.
 
 import type { MetricContext, MetricRecord } from "../../../protocol/records";
 
@@ -17,61 +18,113 @@ export type Metric = readonly [activity: string, value: number, unit: string];
 
 interface Entry {
   readonly key: DigestKey;
-  value: number;
+  /** Since the worker started. */
+  total: number;
+  /** Since the last heartbeat. */
+  recent: number;
+  /** In `touched`: digested since the last heartbeat. */
+  touched: boolean;
 }
 
-class DigestMap {
-  readonly entries = new Map<string, Entry>();
+/** The entries of one key prefix (("execute", span, task prefix) or (context)), by activity, one per unit. */
+type Group = Map<string, Entry[]>;
+
+export class Digests {
+  /** Every entry by its joined key, in the order they first appeared. */
+  private readonly entries = new Map<string, Entry>();
+  /** Groups of ("execute", span, task prefix) by span, then task prefix; a task digests into one without building strings. */
+  private readonly executeGroups = new Map<string, Map<string, Group>>();
+  /** Groups of the other contexts. */
+  private readonly contextGroups = new Map<string, Group>();
+  /** Entries digested since the last heartbeat, in that order. */
+  private touched: Entry[] = [];
 
   add(key: DigestKey, value: number): void {
     const id = key.join("\u0000");
-    const entry = this.entries.get(id);
-    if (entry === undefined) this.entries.set(id, { key, value });
-    else entry.value += value;
-  }
-}
-
-export class Digests {
-  private total = new DigestMap();
-  private sinceHeartbeat = new DigestMap();
-
-  add(key: DigestKey, value: number): void {
-    this.total.add(key, value);
-    this.sinceHeartbeat.add(key, value);
+    let entry = this.entries.get(id);
+    if (entry === undefined) {
+      entry = { key, total: 0, recent: 0, touched: false };
+      this.entries.set(id, entry);
+    }
+    this.bump(entry, value);
   }
 
   /** Digests `metrics` under `prefix`: ("execute", span, taskPrefix) or (context). */
   addAll(prefix: readonly ["execute", string, string] | readonly [Exclude<MetricContext, "execute">], metrics: readonly Metric[]): void {
-    for (const [activity, value, unit] of metrics) this.add([...prefix, activity, unit] as unknown as DigestKey, value);
+    const group = this.groupOf(prefix);
+    for (let i = 0; i < metrics.length; i++) {
+      const [activity, value, unit] = metrics[i];
+      this.bump(this.entryIn(group, prefix, activity, unit), value);
+    }
   }
 
   /** The value summed under `key` since the worker started (0 if none). */
   get(key: DigestKey): number {
-    return this.total.entries.get(key.join("\u0000"))?.value ?? 0;
+    return this.entries.get(key.join("\u0000"))?.total ?? 0;
   }
 
   /** Everything since the worker started, as Dask's (tuple key, value) pairs. */
   tuples(): [DigestKey, number][] {
-    return [...this.total.entries.values()].map((entry) => [entry.key, entry.value]);
+    return [...this.entries.values()].map((entry) => [entry.key, entry.total]);
   }
 
   /** Everything since the worker started, as records. */
   records(): MetricRecord[] {
-    return [...this.total.entries.values()].map(toRecord);
+    return [...this.entries.values()].map((entry) => toRecord(entry.key, entry.total));
   }
 
-  /**
-   * What was digested since the previous call, as records; the map is swapped for an empty
-   * one first, so nothing digested while a heartbeat is on its way is lost.
-   */
+  /** What was digested since the previous call, as records (and the count starts again). */
   takeSinceHeartbeat(): MetricRecord[] {
-    const taken = this.sinceHeartbeat;
-    this.sinceHeartbeat = new DigestMap();
-    return [...taken.entries.values()].map(toRecord);
+    const taken = this.touched;
+    this.touched = [];
+    return taken.map((entry) => {
+      const record = toRecord(entry.key, entry.recent);
+      entry.recent = 0;
+      entry.touched = false;
+      return record;
+    });
+  }
+
+  private bump(entry: Entry, value: number): void {
+    entry.total += value;
+    entry.recent += value;
+    if (!entry.touched) {
+      entry.touched = true;
+      this.touched.push(entry);
+    }
+  }
+
+  private groupOf(prefix: readonly ["execute", string, string] | readonly [Exclude<MetricContext, "execute">]): Group {
+    if (prefix[0] !== "execute") {
+      let group = this.contextGroups.get(prefix[0]);
+      if (group === undefined) this.contextGroups.set(prefix[0], (group = new Map()));
+      return group;
+    }
+    const [, span, taskPrefix] = prefix as readonly ["execute", string, string];
+    let bySpan = this.executeGroups.get(span);
+    if (bySpan === undefined) this.executeGroups.set(span, (bySpan = new Map()));
+    let group = bySpan.get(taskPrefix);
+    if (group === undefined) bySpan.set(taskPrefix, (group = new Map()));
+    return group;
+  }
+
+  private entryIn(group: Group, prefix: readonly string[], activity: string, unit: string): Entry {
+    let units = group.get(activity);
+    if (units === undefined) group.set(activity, (units = []));
+    for (let i = 0; i < units.length; i++) if (units[i].key[units[i].key.length - 1] === unit) return units[i];
+    const key = [...prefix, activity, unit] as unknown as DigestKey;
+    const id = key.join("\u0000");
+    let entry = this.entries.get(id);
+    if (entry === undefined) {
+      entry = { key, total: 0, recent: 0, touched: false };
+      this.entries.set(id, entry);
+    }
+    units.push(entry);
+    return entry;
   }
 }
 
-function toRecord({ key, value }: Entry): MetricRecord {
+function toRecord(key: DigestKey, value: number): MetricRecord {
   if (key[0] === "execute") {
     const [context, span, prefix, activity, unit] = key;
     return { context, span, prefix, activity, unit, value };
@@ -94,20 +147,26 @@ export class MetricsLedger {
     this.metrics.push([activity, value, unit]);
   }
 
+  /** Adds measurements as they are (each an (activity, value, unit) tuple). */
+  addMetrics(metrics: readonly Metric[]): void {
+    for (let i = 0; i < metrics.length; i++) this.metrics.push(metrics[i]);
+  }
+
   /** Seconds spent since the ledger was opened. */
   elapsed(): number {
     return (performance.now() - this.started) / 1000;
   }
 
   /**
-   * The final list. `coarse`: a label ("failed", "cancelled", "missing") under which all the
-   * instruction's time goes, keeping only the measurements in other units.
+   * The final list; the ledger is done with. `coarse`: a label ("failed", "cancelled", "missing")
+   * under which all the instruction's time goes, keeping only the measurements in other units.
    */
   finalize(coarse?: string): Metric[] {
     const elapsed = this.elapsed();
     if (coarse !== undefined) return [...this.metrics.filter(([, , unit]) => unit !== "seconds"), [coarse, elapsed, "seconds"]];
     let seconds = 0;
     for (const [, value, unit] of this.metrics) if (unit === "seconds") seconds += value;
-    return [...this.metrics, ["other", Math.max(0, elapsed - seconds), "seconds"]];
+    this.metrics.push(["other", Math.max(0, elapsed - seconds), "seconds"]);
+    return this.metrics;
   }
 }

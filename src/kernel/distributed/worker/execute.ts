@@ -4,7 +4,7 @@
 // came from, so any worker kind (peer-to-peer, Redis) can run tasks with it.
 
 import { now as machineNow } from "../../clock";
-import { keyFromId } from "../../graph/keys";
+import { type Key, keyFromId } from "../../graph/keys";
 import type { TaskOutcome, TaskTiming } from "../../scheduler/executor";
 import { AdaptiveBatching } from "../../scheduler/pool/batching";
 import { type PoolJob, WorkerPool } from "../../scheduler/pool/pool";
@@ -79,7 +79,7 @@ export class TaskRunner extends AdaptiveBatching {
 
   /** Starts `request` on a thread; `done` gets its outcome once. Returns a handle to cancel it. */
   run(request: TaskRequest, done: (run: TaskRun) => void): RunningTask {
-    const job: PoolJob = { node: this.nextNode++, key: keyFromId(request.key) };
+    const job = new TaskJob(this.nextNode++, request.key);
     const submitted = machineNow();
     const fnIds: number[] = [];
     let wire: WireExpr;
@@ -103,20 +103,24 @@ export class TaskRunner extends AdaptiveBatching {
       case "lit":
         return Array.isArray(task[1]) ? [LITERAL, task[1]] : task[1];
       case "ref": {
-        if (!request.inputs.has(task[1])) throw new Error(`Task ${request.name} refers to ${JSON.stringify(task[1])}, which is not among its inputs`);
         const value = request.inputs.get(task[1]);
+        if (value === undefined && !request.inputs.has(task[1])) {
+          throw new Error(`Task ${request.name} refers to ${JSON.stringify(task[1])}, which is not among its inputs`);
+        }
         return Array.isArray(value) ? [LITERAL, value] : value;
       }
       case "call": {
-        const [, id, ...args] = task;
-        const poolId = this.functionIds.get(id);
-        if (poolId === undefined) throw new Error(`Task ${request.name} calls function ${id}, which was never defined on this worker`);
+        const poolId = this.functionIds.get(task[1]);
+        if (poolId === undefined) throw new Error(`Task ${request.name} calls function ${task[1]}, which was never defined on this worker`);
         fnIds.push(poolId);
-        return [CALL, poolId, ...args.map((arg) => this.toPoolExpr(arg, request, fnIds))];
+        const expr: unknown[] = [CALL, poolId];
+        for (let i = 2; i < task.length; i++) expr.push(this.toPoolExpr(task[i] as WireTask, request, fnIds));
+        return expr;
       }
       case "list": {
-        const [, ...items] = task;
-        return [LIST, ...items.map((item) => this.toPoolExpr(item, request, fnIds))];
+        const expr: unknown[] = [LIST];
+        for (let i = 1; i < task.length; i++) expr.push(this.toPoolExpr(task[i] as WireTask, request, fnIds));
+        return expr;
       }
       default:
         throw new Error(`Task ${request.name} has a malformed expression (${JSON.stringify((task as unknown[])[0])})`);
@@ -164,6 +168,18 @@ export function runMetrics(timing: TimingWithMetrics | undefined, submitted: num
   for (const [, value, unit] of metrics) if (unit === "seconds") measured += value;
   metrics.push(["executor", Math.max(0, arrived - submitted - measured), "seconds"]);
   return metrics;
+}
+
+/** A task as the pool knows it: its key is only worked out from its id for an error message. */
+class TaskJob implements PoolJob {
+  constructor(
+    readonly node: number,
+    private readonly id: string,
+  ) {}
+
+  get key(): Key {
+    return keyFromId(this.id);
+  }
 }
 
 /** A task handed to the runner. */

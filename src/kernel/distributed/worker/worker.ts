@@ -208,10 +208,13 @@ export class Worker {
     const { key, spanId, prefix } = task;
     try {
       for (const dependency of task.dependencies) {
-        const spilled = this.store.isSpilled(dependency.key);
-        const start = this.clock.now();
-        inputs.set(dependency.key, this.store.get(dependency.key, ledger));
-        if (spilled) diskRead = { start: diskRead?.start ?? start, stop: this.clock.now() };
+        if (this.store.isSpilled(dependency.key)) {
+          const start = this.clock.now();
+          inputs.set(dependency.key, this.store.get(dependency.key, ledger));
+          diskRead = { start: diskRead?.start ?? start, stop: this.clock.now() };
+        } else {
+          inputs.set(dependency.key, this.store.get(dependency.key, ledger));
+        }
       }
     } catch (error) {
       const reason = new Error(`Task ${task.name} cannot read its inputs on worker ${this.address}: ${(error as Error).message}`);
@@ -242,7 +245,7 @@ export class Worker {
     if (run.ranOnThread) {
       startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
     }
-    for (const [activity, value, unit] of run.metrics) ledger.add(activity, value, unit);
+    ledger.addMetrics(run.metrics);
     if (run.ok) {
       const nbytes = sizeOf(run.value);
       const resultType = typeName(run.value);

@@ -433,9 +433,14 @@ export class WorkerPool {
 
   /** The outcome at `results[at …]` (see ResultsMessage). */
   private outcome(entry: Entry, results: ResultsMessage, at: number, workerId: number): TaskOutcome {
-    const [ok, value, start, end, cpu, bytesIn, bytesOut, metered] = results.slice(at, at + RESULT_SIZE) as [
-      number, unknown, number, number, number, number, number, TaskMetric[] | null,
-    ];
+    const ok = results[at] as number;
+    const value = results[at + 1];
+    const start = results[at + 2] as number;
+    const end = results[at + 3] as number;
+    const cpu = results[at + 4] as number;
+    const bytesIn = results[at + 5] as number;
+    const bytesOut = results[at + 6] as number;
+    const metered = results[at + 7] as TaskMetric[] | null;
     entry.client.recordDuration(end - start);
     const metrics = metered ?? executeMetrics((end - start) / 1000, cpu / 1000, null);
     if (entry.postMs !== undefined) metrics.push(["serialize", entry.postMs / 1000, "seconds"]);
