@@ -55,8 +55,6 @@ class PlanBuilder {
   private readonly nodeDependencies: number[][] = [];
   private readonly indexById = new Map<string, number>();
   private readonly cacheKeys: Map<string, Key> | undefined;
-  /** The cache's own number and tuple key instances → their ids. */
-  private readonly cacheIds: Map<Key, string> | undefined;
   private readonly missing = new Map<string, { key: Key; dependents: Key[] }>();
   private readonly tuplesMayBeKeys: boolean;
   private readonly numbersMayBeKeys: boolean;
@@ -73,13 +71,10 @@ class PlanBuilder {
     let cacheNumbers = false;
     if (cache !== undefined && cache.size > 0) {
       this.cacheKeys = new Map();
-      this.cacheIds = new Map();
       for (const key of cache.keys()) {
-        const id = keyId(key);
         if (typeof key === "number") cacheNumbers = true;
         else if (typeof key !== "string") cacheTuples = true;
-        if (typeof key !== "string") this.cacheIds.set(key, id);
-        this.cacheKeys.set(id, key);
+        this.cacheKeys.set(keyId(key), key);
       }
     }
     this.tuplesMayBeKeys = graph.hasTupleKeys || cacheTuples;
@@ -139,7 +134,7 @@ class PlanBuilder {
 
   /** The node of `key`, one of the graph's (or cache's) own key instances. */
   private nodeOf(key: Key): number {
-    const id = typeof key === "string" ? keyId(key) : (this.cacheIds?.get(key) ?? this.graph.idOf(key));
+    const id = keyId(key);
     let index = this.indexById.get(id);
     if (index === undefined) {
       index = this.keys.length;
