@@ -32,6 +32,20 @@ const PLAIN: ReadonlySet<Message["op"]> = new Set<Message["op"]>([
   "heartbeat",
 ]);
 
+/**
+ * Messages per socket message: V8's serialiser slows down per message on much larger batches
+ * (its buffer and its table of objects written grow), so a long batch goes as several.
+ */
+const MESSAGES_PER_BATCH = 512;
+
+/** The frames of each socket message for `messages`, in order (see `encodeBatch`). */
+export function encodeBatches(messages: readonly Message[]): Buffer[][] {
+  if (messages.length <= MESSAGES_PER_BATCH) return [encodeBatch(messages)];
+  const batches: Buffer[][] = [];
+  for (let i = 0; i < messages.length; i += MESSAGES_PER_BATCH) batches.push(encodeBatch(messages.slice(i, i + MESSAGES_PER_BATCH)));
+  return batches;
+}
+
 /** The frames of a batch (see ./frames), ready for `Connection.sendFrames`. */
 export function encodeBatch(messages: readonly Message[]): Buffer[] {
   const flat: unknown[] = [];

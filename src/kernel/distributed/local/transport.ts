@@ -7,7 +7,7 @@ import { rmSync } from "node:fs";
 import type { Server } from "node:net";
 import { join } from "node:path";
 import { formatBytes } from "../../../protocol/format";
-import { decodeBatch, encodeBatch } from "../batches";
+import { decodeBatch, encodeBatch, encodeBatches } from "../batches";
 import { Connection, listen } from "../comm";
 import type { FromWorker, GatherReplyMessage, RegisterMessage, ToWorker, WorkerAddress, WorkerStartConfig } from "../messages";
 import type { Transport, TransportEvents } from "../scheduler/transport";
@@ -103,7 +103,7 @@ export class LocalTransport implements Transport {
     const connection = this.byAddress.get(worker)?.connection;
     if (connection === undefined || connection.closed) return;
     try {
-      connection.sendFrames(encodeBatch(messages));
+      for (const batch of encodeBatches(messages)) connection.sendFrames(batch);
     } catch (error) {
       // A value in a task that cannot be encoded: the worker cannot be told; it is lost to us.
       process.stderr.write(`tsdask: cannot send to worker ${worker}: ${(error as Error).message}\n`);

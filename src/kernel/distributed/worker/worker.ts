@@ -11,7 +11,7 @@ import { nbytes as sizeOf } from "../../diagnostics/nbytes";
 import { resolveFunction } from "../../scheduler/pool/functions";
 import { packError } from "../../scheduler/pool/wire";
 import type { StartStop, WorkerStatus } from "../../../protocol/records";
-import { decodeBatch, encodeBatch } from "../batches";
+import { decodeBatch, encodeBatches } from "../batches";
 import { Connection, listen } from "../comm";
 import { encodeValue } from "../frames";
 import type {
@@ -399,7 +399,7 @@ export class Worker {
     this.outbox = [];
     const scheduler = this.scheduler;
     if (batch.length === 0 || scheduler === undefined || scheduler.closed) return;
-    scheduler.sendFrames(encodeBatch(batch));
+    for (const frames of encodeBatches(batch)) scheduler.sendFrames(frames);
   }
 
   // ---- Heartbeats and memory ---------------------------------------------------------------------
