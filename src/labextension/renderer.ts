@@ -6,10 +6,11 @@ import { MIME_TYPE, type Payload } from "../protocol";
 import { FpmView } from "../views/fpm";
 import { PayloadError, parsePayload } from "../views/payload";
 import { PlotView } from "../views/plot";
+import { ProfileView } from "../views/profile";
 import { ProgressView } from "../views/progress";
 import { ClusterView } from "../views/cluster";
 
-type View = ProgressView | PlotView | FpmView | ClusterView;
+type View = ProgressView | PlotView | FpmView | ClusterView | ProfileView;
 
 export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
   private view: View | undefined;
@@ -45,6 +46,9 @@ export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
       await view.update(payload.data);
     } else if (payload.kind === "cluster") {
       const view = this.view instanceof ClusterView ? this.view : this.replaceView(new ClusterView());
+      view.render(payload);
+    } else if (payload.kind === "profile") {
+      const view = this.view instanceof ProfileView ? this.view : this.replaceView(new ProfileView());
       view.render(payload);
     } else {
       const view = this.view instanceof PlotView ? this.view : this.replaceView(new PlotView());

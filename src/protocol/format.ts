@@ -36,10 +36,22 @@ function fixed2(x: number): string {
   return `${Math.trunc(hundredths / 100)}.${String(hundredths % 100).padStart(2, "0")}`;
 }
 
+const BYTE_UNITS: readonly (readonly [string, number])[] = [
+  ["PiB", 2 ** 50],
+  ["TiB", 2 ** 40],
+  ["GiB", 2 ** 30],
+  ["MiB", 2 ** 20],
+  ["kiB", 2 ** 10],
+];
+
 /** Bytes as Dask's `format_bytes` prints them: `"917 B"`, `"1.21 kiB"`, `"2.00 GiB"` (binary prefixes, from 0.9 of a unit). */
 export function formatBytes(bytes: number): string {
-  for (const [prefix, unit] of [["Pi", 2 ** 50], ["Ti", 2 ** 40], ["Gi", 2 ** 30], ["Mi", 2 ** 20], ["ki", 2 ** 10]] as const) {
-    if (bytes >= unit * 0.9) return `${fixed2(bytes / unit)} ${prefix}B`;
-  }
+  for (const [unit, size] of BYTE_UNITS) if (bytes >= size * 0.9) return `${fixed2(bytes / size)} ${unit}`;
   return `${Math.round(bytes)} B`;
+}
+
+/** The binary unit that suits a series whose largest value is `peak`, for an axis ("MiB", 2**20). */
+export function byteUnit(peak: number): { readonly unit: string; readonly size: number } {
+  for (const [unit, size] of BYTE_UNITS) if (peak >= size * 0.9) return { unit, size };
+  return { unit: "B", size: 1 };
 }

@@ -3,6 +3,7 @@
 // a complete, bounded snapshot each time (never a diff), so any single message renders alone.
 
 import type { FpmData, FpmSelection } from "./fpm";
+import type { PackedProfile, ProfileKind } from "./profile";
 
 export const MIME_TYPE = "application/vnd.tsdask.v1+json";
 export const PROTOCOL_VERSION = 1;
@@ -81,7 +82,25 @@ export interface ClusterPayload extends PayloadBase {
   readonly memory: number;
 }
 
-export type Payload = ProgressPayload | PlotPayload | FpmPayload | ClusterPayload;
+
+/** What the profile view draws: an icicle of Dask's profile trees over a timeline of activity. */
+export interface ProfileViewData {
+  readonly title: string;
+  /** Which side of the profile the trees hold (see ProfileWindow). */
+  readonly kind: ProfileKind;
+  readonly profile: PackedProfile;
+  /** The selection to show first (the user changes it in the view). */
+  readonly prefix?: string;
+  readonly start?: number;
+  readonly stop?: number;
+}
+
+export interface ProfilePayload extends PayloadBase {
+  readonly kind: "profile";
+  readonly data: ProfileViewData;
+}
+
+export type Payload = ProgressPayload | PlotPayload | FpmPayload | ClusterPayload | ProfilePayload;
 
 /** A Jupyter MIME bundle: MIME type → data. */
 export type MimeBundle = Readonly<Record<string, unknown>>;

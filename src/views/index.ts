@@ -6,6 +6,8 @@ export { ProgressView } from "./progress";
 export { ClusterView } from "./cluster";
 export { parsePayload, PayloadError } from "./payload";
 export { FpmView, mountFpm, type FpmHandle, type FpmMountOptions } from "./fpm";
+export { ProfileView, mountProfile, type MountedProfile, type ProfileViewState } from "./profile";
+export { mountReport, type ReportHandles } from "./report";
 /** vega-embed itself, for standalone pages that draw a spec directly. */
 export { default as vegaEmbed } from "vega-embed";
 /** The dashboard page for serveDashboard's standalone page. */

@@ -8,6 +8,8 @@ import {
   type ClusterWorkerInfo,
   type Payload,
   type PlotPayload,
+  type ProfilePayload,
+  type ProfileViewData,
   type ProgressGroup,
   type ProgressPayload,
   type ProgressState,
@@ -188,6 +190,52 @@ function cluster(fields: Fields, base: { id: string; seq: number }): ClusterPayl
   };
 }
 
+function frame(value: unknown, index: number): readonly [string, string, string, number, string] {
+  if (!Array.isArray(value) || value.length !== 5 || ![0, 1, 2, 4].every((i) => typeof value[i] === "string") || !Number.isFinite(value[3])) {
+    throw new PayloadError(`profile frame ${index} must be [identifier, name, filename, line_number, line]`);
+  }
+  return value as unknown as readonly [string, string, string, number, string];
+}
+
+/** A packed tree: [frame index (−1 for the root), count, ...children], checked without recursion. */
+function packedTree(value: unknown, frames: number, where: string): void {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (!Array.isArray(node) || node.length < 2 || !Number.isInteger(node[0]) || node[0] < -1 || node[0] >= frames || !(Number.isFinite(node[1]) && node[1] >= 0)) {
+      throw new PayloadError(`${where}: a profile tree node must be [frame index, count, ...children]`);
+    }
+    for (let i = 2; i < node.length; i++) stack.push(node[i]);
+  }
+}
+
+function profileData(value: unknown): ProfileViewData {
+  if (!isFields(value)) throw new PayloadError(`"data" must be an object`);
+  const kind = value.kind;
+  if (kind !== "compute" && kind !== "administrative") throw new PayloadError(`"kind" must be "compute" or "administrative", got ${JSON.stringify(kind)}`);
+  const packed = value.profile;
+  if (!isFields(packed)) throw new PayloadError(`"profile" must be an object`);
+  if (!(typeof packed.interval === "number" && packed.interval > 0)) throw new PayloadError(`"interval" must be a positive number of seconds`);
+  if (!Array.isArray(packed.frames) || !Array.isArray(packed.windows)) throw new PayloadError(`"frames" and "windows" must be arrays`);
+  const frames = (packed.frames as unknown[]).map(frame).length;
+  packed.windows.forEach((window: unknown, i: number) => {
+    if (!isFields(window) || !Number.isFinite(window.time) || !Number.isFinite(window.stop) || typeof window.source !== "string" || !isFields(window.compute)) {
+      throw new PayloadError(`profile window ${i} must have time, stop, source and compute`);
+    }
+    for (const tree of Object.values(window.compute)) packedTree(tree, frames, `window ${i}`);
+    packedTree(window.administrative, frames, `window ${i}`);
+  });
+  for (const name of ["start", "stop"]) {
+    if (value[name] !== undefined && !Number.isFinite(value[name])) throw new PayloadError(`"${name}" must be a number of epoch seconds`);
+  }
+  if (value.prefix !== undefined && typeof value.prefix !== "string") throw new PayloadError(`"prefix" must be a string`);
+  return { ...(value as unknown as ProfileViewData), title: text(value, "title") };
+}
+
+function profile(fields: Fields, base: { id: string; seq: number }): ProfilePayload {
+  return { version: PROTOCOL_VERSION, kind: "profile", ...base, data: profileData(fields.data) };
+}
+
 /** The payload in an output's data: an object, or its JSON text (what tslab's display.raw sends). */
 export function parsePayload(data: unknown): Payload {
   let value = data;
@@ -215,6 +263,8 @@ export function parsePayload(data: unknown): Payload {
       return fpm(value, base);
     case "cluster":
       return cluster(value, base);
+    case "profile":
+      return profile(value, base);
     default:
       throw new PayloadError(`unknown output kind ${JSON.stringify(value.kind)}`);
   }

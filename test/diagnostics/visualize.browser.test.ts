@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { type Browser, type Page, chromium } from "playwright-core";
+import { type OfflinePage, assertOffline, openOffline } from "../helpers/offline-page";
 import { type VegaLiteSpec, visualize } from "../../src/kernel/diagnostics/visualize";
-import { watchPage } from "../helpers/page-log";
 import { binCount } from "../../src/kernel/diagnostics/visualize/plot";
 import { XSS_KEY, cacheSnapshot, makeCache, makeResources, makeTasks, profiler, resourcesSnapshot, tasksSnapshot } from "./visualize-fixtures";
 
@@ -30,20 +30,11 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Opened {
-  page: Page;
-  errors: string[];
-  requests: string[];
-}
-
 /** Opens a saved plot, recording console errors, page errors and every request the page makes. */
-async function open(file: string): Promise<Opened> {
-  const page = await browser.newPage({ viewport: { width: 1100, height: 950 } });
-  const { errors, requests } = watchPage(page);
-  await page.goto(pathToFileURL(file).href);
-  await page.waitForFunction(() => (globalThis as { __tsdaskView?: unknown }).__tsdaskView !== undefined, null, { timeout: 20_000 });
-  return { page, errors, requests };
-}
+const open = (file: string): Promise<OfflinePage> =>
+  openOffline(browser, file, { width: 1100, height: 950 }, (page) =>
+    page.waitForFunction(() => (globalThis as { __tsdaskView?: unknown }).__tsdaskView !== undefined, null, { timeout: 20_000 }),
+  );
 
 interface MarkInfo {
   marktype: string;
@@ -90,12 +81,6 @@ const xDomain = (page: Page): Promise<number[]> =>
   page.evaluate(() => (globalThis as unknown as { __tsdaskView: { scale(name: string): { domain(): number[] } } }).__tsdaskView.scale("x").domain());
 
 const rowsOf = (spec: VegaLiteSpec, plot: number): unknown[] => ((spec.vconcat as VegaLiteSpec[])[plot].data as { values: unknown[] }).values;
-
-function assertOffline(opened: Opened): void {
-  assert.deepEqual(opened.errors, []);
-  assert.ok(opened.requests.length > 0);
-  for (const url of opened.requests) assert.match(url, /^(file|data|blob):/, `network request to ${url}`);
-}
 
 test("the stacked plot renders every mark offline; zoom is linked; untrusted keys stay text", async () => {
   const tasks = makeTasks(60, 3, XSS_KEY);

@@ -1,12 +1,14 @@
 // The contract between the scheduler loop and whatever runs tasks (this thread, a thread pool,
 // a process pool), and the synchronous executor that runs them on the calling thread.
 
-import { runInsideTask } from "../callbacks/callback";
-import type { WorkerId } from "../callbacks/callback";
 import type { Key } from "../graph/keys";
 import type { Plan } from "../graph/plan";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
 import { type TaskLedger, type TaskMetric, TaskMeter, executeMetrics } from "../metrics/context-meter";
+import { callingThread } from "../profiling/main-thread";
+
+/** The id of the thread or process that ran a task; `null` with the sync scheduler. */
+export type WorkerId = number | string | null;
 
 /** One task handed to an executor. */
 export interface TaskJob {
@@ -50,8 +52,8 @@ export interface Executor {
   submit(job: TaskJob, done: (outcome: TaskOutcome) => void): void;
   /** Stops the tasks still running (abort, or an error elsewhere). */
   cancelRunning?(): void;
-  /** Called once when the computation ends, however it ends. */
-  release?(): void;
+  /** Called once when the computation ends, however it ends; a promise delays the `finish` callbacks until it settles (it must not reject). */
+  release?(): void | Promise<void>;
 }
 
 /**
@@ -64,17 +66,21 @@ export class SyncExecutor implements Executor {
   private readonly meter: TaskMeter | undefined;
 
   /**
-   * `isolate`: run tasks so that computations they start do not see this one's callbacks.
+   * `isolate`, when given, runs each task's code (the callbacks module's runInsideTask, so that
+   * computations a task starts do not see this one's callbacks).
    * `measure`: report each task's timing and metrics (and let contextMeter record into them).
    */
   constructor(
-    private readonly isolate: boolean,
+    private readonly isolate?: <T>(fn: () => T) => T,
     measure = false,
   ) {
     if (measure) this.meter = (mainThreadMeter ??= new TaskMeter());
   }
 
   submit(job: TaskJob, done: (outcome: TaskOutcome) => void): void {
+    // While someone profiles, this thread's samples are told apart by the task they fall in.
+    const task = callingThread.taskStarted(job.key);
+    if (task >= 0) done = endingTask(task, done);
     if (this.meter !== undefined) {
       this.submitMeasured(job, done, this.meter);
       return;
@@ -82,7 +88,7 @@ export class SyncExecutor implements Executor {
     const { node } = job;
     let value: unknown;
     try {
-      value = this.isolate ? runInsideTask(() => evaluate(job.expr, job.values)) : evaluate(job.expr, job.values);
+      value = this.isolate !== undefined ? this.isolate(() => evaluate(job.expr, job.values)) : evaluate(job.expr, job.values);
     } catch (error) {
       done({ node, ok: false, error, workerId: null });
       return;
@@ -106,7 +112,8 @@ export class SyncExecutor implements Executor {
     };
     let value: unknown;
     try {
-      value = meter.run(ledger, this.isolate ? evaluateIsolated : evaluate, job.expr, job.values);
+      const isolate = this.isolate;
+      value = meter.run(ledger, isolate !== undefined ? (expr, values) => isolate(() => evaluate(expr, values)) : evaluate, job.expr, job.values);
     } catch (error) {
       settle(false, error);
       return;
@@ -122,10 +129,6 @@ export class SyncExecutor implements Executor {
   }
 }
 
-function evaluateIsolated(expr: Expr, values: readonly unknown[]): unknown {
-  return runInsideTask(() => evaluate(expr, values));
-}
-
 /** One meter for the main thread: its clock state is the thread's, whichever computation runs. */
 let mainThreadMeter: TaskMeter | undefined;
 
@@ -138,5 +141,12 @@ function timingOf(meter: TaskMeter, ledger: TaskLedger): TaskTiming {
     endTime: ledger.end / 1000,
     cpuTime: Number.isNaN(cpu) ? undefined : cpu,
     metrics: executeMetrics(wall, cpu, ledger),
+  };
+}
+
+function endingTask(task: number, done: (outcome: TaskOutcome) => void): (outcome: TaskOutcome) => void {
+  return (outcome) => {
+    callingThread.taskEnded(task);
+    done(outcome);
   };
 }

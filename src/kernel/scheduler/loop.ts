@@ -89,7 +89,16 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
       }
       for (let i = 0; i < outcomes.length; i++) {
         const outcome = outcomes[i];
-        if (!outcome.ok) throw outcome.error;
+        if (!outcome.ok) {
+          for (const cb of callbacks) {
+            try {
+              cb.taskError?.(keys[outcome.node], outcome.error, graph, state, outcome.workerId, outcome);
+            } catch {
+              // The task's error is the one to raise (see TaskErrorHook).
+            }
+          }
+          throw outcome.error;
+        }
         scheduler.finishTask(outcome.node, outcome.value);
         // The outcome doubles as the TaskInfo (it carries `timing`): no allocation per task.
         for (const cb of posttasks) cb.posttask!(keys[outcome.node], outcome.value, graph, state, outcome.workerId, outcome);
@@ -109,7 +118,9 @@ export async function runLoop(options: LoopOptions): Promise<unknown> {
   } finally {
     signal?.removeEventListener("abort", onAbort);
     if (!succeeded && scheduler !== undefined && scheduler.running > 0) executor.cancelRunning?.();
-    executor.release?.();
+    // Measurements workers send after their results (statistical profiles) arrive before `finish`.
+    const released = executor.release?.();
+    if (released !== undefined) await released;
     let finishError: unknown;
     let finishFailed = false;
     for (const cb of started) {

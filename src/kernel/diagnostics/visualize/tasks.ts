@@ -5,7 +5,8 @@ import { formatKey } from "../../graph/keys";
 import type { TaskData } from "../types";
 import { seconds, timeAxis } from "./frame";
 import { taskFunctionName } from "./groups";
-import { DETAIL_LIMIT, type PlotContext, type VegaLiteSpec, binCount } from "./plot";
+import { binIntervals, binnedEncoding } from "./bins";
+import { DETAIL_LIMIT, type PlotContext, type VegaLiteSpec } from "./plot";
 
 /** The label of a worker row; the sync scheduler runs tasks on the main thread (worker id null). */
 export function workerLabel(workerId: TaskData["workerId"]): string {
@@ -55,18 +56,9 @@ export function tasksPlot(tasks: readonly TaskData[], groups: readonly string[],
           { field: "t", type: "quantitative", title: "Start (s)", format: ".6~f" },
           { field: "dur", type: "quantitative", title: "Duration (s)", format: ".3~g" },
         ]
-      : [
-          { field: "worker", type: "nominal", title: "Worker" },
-          { field: "t", type: "quantitative", title: "From (s)", format: ".3~f" },
-          { field: "t2", type: "quantitative", title: "To (s)", format: ".3~f" },
-          { field: "color", type: "nominal", title: "Mostly" },
-          { field: "busy", type: "quantitative", title: "Busy", format: ".0%" },
-          { field: "started", type: "quantitative", title: "Tasks started" },
-        ],
+      : binnedEncoding("worker", "Worker", "Tasks").tooltip,
   };
-  if (!detailed) {
-    encoding.opacity = { field: "busy", type: "quantitative", scale: { domain: [0, 1], range: [0.15, 1] }, legend: null };
-  }
+  if (!detailed) encoding.opacity = binnedEncoding("worker", "Worker", "Tasks").opacity;
   return {
     width: context.width,
     height: context.height,
@@ -91,52 +83,20 @@ function taskMarks(tasks: readonly TaskData[], groups: readonly string[], rows: 
   }));
 }
 
-/**
- * Per worker and time bin: the busy fraction and the colour group with the most busy time.
- * Profiler intervals on one worker do not overlap, so the work is O(tasks + workers × bins).
- */
+/** Per worker and time bin: the busy fraction and the colour group with the most busy time. */
 function binnedMarks(tasks: readonly TaskData[], groups: readonly string[], rows: ReturnType<typeof workerRows>, context: PlotContext): object[] {
-  const { origin, span } = context.frame;
-  const bins = binCount(context.width);
-  const binWidth = span / bins;
   const colorIndex = new Map(context.colors.domain.map((group, i) => [group, i]));
-  const colorsCount = context.colors.domain.length;
-  const workers = rows.labels.length;
-  // busy[(worker * bins + bin) * colorsCount + color] = seconds
-  const busy = new Float64Array(workers * bins * colorsCount);
-  const started = new Uint32Array(workers * bins);
-  const binAt = (t: number): number => Math.min(bins - 1, Math.max(0, Math.floor(t / binWidth)));
-  tasks.forEach((task, i) => {
-    const start = task.startTime - origin;
-    const end = task.endTime - origin;
-    const color = colorIndex.get(context.colors.colorGroup(groups[i])) as number;
-    const row = rows.rowOf[i];
-    started[row * bins + binAt(start)] += 1;
-    for (let bin = binAt(start), last = binAt(end); bin <= last; bin++) {
-      const overlap = Math.min(end, (bin + 1) * binWidth) - Math.max(start, bin * binWidth);
-      if (overlap > 0) busy[(row * bins + bin) * colorsCount + color] += overlap;
-    }
-  });
-  const values: object[] = [];
-  for (let row = 0; row < workers; row++) {
-    for (let bin = 0; bin < bins; bin++) {
-      const cell = (row * bins + bin) * colorsCount;
-      let total = 0;
-      let top = 0;
-      for (let c = 0; c < colorsCount; c++) {
-        total += busy[cell + c];
-        if (busy[cell + c] > busy[cell + top]) top = c;
-      }
-      if (total <= 0 && started[row * bins + bin] === 0) continue;
-      values.push({
-        t: seconds(bin * binWidth),
-        t2: seconds((bin + 1) * binWidth),
-        worker: rows.labels[row],
-        color: context.colors.domain[top],
-        busy: Math.min(1, total / binWidth),
-        started: started[row * bins + bin],
-      });
-    }
-  }
-  return values;
+  return binIntervals(
+    {
+      starts: tasks.map((task) => task.startTime),
+      ends: tasks.map((task) => task.endTime),
+      rows: rows.rowOf,
+      colors: groups.map((group) => colorIndex.get(context.colors.colorGroup(group)) as number),
+      rowLabels: rows.labels,
+      colorDomain: context.colors.domain,
+    },
+    context.frame.origin,
+    context.frame.span,
+    context.width,
+  );
 }

@@ -11,11 +11,13 @@ import { type Key, formatKey, keyPrefix } from "../../graph/keys";
 import { Graph } from "../../graph/graph";
 import { buildPlan } from "../../graph/plan";
 import { quote } from "../../graph/spec";
+import { dashboardPublisher } from "../../dashboard/publisher";
 import { type GraphRun, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
 import type { WireTask } from "../messages";
 import type { Scheduler } from "../scheduler/scheduler";
 import type { GraphSubmission } from "../scheduler/state";
 import type { WorkerView } from "../worker/view";
+import { clusterFeed } from "../dashboard";
 import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
 import { computeGraph } from "./computation";
@@ -45,6 +47,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
   private readonly holds = new Set<FutureHold>();
   private closed = false;
   private readonly stopWatching: () => void;
+  /** Takes the cluster off the notebook's dashboard feed. */
+  private readonly leaveDashboard: () => void;
 
   private constructor(
     readonly cluster: ClusterHandle,
@@ -54,6 +58,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
     this.stopWatching = cluster.scheduler.onClose(() => void this.close());
     openClients.push(this);
     setDefaultGraphScheduler(this);
+    // While open, the cluster feeds the kernel's dashboard (the JupyterLab panels, serveDashboard()).
+    this.leaveDashboard = clusterFeed(cluster).attach(dashboardPublisher, "Client");
   }
 
   /**
@@ -178,6 +184,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     if (this.closed) return;
     this.closed = true;
     this.stopWatching();
+    this.leaveDashboard();
     for (const hold of [...this.holds]) hold.release();
     const at = openClients.indexOf(this);
     if (at >= 0) openClients.splice(at, 1);

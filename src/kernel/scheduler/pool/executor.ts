@@ -4,6 +4,7 @@
 
 import type { Plan } from "../../graph/plan";
 import { forEachFunction } from "../../graph/spec";
+import { profiling } from "../../profiling/hub";
 import type { Executor, TaskJob, TaskOutcome } from "../executor";
 import { AdaptiveBatching } from "./batching";
 import type { WorkerPool } from "./pool";
@@ -51,7 +52,9 @@ export class PoolExecutor extends AdaptiveBatching implements Executor {
     this.pool.cancel(this);
   }
 
-  release(): void {
+  /** Waits for the workers' statistical profiles when someone profiles, so they are complete when callbacks finish. */
+  release(): void | Promise<void> {
     this.pool.release(this);
+    if (profiling.active !== undefined) return this.pool.collectProfiles();
   }
 }

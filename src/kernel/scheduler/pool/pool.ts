@@ -9,10 +9,13 @@ import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_thread
 import type { Key } from "../../graph/keys";
 import { formatKey } from "../../graph/keys";
 import { type TaskMetric, executeMetrics } from "../../metrics/context-meter";
+import { COLLECT_TIMEOUT_MS, profiling } from "../../profiling/hub";
+import { PoolProfiles } from "../../profiling/pool-source";
 import type { TaskJob, TaskOutcome } from "../executor";
 import { FunctionShipper, FunctionTable } from "./ship";
 import {
   type FnSpec,
+  type PoolMessage,
   type ReadyMessage,
   type RunMessage,
   type WireExpr,
@@ -75,7 +78,7 @@ interface Entry {
 /** One thread or process, seen through the few operations the pool needs. */
 interface Transport {
   readonly workerId: number;
-  post(message: RunMessage): void;
+  post(message: PoolMessage): void;
   stop(): void;
   setKeepsAlive(keep: boolean): void;
   /** Takes a message that has arrived, without waiting (threads only). */
@@ -201,6 +204,8 @@ export class WorkerPool {
   private rejectShipper!: (error: Error) => void;
   /** Set when workers cannot start at all: every task fails with it instead of respawning forever. */
   private broken: Error | undefined;
+  /** The workers' statistical profiles, while someone profiles (see kernel/profiling). */
+  private readonly profiles = new PoolProfiles();
 
   constructor(
     readonly kind: PoolKind,
@@ -214,6 +219,12 @@ export class WorkerPool {
     });
     this.shipperReady.catch(() => {}); // a pool that never starts is reported by ready() and enqueue()
     for (let i = 0; i < size; i++) this.workers.push(new PoolWorker(this, kind, false));
+    profiling.register(this.profiles);
+  }
+
+  /** Has every worker send what it has sampled so far (when profiling is on). */
+  collectProfiles(timeoutMs = COLLECT_TIMEOUT_MS): Promise<void> {
+    return this.profiles.collect(timeoutMs);
   }
 
   /** Resolves once a worker has said which globals task sources may use. */
@@ -267,6 +278,7 @@ export class WorkerPool {
       if (worker.batch?.[0]?.client !== client) continue;
       worker.retired = true;
       worker.transport.stop();
+      this.profiles.workerGone(worker.transport);
       this.workers[i] = new PoolWorker(this, this.kind, this.keepsAlive);
     }
     this.updateKeepAlive();
@@ -310,10 +322,12 @@ export class WorkerPool {
   close(reason = new Error(`The ${this.kind} pool was closed`)): void {
     this.broken = reason;
     this.rejectShipper(reason);
+    profiling.unregister(this.profiles);
     const unfinished = [...this.queue];
     for (const worker of this.workers) {
       worker.retired = true;
       worker.transport.stop();
+      this.profiles.workerGone(worker.transport);
       if (worker.batch !== undefined) unfinished.push(...worker.batch.slice(worker.reported));
     }
     this.workers.length = 0;
@@ -400,6 +414,7 @@ export class WorkerPool {
     }
     worker.batch = batch;
     worker.reported = 0;
+    if (this.profiles.active) this.profiles.tasksSent(worker.transport, batch.map((entry) => entry.job.key));
   }
 
   onMessage(worker: PoolWorker, message: WorkerMessage): void {
@@ -407,6 +422,9 @@ export class WorkerPool {
       if (message.type === "ready") {
         worker.ready = true;
         this.onReady(message);
+        this.profiles.workerReady(worker.transport);
+      } else if (message.type === "profile") {
+        this.profiles.onMessage(worker.transport, message);
       } else {
         worker.crash = `crashed (${message.message})`;
       }
@@ -463,6 +481,7 @@ export class WorkerPool {
 
   onExit(worker: PoolWorker, how: string): void {
     const slot = this.workers.indexOf(worker);
+    this.profiles.workerGone(worker.transport);
     if (worker.retired || slot < 0) return;
     if (!worker.ready) {
       // It never started: respawning would fail the same way.

@@ -2,6 +2,7 @@
 // task expressions and functions, errors, and the worker-side measurements. Loaded by both sides.
 
 import type { MessagePort } from "node:worker_threads";
+import type { ProfileMessage, ProfilerControl } from "../../profiling/messages";
 
 /** How a worker finds a function. */
 export type FnSpec =
@@ -33,6 +34,9 @@ export interface WorkerThreadData {
 /** Pool → worker: definitions of the function ids this worker has not seen yet (or null), then the tasks. */
 export type RunMessage = readonly [readonly (readonly [number, FnSpec])[] | null, ...WireExpr[]];
 
+/** Pool → worker: a batch of tasks, or a profiler command (see kernel/profiling). */
+export type PoolMessage = RunMessage | ProfilerControl;
+
 /** Worker → pool, once at start-up. */
 export interface ReadyMessage {
   readonly type: "ready";
@@ -57,7 +61,7 @@ export interface CrashMessage {
 export type ResultsMessage = unknown[];
 export const RESULT_SIZE = 8;
 
-export type WorkerMessage = ReadyMessage | CrashMessage | ResultsMessage;
+export type WorkerMessage = ReadyMessage | CrashMessage | ResultsMessage | ProfileMessage;
 
 /** A thrown value made safe for structured clone. */
 export type PackedError =

@@ -8,10 +8,13 @@ import { estimateNbytes } from "../../diagnostics/nbytes";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
 import { type TaskLedger, TaskMeter, executeMetrics } from "../../metrics/context-meter";
 import { type AnyFunction, resolveFunction } from "./functions";
+import { isProfilerControl } from "../../profiling/messages";
+import * as profiler from "../../profiling/worker-host";
 import {
   CALL,
   LIST,
   LITERAL,
+  type PoolMessage,
   type RunMessage,
   type WireExpr,
   RESULT_SIZE,
@@ -95,6 +98,7 @@ const meter = new TaskMeter();
 
 function record(ok: boolean, value: unknown, task: TaskLedger, bytesIn: number): void {
   meter.end(task);
+  profiler.taskEnded();
   const bytesOut = ok ? estimateNbytes(value, isThread) : 0;
   // Only a task whose code metered something ships its breakdown; the pool derives the rest.
   const metrics = task.user === null && task.meteredWall === 0 ? null : executeMetrics((task.end - task.start) / 1000, task.cpu / 1000, task);
@@ -111,6 +115,7 @@ function runBatch(tasks: RunMessage, from: number): boolean {
   for (let i = from; i < tasks.length; i++) {
     const bytesIn = estimateNbytes(tasks[i], isThread);
     const task = meter.begin();
+    profiler.taskStarted();
     let value: unknown;
     try {
       value = meter.run(task, evaluateWire, tasks[i]);
@@ -143,25 +148,29 @@ function runBatch(tasks: RunMessage, from: number): boolean {
  */
 const POLL_MS = 0.05;
 
-function onMessage(message: RunMessage): void {
-  for (let next: RunMessage | undefined = message; next !== undefined; ) {
+function onMessage(message: PoolMessage): void {
+  for (let next: PoolMessage | undefined = message; next !== undefined; ) {
     const started = epochMs();
     if (!runMessage(next) || port === null || !waitAwake || epochMs() - started > POLL_MS) return;
     next = poll(port);
   }
 }
 
-function poll(from: MessagePort): RunMessage | undefined {
+function poll(from: MessagePort): PoolMessage | undefined {
   const end = epochMs() + POLL_MS;
   do {
     const received = receiveMessageOnPort(from);
-    if (received !== undefined) return received.message as RunMessage;
+    if (received !== undefined) return received.message as PoolMessage;
   } while (epochMs() < end);
   return undefined;
 }
 
 /** Defines the message's new functions and runs its tasks; false if a task's promise is pending. */
-function runMessage(message: RunMessage): boolean {
+function runMessage(message: PoolMessage): boolean {
+  if (isProfilerControl(message)) {
+    profiler.onProfilerControl(message, send);
+    return true;
+  }
   for (const [id, spec] of message[0] ?? []) {
     try {
       functions.set(id, resolveFunction(spec));

@@ -1,0 +1,45 @@
+// The task stream: every task's phases on its worker thread (records.ts TaskStreamRecord), from
+// the local schedulers now and the cluster's ring later, with Dask's get_task_stream and the plot.
+import type { TaskStreamRecord } from "../../../protocol/records";
+import { withCallbacks } from "../../callbacks/callback";
+import type { ProfilePlot } from "../visualize";
+import type { VisualizeOptions } from "../visualize/options";
+import { TaskStreamCollector } from "./collector";
+import { taskStreamPlot } from "./plot";
+import type { TaskStreamTable } from "./table";
+
+export { TaskStreamCollector, localWorker, typeName } from "./collector";
+export { TaskStreamTable, ACTIONS } from "./table";
+export { taskStreamSpec, taskStreamPlot, streamRows, PREFIX_PALETTE, PHASE_COLORS, type TaskStreamSpecOptions } from "./plot";
+
+export interface GetTaskStreamOptions extends VisualizeOptions {
+  /** Also plot the stream: true shows it (notebook) or writes `filename` (elsewhere); "save" always writes it. */
+  readonly plot?: boolean | "save";
+}
+
+/** What `getTaskStream` gives back: Dask's `ts.data` and `ts.figure`, and the block's own result. */
+export interface TaskStream<T> {
+  /** One record per task the block ran (Dask's task-stream messages). */
+  readonly data: TaskStreamRecord[];
+  /** The same in columns, for plots and reports. */
+  readonly table: TaskStreamTable;
+  readonly result: T;
+  /** The plot, when `plot` was asked for. */
+  readonly figure: ProfilePlot | undefined;
+}
+
+/**
+ * Dask's `with get_task_stream(plot=…) as ts:` — runs `fn` and records every task the
+ * computations it starts run: `const ts = await getTaskStream(() => x.compute())`, then `ts.data`.
+ */
+export async function getTaskStream<T>(fn: () => T | Promise<T>, options: GetTaskStreamOptions = {}): Promise<TaskStream<Awaited<T>>> {
+  if (typeof fn !== "function") throw new TypeError(`getTaskStream takes the block to run as a function, got ${typeof fn}`);
+  const { plot, ...plotOptions } = options;
+  if (plot !== undefined && plot !== true && plot !== false && plot !== "save") {
+    throw new TypeError(`Option plot must be true, false or "save", got ${JSON.stringify(plot)}`);
+  }
+  const collector = new TaskStreamCollector();
+  const result = await withCallbacks(collector, async () => fn());
+  const figure = plot === true || plot === "save" ? await taskStreamPlot(collector.table, { ...plotOptions, ...(plot === "save" ? { save: true } : {}) }) : undefined;
+  return { data: collector.data, table: collector.table, result: result as Awaited<T>, figure };
+}

@@ -1,0 +1,41 @@
+// What a performance report page holds (Dask's performance_report, seed 003): the summary and, per
+// tab, a Vega-Lite spec or a profile view's data, or a note saying why the tab has nothing. The
+// kernel builds it (kernel/diagnostics/report); the browser draws it (views/report).
+
+import type { ProfileViewData } from "./index";
+
+export type VegaLiteSpecData = Readonly<Record<string, unknown>>;
+
+/** A tab's content: drawn data, or a sentence saying why there is none. */
+export type ReportPart<T> = { readonly data: T; readonly note?: string } | { readonly data?: undefined; readonly note: string };
+
+export interface ReportSummary {
+  /** Epoch seconds when the block started, and how long it ran. */
+  readonly started: number;
+  readonly duration: number;
+  readonly tasks: number;
+  /** Seconds spent in each task phase (compute, transfer, …), largest first. */
+  readonly phases: readonly { readonly action: string; readonly seconds: number }[];
+  /** Where the tasks ran: "local schedulers (sync, threads, processes)" or a cluster's address. */
+  readonly scheduler: string;
+  readonly workers: number;
+  readonly threads: number;
+  /** Memory of the machine(s) the workers run on, bytes. */
+  readonly memory: number;
+  readonly versions: readonly { readonly name: string; readonly version: string }[];
+  /** The source of the block the report wraps. */
+  readonly code: string;
+}
+
+export interface ReportData {
+  readonly title: string;
+  readonly summary: ReportSummary;
+  readonly taskStream: ReportPart<VegaLiteSpecData>;
+  readonly computeProfile: ReportPart<ProfileViewData>;
+  readonly administrativeProfile: ReportPart<ProfileViewData>;
+  readonly bandwidth: ReportPart<{ readonly types: VegaLiteSpecData; readonly workers: VegaLiteSpecData }>;
+  readonly system: ReportPart<VegaLiteSpecData>;
+  /** Fine performance metrics with spans: the FPM view's data, when that was recorded. */
+  readonly fineMetrics?: ReportPart<unknown>;
+  readonly memory: ReportPart<VegaLiteSpecData>;
+}
