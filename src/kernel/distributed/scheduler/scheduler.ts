@@ -165,8 +165,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           const failure = this.state.failureOf(slot);
           if (failure !== undefined) throw new Error(`Cannot gather ${this.state.nameOf(slot)}: it failed`);
           const holder = this.state.whoHas(slot)[0];
-          if (holder === undefined) waitFor.push(key);
-          else byWorker.set(holder.address, [...(byWorker.get(holder.address) ?? []), key]);
+          if (holder === undefined) {
+            waitFor.push(key);
+            continue;
+          }
+          const workerKeys = byWorker.get(holder.address);
+          if (workerKeys === undefined) byWorker.set(holder.address, [key]);
+          else workerKeys.push(key);
         }
         const replies = await Promise.all([...byWorker].map(([worker, workerKeys]) => gatherFrom(worker, workerKeys)));
         const missing: string[] = [...waitFor];
