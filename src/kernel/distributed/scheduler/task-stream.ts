@@ -119,6 +119,13 @@ export class TaskStreamRing {
     this.types = [];
     this.spans = [];
     this.phases = [];
+    // The number columns start over too: grow() copies the old column into one of the new length.
+    this.threads = new Float64Array(0);
+    this.failed = new Uint8Array(0);
+    this.nbytes = new Float64Array(0);
+    this.computeStart = new Float64Array(0);
+    this.computeStop = new Float64Array(0);
+    this.lastStop = new Float64Array(0);
     this.typeNames.clear();
   }
 
