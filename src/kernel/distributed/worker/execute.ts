@@ -47,6 +47,14 @@ export interface TaskRun {
 /** The pool's TaskTiming, with the task's own metrics list where the pool reports one. */
 type TimingWithMetrics = TaskTiming & { readonly metrics?: readonly (readonly [activity: string, value: number, unit: string])[] };
 
+/**
+ * The largest batch of tiny tasks a worker hands a thread: its threads sleep between batches
+ * (below), so every batch costs a wake-up and a message each way, and the worker's main thread
+ * has each batch's outcomes to handle anyway. Outcomes still come back every few ms (worker-main's
+ * REPORT_AFTER_MS), and a batch only grows this long for tasks of a few µs (TARGET_BATCH_MS).
+ */
+const WORKER_MAX_BATCH = 256;
+
 export class TaskRunner extends AdaptiveBatching {
   private readonly pool: WorkerPool;
   /** The scheduler's function ids → the pool's. */
@@ -54,7 +62,7 @@ export class TaskRunner extends AdaptiveBatching {
   private nextNode = 0;
 
   constructor(readonly nthreads: number) {
-    super();
+    super(WORKER_MAX_BATCH);
     // A worker shares the machine's cores with the scheduler and other workers: its threads sleep
     // between batches rather than wait awake.
     this.pool = new WorkerPool("threads", nthreads, { waitAwake: false });
