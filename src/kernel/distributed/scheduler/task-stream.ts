@@ -6,6 +6,7 @@
 // the garbage collector to copy and mark on every computation. A record is rebuilt when read.
 
 import type { StartStop, TaskStreamRecord } from "../../../protocol/records";
+import { type NumberColumn, grownColumn } from "./columns";
 
 /** Dask's `distributed.scheduler.dashboard.tasks.task-stream-length`. */
 export const DEFAULT_TASK_STREAM_LENGTH = 100_000;
@@ -146,11 +147,7 @@ export class TaskStreamRing {
 
   private grow(): void {
     const rows = Math.min(this.capacity, Math.max(FIRST_COLUMN_LENGTH, 2 * this.rows));
-    const grown = <T extends Float64Array | Uint8Array>(old: T, make: new (n: number) => T): T => {
-      const next = new make(rows);
-      next.set(old);
-      return next;
-    };
+    const grown = <T extends NumberColumn>(old: T, make: new (length: number) => T): T => grownColumn(old, make, rows);
     this.threads = grown(this.threads, Float64Array);
     this.failed = grown(this.failed, Uint8Array);
     this.nbytes = grown(this.nbytes, Float64Array);
