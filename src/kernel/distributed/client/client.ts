@@ -11,6 +11,12 @@ import { type Key, formatKey, keyPrefix } from "../../graph/keys";
 import { Graph } from "../../graph/graph";
 import { buildPlan } from "../../graph/plan";
 import { quote } from "../../graph/spec";
+import { currentSpan } from "../../metrics/spans";
+import { type FpmPanel, type FpmPanelOptions, showArrivingPanel } from "../../metrics/panel";
+import type { DisplayHandle } from "../../display";
+import type { FpmData } from "../../../protocol/fpm";
+import type { MetricRecord, SpanRecord } from "../../../protocol/records";
+import { now } from "../../clock";
 import { dashboardPublisher } from "../../dashboard/publisher";
 import { type GraphRun, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
 import type { WireTask } from "../messages";
@@ -22,7 +28,7 @@ import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
 import { computeGraph } from "./computation";
 import { Future, FutureHold } from "./future";
-import { planSubmission } from "./submission";
+import { planSpans, planSubmission } from "./submission";
 
 /** What a Client connects to: a cluster whose scheduler runs in this process. */
 export interface ClusterHandle {
@@ -134,7 +140,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     }
     const plan = buildPlan(Graph.from(graph), key);
     const keyIds = plan.ids;
-    const submission = planSubmission(plan, keyIds, this.scheduler.functions, () => false);
+    const submission = { ...planSubmission(plan, keyIds, this.scheduler.functions, () => false), ...planSpans(plan) };
     const slots = this.scheduler.submit(submission);
     const [output] = submission.wanted;
     return this.futureFor(plan.keys[output], keyIds[output], slots[output]);
@@ -175,6 +181,69 @@ export class Client implements GraphScheduler, AsyncDisposable {
   async runOnScheduler<R>(fn: (scheduler: Scheduler) => R): Promise<Awaited<R>> {
     this.checkOpen();
     return await fn(this.scheduler);
+  }
+
+  // ---- Fine performance metrics and spans --------------------------------------------------------
+  // Workers send what they measure with their heartbeats (every 0.5 s); these calls first wait
+  // for one from each worker, begun after the call, so everything measured before it is in.
+
+  /**
+   * The cluster's fine performance metrics, Dask's `cumulative_worker_metrics`: every worker's
+   * digests summed since the cluster started, without span ids, as records
+   * `{ context, prefix?, activity, unit, value }` — context "execute" (per task prefix),
+   * "gather-dep" (fetching inputs from peers), "get-data" (serving them), "memory-monitor"
+   * (spilling under memory pressure). Per worker, with span ids: `client.run((w) => w.digestsTotal)`.
+   */
+  async metrics(): Promise<MetricRecord[]> {
+    this.checkOpen();
+    await this.scheduler.syncMetrics();
+    return this.scheduler.cumulativeWorkerMetrics();
+  }
+
+  /**
+   * Every span (Dask's `Span`s, in creation order): id, name, parent and children, enqueued /
+   * start / stop, done, task counts by state, `activeCpuSeconds` (wall × threads while active),
+   * `nbytesTotal`, and the execute metrics of its subtree with the idle time as
+   * ("N/A", "idle or other spans"). Tasks submitted outside any `span()` are in spans named ["default"].
+   */
+  async spans(): Promise<SpanRecord[]> {
+    this.checkOpen();
+    await this.scheduler.syncMetrics();
+    return this.scheduler.spans();
+  }
+
+  /** Everything the Fine Performance Metrics panel draws, as of now (synchronised as above). */
+  async metricsData(): Promise<FpmData> {
+    this.checkOpen();
+    await this.scheduler.syncMetrics();
+    return this.metricsSnapshot();
+  }
+
+  /**
+   * Shows Dask's Fine Performance Metrics panel for the cluster (the same as
+   * `FinePerformanceMetrics.visualize()`, with "Send data, by activity" from the workers'
+   * get-data): in a notebook, in the calling cell at once, from what the scheduler has; the same
+   * output is brought up to date once every worker's next heartbeat is in (≤ 0.5 s). Elsewhere it
+   * writes a standalone HTML file (`fpm.html`) from the up-to-date metrics. Awaiting the handle
+   * gives the up-to-date FpmPanel.
+   */
+  visualizeMetrics(options?: FpmPanelOptions): DisplayHandle<FpmPanel> {
+    this.checkOpen();
+    return showArrivingPanel(this.metricsSnapshot(), this.metricsData(), options);
+  }
+
+  /** The panel's data from what the scheduler has now. */
+  private metricsSnapshot(): FpmData {
+    const { workers } = this.scheduler;
+    let threads = 0;
+    for (const ws of workers.values()) threads += ws.nthreads;
+    const description = `${this.cluster.description}, ${workers.size} worker${workers.size === 1 ? "" : "s"}, ${threads} thread${threads === 1 ? "" : "s"}`;
+    return {
+      metrics: this.scheduler.cumulativeWorkerMetrics(),
+      spans: this.scheduler.spans(),
+      time: now(),
+      source: { description, transfers: true },
+    };
   }
 
   // ---- Lifetime --------------------------------------------------------------------------------
@@ -241,6 +310,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
       dependencies: Int32Array.from(dependencies),
       order: Int32Array.from(keys, (_, i) => i),
       wanted: calling.map((_, i) => i),
+      span: currentSpan(),
     };
     const slots = this.scheduler.submit(submission);
     return calling.map((call, i) => this.futureFor(call.key, call.key, slots[i]));

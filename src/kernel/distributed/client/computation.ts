@@ -16,7 +16,7 @@ import type { TaskFailure, TaskListener } from "../scheduler/state";
 import type { WorkerState } from "../scheduler/workers";
 import { failureError } from "./errors";
 import { ClusterResult } from "./results";
-import { planSubmission } from "./submission";
+import { planSpans, planSubmission } from "./submission";
 
 export interface GraphRequest {
   readonly graph: Graph;
@@ -48,7 +48,7 @@ export async function computeGraph(scheduler: Scheduler, request: GraphRequest):
       plan = buildPlan(graph, request.keys, { cache: held });
       keyIds = plan.ids;
     }
-    const submission = planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node]));
+    const submission = { ...planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node])), ...planSpans(plan) };
     computation = new Computation(scheduler, plan, keyIds, callbacks);
     for (const cb of callbacks) cb.startState?.(graph, computation.view!);
     await computation.run(submission, signal);

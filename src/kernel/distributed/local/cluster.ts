@@ -302,7 +302,8 @@ function checkOptions(options: LocalClusterOptions): Settings {
     threadsPerWorker: threadsPerWorker!,
     memoryLimit,
     dashboardAddress,
-    scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures },
+    // TSDASK_METRICS=off: no fine performance metrics (the workers read it too), to measure what they cost (bench/cluster-fpm.ts).
+    scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures, metrics: process.env.TSDASK_METRICS !== "off" },
   };
 }
 

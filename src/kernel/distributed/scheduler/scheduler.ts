@@ -4,7 +4,7 @@
 // memory, bandwidth, workers). It lives in the client's process; `client.runOnScheduler` gets it.
 
 import { EventEmitter } from "node:events";
-import type { BandwidthSummary, ClusterMemory, MetricRecord, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
+import type { BandwidthSummary, ClusterMemory, MetricRecord, SpanRecord, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
 import { now } from "../../clock";
 import { type FnSpec, type PackedError, unpackError } from "../../scheduler/pool/wire";
 import type { FromWorker, GatherReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress, WorkerMetrics } from "../messages";
@@ -32,6 +32,14 @@ interface PendingRequest {
 
 /** How often gather looks for a key again after its holders lost it (it is being recomputed). */
 const GATHER_ATTEMPTS = 20;
+/** The longest a metrics sync waits for a worker's heartbeats (one that hangs or is paused in a debugger). */
+const SYNC_TIMEOUT_MS = 5000;
+
+/** A metrics sync under way: the heartbeat count each worker must reach. */
+interface MetricsSync {
+  readonly targets: Map<WorkerState, number>;
+  readonly done: () => void;
+}
 
 export class Scheduler extends EventEmitter<SchedulerEvents> {
   readonly state: ClusterState;
@@ -44,6 +52,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private closed = false;
   /** Told when the scheduler closes (computations and Futures waiting on it): a Set, so thousands of waiters cost O(1) each. */
   private readonly closeWatchers = new Set<() => void>();
+  private readonly syncs = new Set<MetricsSync>();
 
   constructor(
     readonly transport: Transport,
@@ -87,9 +96,45 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   getTaskStream(options?: CollectOptions): TaskStreamRecord[] {
     return this.state.taskStream.collect(options);
   }
-  /** Dask's cumulative_worker_metrics: every worker digest since start, without span ids. */
+  /**
+   * Dask's cumulative_worker_metrics: every worker digest since start, without span ids, as the
+   * workers' heartbeats brought them (see syncMetrics).
+   */
   cumulativeWorkerMetrics(): MetricRecord[] {
     return this.state.cumulativeMetrics.records();
+  }
+  /**
+   * Every span (Dask's spans extension), in creation order, each with its subtree's execute
+   * metrics (idle included as ("N/A", "idle or other spans")) as the heartbeats brought them.
+   */
+  spans(): SpanRecord[] {
+    return this.state.spans.records(now());
+  }
+
+  /**
+   * Resolves once every worker has sent a heartbeat begun after this call, so the metrics above
+   * hold everything digested before it (a worker that leaves meanwhile is not waited for; one
+   * that stays silent for 5 s neither). A worker starts a heartbeat when the reply to its
+   * previous one arrives: the second heartbeat from now is such a one, and the reply to the
+   * first asks for it at once. Takes up to a heartbeat interval (0.5 s), a round trip more.
+   */
+  syncMetrics(): Promise<void> {
+    if (this.closed || this.state.workers.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const release = this.hold();
+      const timer = setTimeout(() => sync.done(), SYNC_TIMEOUT_MS);
+      const sync: MetricsSync = {
+        targets: new Map([...this.state.workers.values()].map((ws) => [ws, ws.heartbeats + 2])),
+        done: () => {
+          this.syncs.delete(sync);
+          clearTimeout(timer);
+          release();
+          resolve();
+        },
+      };
+      for (const ws of sync.targets.keys()) ws.hurried = true;
+      this.syncs.add(sync);
+    });
   }
   /** Dask's MemoryState summed over the workers, from their last heartbeats. */
   memory(): ClusterMemory {
@@ -112,7 +157,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   submit(graph: GraphSubmission, listener?: TaskListener): Int32Array {
     this.checkOpen();
-    const slots = this.state.submit(graph, listener);
+    const slots = this.state.submit(graph, listener, now());
     this.scheduleFlush();
     this.emit("graph-submitted", graph, slots);
     return slots;
@@ -228,6 +273,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
     for (const watcher of [...this.closeWatchers]) watcher();
     this.closeWatchers.clear();
+    for (const sync of [...this.syncs]) sync.done();
     await this.transport.close();
   }
 
@@ -259,8 +305,20 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
     this.state.handle(worker, forState ?? messages, now());
     this.scheduleFlush();
+    if (this.syncs.size > 0) this.checkSyncs();
     // One check per batch while nobody listens; the dashboard listens while it is shown.
     if (this.listenerCount("heartbeat") > 0) this.reportHeartbeats(worker, messages);
+  }
+
+  /** Metrics syncs whose workers have all sent their heartbeats (or left) are done. */
+  private checkSyncs(): void {
+    for (const sync of [...this.syncs]) {
+      let waiting = false;
+      for (const [ws, target] of sync.targets) {
+        if (ws.heartbeats < target && this.state.workers.get(ws.address) === ws) waiting = true;
+      }
+      if (!waiting) sync.done();
+    }
   }
 
   private reportHeartbeats(worker: WorkerAddress, messages: readonly FromWorker[]): void {
@@ -278,6 +336,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       request.settle(new Error(`Worker ${worker} left: ${reason}`));
     }
     this.flush();
+    if (this.syncs.size > 0) this.checkSyncs();
     this.emit("worker-left", worker, reason);
   }
 

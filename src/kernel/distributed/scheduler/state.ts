@@ -8,6 +8,9 @@
 // few array writes: a million-task graph costs tens of bytes per task here.
 
 import type { ClusterMemory, TaskStateCounts, TaskStreamRecord } from "../../../protocol/records";
+import { now as machineNow } from "../../clock";
+import type { SpanPath } from "../../metrics/spans";
+import { SPAN_STATES, type SpanTasks, SpansState } from "../../metrics/spans-state";
 import type { FnSpec, PackedError } from "../../scheduler/pool/wire";
 import type {
   ComputeTaskMessage,
@@ -40,6 +43,8 @@ export const FORGOTTEN = 6;
 export const NO_WORKER = 7;
 const STATE_NAMES = ["released", "waiting", "queued", "processing", "memory", "erred", "forgotten", "no-worker"] as const;
 export type TaskStateName = (typeof STATE_NAMES)[number];
+/** Each state's index in a span's counts (Dask's TaskGroup states): no-worker tasks are queued there. */
+const SPAN_STATE = Uint8Array.from(STATE_NAMES, (name) => SPAN_STATES.indexOf(name === "no-worker" ? "queued" : name));
 
 /** Why a task failed; its dependents fail with the same failure. */
 export type TaskFailure =
@@ -78,6 +83,10 @@ export interface GraphSubmission {
   readonly order: Int32Array;
   /** Entries the submitter wants kept (each gets one want, released with `unwant`). */
   readonly wanted: readonly number[];
+  /** The span the graph was submitted in (the client's `currentSpan()`); absent: the default span. */
+  readonly span?: SpanPath;
+  /** Only when a collection tagged some tasks (`spanOfSpec`): entry i's own span where it has one. */
+  readonly taskSpans?: readonly (SpanPath | undefined)[];
 }
 
 export interface SchedulerOptions {
@@ -89,10 +98,24 @@ export interface SchedulerOptions {
   /** Send a task ahead to the worker computing all its inputs (it starts it when they finish). */
   readonly sendAhead?: boolean;
   readonly taskStreamLength?: number;
+  /**
+   * Keep fine performance metrics and spans (default true). Off only to measure what they cost
+   * (bench/cluster-fpm.ts, through LocalCluster's TSDASK_METRICS=off): tasks then all count in one
+   * untracked span and heartbeats' digests are dropped.
+   */
+  readonly metrics?: boolean;
   /** Function specs by id, for define-functions. */
   readonly functionSpec: (id: number) => FnSpec;
 }
 
+/** The span of every task when metrics are off (it counts nothing). */
+const UNTRACKED_SPAN: SpanTasks = {
+  id: "default",
+  counts: new Float64Array(SPAN_STATES.length),
+  ran() {},
+};
+/** The heartbeat interval a hurried worker is told: its next heartbeat goes out at once. */
+const HURRIED_HEARTBEAT_SECONDS = 0.001;
 /** Dask's `distributed.scheduler.default-task-durations` fallback (`unknown-task-duration`). */
 const UNKNOWN_TASK_SECONDS = 0.5;
 /**
@@ -110,6 +133,8 @@ interface GroupStats {
   size: number;
   /** Other groups its tasks depend on. */
   readonly dependencies: Set<string>;
+  /** The span of the group's first task: every task of the group is accounted there (Dask's TaskGroup.span_id). */
+  readonly span: SpanTasks;
 }
 
 interface PrefixStats {
@@ -126,9 +151,12 @@ export class ClusterState {
   readonly workerSaturation: number;
   readonly allowedFailures: number;
   readonly sendAhead: boolean;
+  readonly metrics: boolean;
   readonly taskStream: TaskStreamRing;
   readonly bandwidth = new BandwidthEstimate();
   readonly cumulativeMetrics = new CumulativeMetrics();
+  /** Dask's spans extension: spans, their tasks' counts and times, their metrics, the cluster's threads over time. */
+  readonly spans = new SpansState();
 
   // ---- The task table: columns indexed by slot -------------------------------------------------
   private capacity = 0;
@@ -149,6 +177,8 @@ export class ClusterState {
   private readonly names: string[] = [];
   private readonly prefixes: string[] = [];
   private readonly groups: string[] = [];
+  /** Each task's span (its group's). */
+  private readonly spanTasks: SpanTasks[] = [];
   private readonly tasks: (WireTask | undefined)[] = [];
   private readonly functionIds: (readonly number[])[] = [];
   private readonly dependencies: (readonly number[])[] = [];
@@ -193,6 +223,7 @@ export class ClusterState {
       throw new RangeError(`allowedFailures must be a whole number ≥ 0, got ${this.allowedFailures}`);
     }
     this.sendAhead = options.sendAhead ?? options.placement === "locality";
+    this.metrics = options.metrics ?? true;
     this.taskStream = new TaskStreamRing(options.taskStreamLength);
     this.functionSpec = options.functionSpec;
     this.rootQueue = new SlotHeap((slot) => this.priority[slot]);
@@ -254,9 +285,9 @@ export class ClusterState {
   get threads(): number {
     return this.totalThreads;
   }
-  /** The span a task belongs to. Every task is in "default" until spans are tracked. */
-  spanOf(_slot: number): string {
-    return "default";
+  /** The id of the span a task belongs to. */
+  spanOf(slot: number): string {
+    return this.spanTasks[slot].id;
   }
 
   // ---- Listeners -------------------------------------------------------------------------------
@@ -282,9 +313,10 @@ export class ClusterState {
   /**
    * Adds a graph: new tasks start waiting (or run), keys already known are reused as they are
    * (Dask: a key names its value). Returns each entry's slot. Throws, changing nothing, if an
-   * entry without a task names a key the scheduler does not know.
+   * entry without a task names a key the scheduler does not know. New tasks join their group's
+   * span, or (a new group) the span the submission names for them, opened at `now`.
    */
-  submit(graph: GraphSubmission, listener?: TaskListener): Int32Array {
+  submit(graph: GraphSubmission, listener?: TaskListener, now: number = machineNow()): Int32Array {
     const n = graph.keys.length;
     for (let i = 0; i < n; i++) {
       if (graph.tasks[i] === undefined && !this.slotByKey.has(graph.keys[i])) {
@@ -294,6 +326,7 @@ export class ClusterState {
     const generation = ++this.generation;
     const slots = new Int32Array(n);
     const created: number[] = [];
+    const spanOf = this.submissionSpans(graph, now);
     for (let i = 0; i < n; i++) {
       const key = graph.keys[i];
       const known = this.slotByKey.get(key);
@@ -301,7 +334,7 @@ export class ClusterState {
         slots[i] = known;
         continue;
       }
-      const slot = this.allocate(key, graph.names[i], graph.prefixes[i], graph.groups[i]);
+      const slot = this.allocate(key, graph.names[i], graph.prefixes[i], graph.groups[i], spanOf, i);
       slots[i] = slot;
       this.tasks[slot] = graph.tasks[i];
       this.functionIds[slot] = graph.functions[i] ?? EMPTY;
@@ -340,6 +373,22 @@ export class ClusterState {
     return slots;
   }
 
+  /**
+   * Entry i's span, for a task starting a new group: the span is opened on first use, once per
+   * submission (the default span too: its tasks are not waiting yet while the graph is added, so
+   * it would look done and a second one would open).
+   */
+  private submissionSpans(graph: GraphSubmission, now: number): (entry: number) => SpanTasks {
+    if (!this.metrics) return () => UNTRACKED_SPAN;
+    const opened = new Map<SpanPath | undefined, SpanTasks>();
+    return (entry) => {
+      const path = graph.taskSpans?.[entry] ?? graph.span;
+      let span = opened.get(path);
+      if (span === undefined) opened.set(path, (span = this.spans.tasksOf(this.spans.ensureSpan(path, now))));
+      return span;
+    };
+  }
+
   /** One more hold on a key's result (a Future made for an existing key). */
   want(slot: number): void {
     this.wants[slot]++;
@@ -361,6 +410,7 @@ export class ClusterState {
     const ws = new WorkerState(registration, ++this.workerCount, now);
     this.workers.set(ws.address, ws);
     this.totalThreads += ws.nthreads;
+    this.spans.setTotalThreads(now, this.totalThreads);
     this.reply(ws, now);
     this.retryStranded();
     return ws;
@@ -378,11 +428,12 @@ export class ClusterState {
    * been running: too many deaths under a task and it errs with KilledWorker); results only it
    * held are recomputed if still needed.
    */
-  removeWorker(address: WorkerAddress, _reason: string, _now: number): void {
+  removeWorker(address: WorkerAddress, _reason: string, now: number): void {
     const ws = this.workers.get(address);
     if (ws === undefined) return;
     this.workers.delete(address);
     this.totalThreads -= ws.nthreads;
+    this.spans.setTotalThreads(now, this.totalThreads);
     ws.status = "closed";
     this.bandwidth.removeWorker(address);
     const processing = [...ws.processing];
@@ -482,7 +533,7 @@ export class ClusterState {
     else (users as number[]).push(dependent);
   }
 
-  private allocate(key: string, name: string, prefix: string, group: string): number {
+  private allocate(key: string, name: string, prefix: string, group: string, spanOf: (entry: number) => SpanTasks, entry: number): number {
     let slot = this.freeSlots.pop();
     if (slot === undefined) {
       slot = this.keys.length;
@@ -517,8 +568,11 @@ export class ClusterState {
     this.waitingLocally[slot] = 0;
     this.slotByKey.set(key, slot);
     let stats = this.groupStats.get(group);
-    if (stats === undefined) this.groupStats.set(group, (stats = { size: 0, dependencies: new Set() }));
+    if (stats === undefined) this.groupStats.set(group, (stats = { size: 0, dependencies: new Set(), span: spanOf(entry) }));
     stats.size++;
+    // A reused slot's earlier task stays counted as forgotten in its own span.
+    this.spanTasks[slot] = stats.span;
+    if (this.metrics) stats.span.counts[SPAN_STATE[RELEASED]]++;
     return slot;
   }
 
@@ -537,9 +591,15 @@ export class ClusterState {
   }
 
   private setState(slot: number, state: number): void {
-    this.counts[this.state[slot]]--;
+    const from = this.state[slot];
+    this.counts[from]--;
     this.counts[state]++;
     this.state[slot] = state;
+    if (this.metrics) {
+      const span = this.spanTasks[slot].counts;
+      span[SPAN_STATE[from]]--;
+      span[SPAN_STATE[state]]++;
+    }
   }
 
   private isNeeded(slot: number): boolean {
@@ -900,6 +960,7 @@ export class ClusterState {
     this.nbytes[slot] = report.nbytes;
     if (this.placement === "locality") this.addHolder(slot, ws, report.nbytes);
     this.learn(slot, report);
+    this.spanRan(slot, report);
     this.taskStream.push(this.streamRecord(slot, ws, report));
     this.notifyFinished(slot, ws, report);
     // Dependents: one input fewer to wait for.
@@ -1149,6 +1210,13 @@ export class ClusterState {
     stats.nbytes = stats.nbytes < 0 ? report.nbytes : 0.5 * stats.nbytes + 0.5 * report.nbytes;
   }
 
+  /** The span learns when its task ran (its compute phase) and how big its result is. */
+  private spanRan(slot: number, report: TaskFinishedMessage): void {
+    for (const startstop of report.startstops) {
+      if (startstop.action === "compute") this.spanTasks[slot].ran(startstop.start, startstop.stop, report.nbytes);
+    }
+  }
+
   private streamRecord(slot: number, ws: WorkerState, report: TaskFinishedMessage): TaskStreamRecord {
     return {
       key: this.names[slot],
@@ -1166,6 +1234,7 @@ export class ClusterState {
   private heartbeat(ws: WorkerState, message: HeartbeatMessage, now: number): void {
     const { metrics } = message;
     ws.metrics = metrics;
+    ws.heartbeats++;
     ws.cpu = metrics.cpu;
     // The worker's own estimate (from round trips) beats one taken from a single message.
     ws.clockOffset = message.clockOffset ?? message.now - now;
@@ -1173,7 +1242,10 @@ export class ClusterState {
     ws.transferredIn += metrics.transfer.incomingBytes;
     ws.transferredOut += metrics.transfer.outgoingBytes;
     this.bandwidth.update(ws.address, metrics.bandwidth, this.workers.size);
-    this.cumulativeMetrics.add(metrics.digests);
+    if (this.metrics) {
+      this.cumulativeMetrics.add(metrics.digests);
+      this.spans.addMetrics(metrics.digests);
+    }
     this.reply(ws, now);
   }
 
@@ -1184,7 +1256,9 @@ export class ClusterState {
   }
 
   private reply(ws: WorkerState, now: number): void {
-    this.outboxOf(ws).push({ op: "heartbeat-reply", time: now, heartbeatInterval: this.heartbeatInterval() });
+    const heartbeatInterval = ws.hurried ? HURRIED_HEARTBEAT_SECONDS : this.heartbeatInterval();
+    ws.hurried = false;
+    this.outboxOf(ws).push({ op: "heartbeat-reply", time: now, heartbeatInterval });
   }
 
   // ---- Listener calls --------------------------------------------------------------------------

@@ -1,6 +1,5 @@
 // Fine performance metrics as a worker keeps them (Dask's `digests_total`): values summed under
-// Dask's tuple keys, with what was digested since the last heartbeat counted apart. A task's
-// metrics find their entries through its (span, prefix) group, without building key strings.
+// Dask's tuple keys, and what was digested since the last heartbeat, taken when one is sent.
 
 import type { MetricContext, MetricRecord } from "../../../protocol/records";
 
@@ -18,109 +17,102 @@ export type Metric = readonly [activity: string, value: number, unit: string];
 
 interface Entry {
   readonly key: DigestKey;
-  /** Since the worker started. */
   total: number;
-  /** Since the last heartbeat. */
-  recent: number;
-  /** In `touched`: digested since the last heartbeat. */
-  touched: boolean;
+  /** Digested since the previous heartbeat (meaningful while `reported` is false). */
+  sinceHeartbeat: number;
+  /** Nothing digested under it since the previous heartbeat. */
+  reported: boolean;
 }
 
-/** The entries of one key prefix (("execute", span, task prefix) or (context)), by activity, one per unit. */
-type Group = Map<string, Entry[]>;
+/** The entries of one (context, span, prefix) or (context), by activity then unit. */
+type Scope = Map<string, Map<string, Entry>>;
 
+/**
+ * Digests are looked up by their parts (context and span and prefix, then activity, then unit)
+ * in nested maps: no key string is built per task, so a task's half-dozen digests cost a few
+ * map reads.
+ */
 export class Digests {
-  /** Every entry by its joined key, in the order they first appeared. */
-  private readonly entries = new Map<string, Entry>();
-  /** Groups of ("execute", span, task prefix) by span, then task prefix; a task digests into one without building strings. */
-  private readonly executeGroups = new Map<string, Map<string, Group>>();
-  /** Groups of the other contexts. */
-  private readonly contextGroups = new Map<string, Group>();
-  /** Entries digested since the last heartbeat, in that order. */
-  private touched: Entry[] = [];
+  /** Context "execute": span id → task prefix → scope. Other contexts: context → scope. */
+  private readonly execute = new Map<string, Map<string, Scope>>();
+  private readonly contexts = new Map<string, Scope>();
+  /** Entries in the order first digested. */
+  private readonly entries: Entry[] = [];
+  /** Entries digested since the previous heartbeat, in the order first digested since. */
+  private pending: Entry[] = [];
 
   add(key: DigestKey, value: number): void {
-    const id = key.join("\u0000");
-    let entry = this.entries.get(id);
-    if (entry === undefined) {
-      entry = { key, total: 0, recent: 0, touched: false };
-      this.entries.set(id, entry);
-    }
-    this.bump(entry, value);
+    if (key[0] === "execute") this.addTo(this.executeScope(key[1], key[2]), ["execute", key[1], key[2]], key[3], value, key[4]);
+    else this.addTo(this.contextScope(key[0]), [key[0]], key[1], value, key[2]);
   }
 
   /** Digests `metrics` under `prefix`: ("execute", span, taskPrefix) or (context). */
   addAll(prefix: readonly ["execute", string, string] | readonly [Exclude<MetricContext, "execute">], metrics: readonly Metric[]): void {
-    const group = this.groupOf(prefix);
-    for (let i = 0; i < metrics.length; i++) {
-      const [activity, value, unit] = metrics[i];
-      this.bump(this.entryIn(group, prefix, activity, unit), value);
-    }
+    const scope = prefix[0] === "execute" ? this.executeScope(prefix[1], prefix[2]) : this.contextScope(prefix[0]);
+    for (const [activity, value, unit] of metrics) this.addTo(scope, prefix, activity, value, unit);
   }
 
   /** The value summed under `key` since the worker started (0 if none). */
   get(key: DigestKey): number {
-    return this.entries.get(key.join("\u0000"))?.total ?? 0;
+    const scope = key[0] === "execute" ? this.execute.get(key[1])?.get(key[2]) : this.contexts.get(key[0]);
+    const [activity, unit] = key[0] === "execute" ? [key[3], key[4]] : [key[1], key[2]];
+    return scope?.get(activity)?.get(unit)?.total ?? 0;
   }
 
   /** Everything since the worker started, as Dask's (tuple key, value) pairs. */
   tuples(): [DigestKey, number][] {
-    return [...this.entries.values()].map((entry) => [entry.key, entry.total]);
+    return this.entries.map((entry) => [entry.key, entry.total]);
   }
 
   /** Everything since the worker started, as records. */
   records(): MetricRecord[] {
-    return [...this.entries.values()].map((entry) => toRecord(entry.key, entry.total));
+    return this.entries.map((entry) => toRecord(entry.key, entry.total));
   }
 
-  /** What was digested since the previous call, as records (and the count starts again). */
+  /**
+   * What was digested since the previous call, as records; taken whole before anything else
+   * can run, so nothing digested while a heartbeat is on its way is lost or sent twice.
+   */
   takeSinceHeartbeat(): MetricRecord[] {
-    const taken = this.touched;
-    this.touched = [];
+    const taken = this.pending;
+    this.pending = [];
     return taken.map((entry) => {
-      const record = toRecord(entry.key, entry.recent);
-      entry.recent = 0;
-      entry.touched = false;
-      return record;
+      entry.reported = true;
+      return toRecord(entry.key, entry.sinceHeartbeat);
     });
   }
 
-  private bump(entry: Entry, value: number): void {
-    entry.total += value;
-    entry.recent += value;
-    if (!entry.touched) {
-      entry.touched = true;
-      this.touched.push(entry);
-    }
+  private executeScope(span: string, prefix: string): Scope {
+    let bySpan = this.execute.get(span);
+    if (bySpan === undefined) this.execute.set(span, (bySpan = new Map()));
+    let scope = bySpan.get(prefix);
+    if (scope === undefined) bySpan.set(prefix, (scope = new Map()));
+    return scope;
   }
 
-  private groupOf(prefix: readonly ["execute", string, string] | readonly [Exclude<MetricContext, "execute">]): Group {
-    if (prefix[0] !== "execute") {
-      let group = this.contextGroups.get(prefix[0]);
-      if (group === undefined) this.contextGroups.set(prefix[0], (group = new Map()));
-      return group;
-    }
-    const [, span, taskPrefix] = prefix as readonly ["execute", string, string];
-    let bySpan = this.executeGroups.get(span);
-    if (bySpan === undefined) this.executeGroups.set(span, (bySpan = new Map()));
-    let group = bySpan.get(taskPrefix);
-    if (group === undefined) bySpan.set(taskPrefix, (group = new Map()));
-    return group;
+  private contextScope(context: string): Scope {
+    let scope = this.contexts.get(context);
+    if (scope === undefined) this.contexts.set(context, (scope = new Map()));
+    return scope;
   }
 
-  private entryIn(group: Group, prefix: readonly string[], activity: string, unit: string): Entry {
-    let units = group.get(activity);
-    if (units === undefined) group.set(activity, (units = []));
-    for (let i = 0; i < units.length; i++) if (units[i].key[units[i].key.length - 1] === unit) return units[i];
-    const key = [...prefix, activity, unit] as unknown as DigestKey;
-    const id = key.join("\u0000");
-    let entry = this.entries.get(id);
+  private addTo(scope: Scope, prefix: readonly string[], activity: string, value: number, unit: string): void {
+    let units = scope.get(activity);
+    if (units === undefined) scope.set(activity, (units = new Map()));
+    let entry = units.get(unit);
     if (entry === undefined) {
-      entry = { key, total: 0, recent: 0, touched: false };
-      this.entries.set(id, entry);
+      entry = { key: [...prefix, activity, unit] as unknown as DigestKey, total: 0, sinceHeartbeat: 0, reported: true };
+      units.set(unit, entry);
+      this.entries.push(entry);
     }
-    units.push(entry);
-    return entry;
+    entry.total += value;
+    if (entry.reported) {
+      entry.reported = false;
+      entry.sinceHeartbeat = value;
+      this.pending.push(entry);
+    } else {
+      entry.sinceHeartbeat += value;
+    }
   }
 }
 
@@ -140,16 +132,16 @@ function toRecord(key: DigestKey, value: number): MetricRecord {
  * was cancelled.
  */
 export class MetricsLedger {
-  private readonly started = performance.now();
+  private started = performance.now();
   readonly metrics: Metric[] = [];
 
   add(activity: string, value: number, unit: string): void {
     this.metrics.push([activity, value, unit]);
   }
 
-  /** Adds measurements as they are (each an (activity, value, unit) tuple). */
-  addMetrics(metrics: readonly Metric[]): void {
-    for (let i = 0; i < metrics.length; i++) this.metrics.push(metrics[i]);
+  /** Leaves `seconds` out of the instruction's time (spent on another instruction's account). */
+  skip(seconds: number): void {
+    this.started += seconds * 1000;
   }
 
   /** Seconds spent since the ledger was opened. */
@@ -158,15 +150,24 @@ export class MetricsLedger {
   }
 
   /**
-   * The final list; the ledger is done with. `coarse`: a label ("failed", "cancelled", "missing")
-   * under which all the instruction's time goes, keeping only the measurements in other units.
+   * The final list. `coarse`: a label ("failed", "cancelled", "missing") under which all the
+   * instruction's time goes, keeping only the measurements in other units.
    */
   finalize(coarse?: string): Metric[] {
     const elapsed = this.elapsed();
     if (coarse !== undefined) return [...this.metrics.filter(([, , unit]) => unit !== "seconds"), [coarse, elapsed, "seconds"]];
     let seconds = 0;
     for (const [, value, unit] of this.metrics) if (unit === "seconds") seconds += value;
-    this.metrics.push(["other", Math.max(0, elapsed - seconds), "seconds"]);
-    return this.metrics;
+    return [...this.metrics, ["other", Math.max(0, elapsed - seconds), "seconds"]];
   }
 }
+
+/** A ledger that keeps nothing: the worker's when metrics are off (TSDASK_METRICS=off, to measure their cost). */
+class IgnoringLedger extends MetricsLedger {
+  override add(): void {}
+  override skip(): void {}
+  override finalize(): Metric[] {
+    return [];
+  }
+}
+export const IGNORING_LEDGER: MetricsLedger = new IgnoringLedger();
