@@ -26,6 +26,8 @@ import type { WorkerView } from "../worker/view";
 import { clusterFeed } from "../dashboard";
 import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
+import type { RedisClusterOptions } from "../redis/cluster";
+import type { WorkerState } from "../scheduler/workers";
 import { computeGraph } from "./computation";
 import { Future, FutureHold } from "./future";
 import { planSpans, planSubmission } from "./submission";
@@ -70,9 +72,19 @@ export class Client implements GraphScheduler, AsyncDisposable {
 
   /**
    * Connects to `cluster`; with options (or nothing) instead, starts a LocalCluster of its own
-   * (Dask's `Client()`), closed with the client.
+   * (Dask's `Client()`), closed with the client. With a Redis address
+   * (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS), the workers are those that
+   * serve that Redis (`npx tsdask worker redis://…` on any machine); closing the client removes
+   * everything it stored there.
    */
-  static async connect(cluster?: ClusterHandle | LocalClusterOptions): Promise<Client> {
+  static async connect(cluster?: ClusterHandle | LocalClusterOptions): Promise<Client>;
+  static async connect(redisAddress: string, options?: RedisClusterOptions): Promise<Client>;
+  static async connect(cluster?: ClusterHandle | LocalClusterOptions | string, options?: RedisClusterOptions): Promise<Client> {
+    if (typeof cluster === "string") {
+      // Loaded on first use: BullMQ and ioredis take a quarter of a second to load, and most notebooks never need them.
+      const { RedisCluster } = require("../redis/cluster") as typeof import("../redis/cluster");
+      return new Client(await RedisCluster.connect(cluster, options), true);
+    }
     if (cluster !== undefined && isClusterHandle(cluster)) {
       if (cluster.scheduler.isClosed) throw new Error(`Cannot connect: ${cluster.description} is closed`);
       return new Client(cluster, false);
@@ -96,6 +108,11 @@ export class Client implements GraphScheduler, AsyncDisposable {
 
   get status(): "running" | "closed" {
     return this.closed ? "closed" : "running";
+  }
+
+  /** The workers connected now, by address (a Redis worker's address is its name). */
+  get workers(): ReadonlyMap<string, WorkerState> {
+    return this.scheduler.workers;
   }
 
   // ---- Futures ---------------------------------------------------------------------------------

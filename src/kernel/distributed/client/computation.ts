@@ -145,7 +145,7 @@ class Computation implements TaskListener {
         else reject(error);
       };
       signal?.addEventListener("abort", onAbort);
-      stopWatching = this.scheduler.onClose(() => this.settle?.(new Error("The cluster closed during the computation")));
+      stopWatching = this.scheduler.onClose(() => this.settle?.(this.scheduler.closedBy ?? new Error("The cluster closed during the computation")));
       const watchAll = this.mirror !== undefined;
       this.slots = this.scheduler.submit(submission, watchAll ? this : undefined);
       const state = this.scheduler.state;

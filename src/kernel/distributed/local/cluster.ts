@@ -9,7 +9,7 @@ import { DashboardPublisher } from "../../dashboard/publisher";
 import { DEFAULT_DASHBOARD_ADDRESS, type DashboardServer, parseDashboardAddress, serveDashboard } from "../../dashboard/server";
 import { clusterFeed } from "../dashboard";
 import type { WorkerStartConfig } from "../messages";
-import { type ClusterSummary, clusterText, showCluster } from "../display";
+import { type ClusterSummary, clusterText, showCluster, workerInfos } from "../display";
 import { Scheduler, type SchedulerSettings } from "../scheduler/scheduler";
 import type { WorkerState } from "../scheduler/workers";
 import { makeClusterFolder, sweepStaleFolders } from "./folders";
@@ -182,13 +182,7 @@ export class LocalCluster implements AsyncDisposable {
       status: this.status,
       transport: this.transport.description,
       dashboardLink: this.dashboardLink,
-      workers: [...(this.closing === undefined ? this.scheduler.workers.values() : [])].map((ws) => ({
-        name: ws.name,
-        address: ws.address,
-        nthreads: ws.nthreads,
-        memoryLimit: ws.memoryLimit,
-        pid: ws.registration.pid,
-      })),
+      workers: this.closing === undefined ? workerInfos(this.scheduler.workers.values()) : [],
     };
   }
 

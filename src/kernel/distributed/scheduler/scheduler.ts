@@ -19,6 +19,8 @@ export type SchedulerSettings = Omit<SchedulerOptions, "placement" | "functionSp
 export interface SchedulerEvents {
   "worker-joined": [worker: WorkerState];
   "worker-left": [address: WorkerAddress, reason: string];
+  /** Something the user should hear about while it lasts (the transport's notices: tasks waiting for a worker). */
+  notice: [message: string];
   /** A graph was added: its columns and each entry's slot (the dashboard counts computations from it). */
   "graph-submitted": [graph: GraphSubmission, slots: Int32Array];
   /** A worker's heartbeat was taken in; `worker` holds the new figures. Emitted only while someone listens. */
@@ -50,6 +52,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Computations and requests under way: while any, the transport keeps the process alive. */
   private holds = 0;
   private closed = false;
+  private failure: Error | undefined;
   /** Told when the scheduler closes (computations and Futures waiting on it): a Set, so thousands of waiters cost O(1) each. */
   private readonly closeWatchers = new Set<() => void>();
   private readonly syncs = new Set<MetricsSync>();
@@ -67,6 +70,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       workerJoined: (registration) => this.workerJoined(registration),
       received: (worker, messages) => this.received(worker, messages),
       workerLeft: (worker, reason) => this.workerLeft(worker, reason),
+      failed: (error) => void this.fail(error),
+      notice: (message) => void this.emit("notice", message),
     };
     await this.transport.start(events);
     this.transport.setKeepsAlive(false);
@@ -74,6 +79,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  /** Why the scheduler closed by itself (its transport failed), or undefined. */
+  get closedBy(): Error | undefined {
+    return this.failure;
   }
 
   /** Calls `fn` when the scheduler closes (at once if it has); returns a function that stops watching. */
@@ -269,7 +279,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.closed = true;
     for (const [id, request] of this.requests) {
       this.requests.delete(id);
-      request.settle(new Error("The scheduler closed"));
+      request.settle(this.failure ?? new Error("The scheduler closed"));
     }
     for (const watcher of [...this.closeWatchers]) watcher();
     this.closeWatchers.clear();
@@ -416,6 +426,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   private checkOpen(): void {
-    if (this.closed) throw new Error("The scheduler is closed");
+    if (this.closed) throw this.failure ?? new Error("The scheduler is closed");
+  }
+
+  /** The transport failed for good: everything pending fails with its error. */
+  private async fail(error: Error): Promise<void> {
+    if (this.closed) return;
+    this.failure = error;
+    await this.close();
   }
 }

@@ -7,7 +7,7 @@
 // Tasks live in slots of a growable table (columns indexed by slot) so that per-task work is a
 // few array writes: a million-task graph costs tens of bytes per task here.
 
-import type { ClusterMemory, TaskStateCounts, TaskStreamRecord } from "../../../protocol/records";
+import type { ClusterMemory, MetricRecord, TaskStateCounts, TaskStreamRecord } from "../../../protocol/records";
 import { now as machineNow } from "../../clock";
 import type { SpanPath } from "../../metrics/spans";
 import { SPAN_STATES, type SpanTasks, SpansState } from "../../metrics/spans-state";
@@ -106,6 +106,14 @@ export interface SchedulerOptions {
   readonly metrics?: boolean;
   /** Function specs by id, for define-functions. */
   readonly functionSpec: (id: number) => FnSpec;
+}
+
+/** A task's priority is (submission, static order) as one number: submission × this + order. */
+const SUBMISSION_SPAN = 2 ** 31;
+
+/** The static order within its submission of a task whose priority (ComputeTaskMessage.priority) is `priority`. */
+export function staticOrderOf(priority: number): number {
+  return priority % SUBMISSION_SPAN;
 }
 
 /** The span of every task when metrics are off (it counts nothing). */
@@ -339,7 +347,7 @@ export class ClusterState {
       this.tasks[slot] = graph.tasks[i];
       this.functionIds[slot] = graph.functions[i] ?? EMPTY;
       // Dask's (generation, static order): earlier submissions first, then the graph's own order.
-      this.priority[slot] = generation * 2 ** 31 + graph.order[i];
+      this.priority[slot] = generation * SUBMISSION_SPAN + graph.order[i];
       created.push(i);
     }
     // Edges of the new tasks (known keys keep theirs).
@@ -461,8 +469,14 @@ export class ClusterState {
 
   /** Messages from a registered worker (gather and run replies are the driver's, not ours). */
   handle(address: WorkerAddress, messages: readonly FromWorker[], now: number): void {
-    const ws = this.workers.get(address);
-    if (ws === undefined) return;
+    let ws = this.workers.get(address);
+    if (ws === undefined) {
+      // With queue placement a task's outcome stands whoever reports it (its result is in the
+      // store): a worker whose registration lapsed while it ran, or the transport itself.
+      if (this.placement !== "queue") return;
+      ws = new WorkerState({ op: "register", address, name: address, host: "", pid: 0, nthreads: 0, memoryLimit: 0, globals: [], now }, 0, now);
+      messages = messages.filter((message) => message.op === "task-finished" || message.op === "task-erred" || message.op === "missing-data");
+    }
     ws.lastSeen = now;
     for (const message of messages) {
       switch (message.op) {
@@ -476,7 +490,8 @@ export class ClusterState {
           this.heartbeat(ws, message, now);
           break;
         case "missing-data":
-          this.missingData(ws, message.key, message.errantWorker);
+          if (this.placement === "queue") this.missingFromStore(message.key, message.task);
+          else this.missingData(ws, message.key, message.errantWorker);
           break;
         case "add-keys":
           for (const key of message.keys) this.addReplica(ws, key);
@@ -940,8 +955,8 @@ export class ClusterState {
     }
     const state = this.state[slot];
     if (state === MEMORY) {
-      // A second copy (it was recomputed meanwhile): keep it if needed.
-      this.addHolder(slot, ws, report.nbytes);
+      // A second copy (it was recomputed meanwhile): keep it if needed. (The store keeps one copy.)
+      if (this.placement === "locality") this.addHolder(slot, ws, report.nbytes);
       if (!this.isNeeded(slot)) this.release(slot);
       return;
     }
@@ -960,6 +975,7 @@ export class ClusterState {
     this.nbytes[slot] = report.nbytes;
     if (this.placement === "locality") this.addHolder(slot, ws, report.nbytes);
     this.learn(slot, report);
+    if (report.digests !== undefined) this.addDigests(report.digests);
     this.spanRan(slot, report);
     this.taskStream.push(this.streamRecord(slot, ws, report));
     this.notifyFinished(slot, ws, report);
@@ -989,6 +1005,7 @@ export class ClusterState {
   private taskErred(ws: WorkerState, report: TaskErredMessage): void {
     const slot = this.slotByKey.get(report.key);
     if (slot === undefined || this.state[slot] !== PROCESSING) return;
+    if (report.digests !== undefined) this.addDigests(report.digests);
     this.taskStream.push({
       key: this.names[slot],
       prefix: this.prefixes[slot],
@@ -1142,6 +1159,20 @@ export class ClusterState {
     }
   }
 
+  /**
+   * Queue placement: `key` was not in the store when `task` wanted it (its job is over). The key's
+   * result is lost: recomputed, as it is still needed; `task` waits for it again.
+   */
+  private missingFromStore(key: string, task: string | undefined): void {
+    const slot = this.slotByKey.get(key);
+    if (slot !== undefined) this.loseResult(slot);
+    const dependent = task === undefined ? undefined : this.slotByKey.get(task);
+    if (dependent === undefined || this.state[dependent] !== PROCESSING) return;
+    this.inFlight--;
+    this.setState(dependent, WAITING);
+    this.recountInputs(dependent);
+  }
+
   /** `ws` could not fetch `key` from `errant`: that holder is dropped, and `ws`'s tasks needing it start over. */
   private missingData(ws: WorkerState, key: string, errant: WorkerAddress): void {
     const slot = this.slotByKey.get(key);
@@ -1242,11 +1273,15 @@ export class ClusterState {
     ws.transferredIn += metrics.transfer.incomingBytes;
     ws.transferredOut += metrics.transfer.outgoingBytes;
     this.bandwidth.update(ws.address, metrics.bandwidth, this.workers.size);
-    if (this.metrics) {
-      this.cumulativeMetrics.add(metrics.digests);
-      this.spans.addMetrics(metrics.digests);
-    }
+    this.addDigests(metrics.digests);
     this.reply(ws, now);
+  }
+
+  /** Fine performance metrics from a worker (a heartbeat's, or a task's own). */
+  private addDigests(digests: readonly MetricRecord[]): void {
+    if (!this.metrics) return;
+    this.cumulativeMetrics.add(digests);
+    this.spans.addMetrics(digests);
   }
 
   /** Dask's heartbeat interval: 0.5 s for up to 10 workers, 1 s below 50, 2 s below 200. */
