@@ -1,6 +1,6 @@
 // A worker of a Redis cluster (`tsdask worker redis://…`): registers and heartbeats in Redis,
-// serves every client connected to that Redis through the client's BullMQ task queue (as many
-// jobs at once as it has threads), reads each task's inputs from the client's store, runs the
+// serves every client connected to that Redis through the client's BullMQ task queue (a job per
+// thread, more when tasks are tiny), reads each task's inputs from the client's store, runs the
 // task on its threads and publishes the result with the task's outcome, then leaves.
 //
 // A job that a dead worker held is taken over by another worker once BullMQ's lock on it lapses
@@ -78,6 +78,9 @@ interface ServedClient {
 
 const NOTHING_FETCHED: FetchResult = { frames: new Map(), types: new Map(), missing: [], bytes: 0, sizes: new Map() };
 
+/** Most jobs a worker holds per thread (see RedisWorker.jobsAtOnce); a crash hands them all to other workers. */
+const MAX_JOBS_PER_THREAD = 16;
+
 /** Seconds between looks at which registered clients still have connections open (CLIENT LIST). */
 const DEAD_CLIENT_CHECK_INTERVAL = 5;
 
@@ -95,6 +98,7 @@ export class RedisWorker {
   private refreshing: Promise<void> = Promise.resolve();
   /** The heartbeat in flight: leaving waits for it, or it would register the worker again. */
   private beating: Promise<void> = Promise.resolve();
+  /** Tasks handed to the runner whose outcome has not come back. */
   private executing = 0;
   /** Tasks run to an outcome on a thread since the worker started (Dask's executed_count). */
   private executed = 0;
@@ -253,13 +257,13 @@ export class RedisWorker {
   private serve(clientId: string): void {
     const namespace = new Namespace(clientId);
     const store = new RedisStore(this.redis, namespace, { partSize: this.options.partSize });
-    const queue = new QueueWorker<TaskJobData, void>(TASK_QUEUE, (job) => this.runJob(store, job), {
+    const queue: QueueWorker<TaskJobData, void> = new QueueWorker<TaskJobData, void>(TASK_QUEUE, (job) => this.runJob(store, job).finally(() => (queue.concurrency = this.jobsAtOnce())), {
       // This worker's own connection: results are published on it, and BullMQ completes their
       // jobs after them on it (it opens a connection of its own for its blocking waits).
       connection: this.redis,
       prefix: namespace.queuePrefix,
       name: this.name,
-      concurrency: this.options.nthreads,
+      concurrency: this.jobsAtOnce(),
       lockDuration: this.options.lockDuration * 1000,
       stalledInterval: this.options.stalledInterval * 1000,
       maxStalledCount: this.options.maxStalledCount,
@@ -285,6 +289,16 @@ export class RedisWorker {
       store.pushOutcome(encodeOutcome(entry)).catch(() => {});
     });
     this.served.set(clientId, { namespace, store, queue });
+  }
+
+  /**
+   * Jobs taken at once: one per thread while tasks are long; when tasks are so short that the
+   * trips to Redis between jobs would leave the threads waiting, as many as a thread takes in one
+   * batch (TaskRunner.capacity: about half a millisecond of work), at most MAX_JOBS_PER_THREAD so
+   * that long tasks following short ones do not pile up here while other workers idle.
+   */
+  private jobsAtOnce(): number {
+    return Math.min(this.runner.capacity, this.options.nthreads * MAX_JOBS_PER_THREAD);
   }
 
   private async stopServing(clientId: string, sweep: boolean): Promise<void> {
@@ -491,8 +505,10 @@ export class RedisWorker {
     });
   }
 
+  /** Tasks handed to the runner beyond one per thread wait there for a thread: Dask's "ready", not "executing". */
   private taskCounts(): Record<string, number> {
-    return { executing: this.executing, fetching: this.fetching };
+    const executing = Math.min(this.executing, this.options.nthreads);
+    return { executing, ready: this.executing - executing, fetching: this.fetching };
   }
 
   // ---- Heartbeats and leaving ---------------------------------------------------------------
