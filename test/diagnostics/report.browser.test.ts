@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { MemorySampler, type PerformanceReport, get, performanceReport } from "../../src";
-import { binCount } from "../../src/kernel/diagnostics/visualize/plot";
+import { binCount } from "../../src/protocol/plot/bins";
 import { ROOT, launchChromium } from "../helpers/jupyterlab";
 import { type OfflinePage, assertOffline, openOffline } from "../helpers/offline-page";
 import { filled, hotLoop } from "./hot";

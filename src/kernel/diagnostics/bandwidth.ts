@@ -9,7 +9,7 @@ import type { DisplayHandle } from "../display";
 import { present } from "../display/figure";
 import { type VisualizeOptions, resolveOptions } from "./visualize/options";
 import type { VegaLiteSpec } from "./visualize/plot";
-import { VEGA_LITE_SCHEMA } from "./visualize/spec";
+import { VEGA_LITE_SCHEMA } from "../../protocol/plot/vega";
 import { ProfilePlot } from "./visualize/visualize";
 
 /** Each worker's transfer log, by worker address (what `client.run((w) => w.incomingTransferLog)` returns). */

@@ -10,6 +10,7 @@ import { ICONS } from "./icons";
 import { type PanelKind, sectionPanel } from "./kinds";
 import { mountMemoryPanel } from "./memory";
 import { mountProgressPanel } from "./progress";
+import { mountTaskStreamPanel } from "./taskstream";
 import { mountWorkersPanel } from "./workers";
 
 const CLUSTER = "const client = await Client.connect(await LocalCluster.start());";
@@ -29,6 +30,7 @@ export const PANEL_KINDS: readonly PanelKind[] = [
     icon: ICONS.taskStream,
     hasData: (s) => (s.taskStream?.records.length ?? 0) > 0,
     empty: { text: "The task stream shows each task as it runs on a cluster's workers. Connect a Client and run a computation:", code: CLUSTER },
+    mount: sectionPanel((s) => s.taskStream, mountTaskStreamPanel),
   },
   {
     id: "progress",

@@ -1,5 +1,5 @@
 // The task stream: every task's phases on its worker thread (records.ts TaskStreamRecord), from
-// the local schedulers now and the cluster's ring later, with Dask's get_task_stream and the plot.
+// the local schedulers and the cluster's ring, with Dask's get_task_stream and the plot.
 import type { TaskStreamRecord } from "../../../protocol/records";
 import { withCallbacks } from "../../callbacks/callback";
 import type { ProfilePlot } from "../visualize";
@@ -10,7 +10,8 @@ import type { TaskStreamTable } from "./table";
 
 export { TaskStreamCollector, localWorker, typeName } from "./collector";
 export { TaskStreamTable, ACTIONS } from "./table";
-export { taskStreamSpec, taskStreamPlot, streamRows, PREFIX_PALETTE, PHASE_COLORS, type TaskStreamSpecOptions } from "./plot";
+export { taskStreamPlot } from "./plot";
+export { taskStreamSpec, streamRows, PREFIX_PALETTE, PHASE_COLORS, type TaskStreamSpecOptions } from "../../../protocol/plot/taskstream";
 
 export interface GetTaskStreamOptions extends VisualizeOptions {
   /** Also plot the stream: true shows it (notebook) or writes `filename` (elsewhere); "save" always writes it. */

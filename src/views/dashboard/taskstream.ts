@@ -1,0 +1,57 @@
+// The Task Stream panel (Dask's /status task stream): the kernel's most recent window of task
+// records drawn with the same spec as getTaskStream's plot — one row per worker thread, compute by
+// prefix, transfer red, disk orange — streamed into one live plot, so zoom and hover survive updates.
+import { PROTOCOL_VERSION } from "../../protocol";
+import type { TaskStreamSection } from "../../protocol/dashboard";
+import { PREFIX_PALETTE, streamRows, taskStreamSpec } from "../../protocol/plot/taskstream";
+import { taskStreamColumns } from "../../protocol/plot/taskstream-table";
+import { element } from "../dom";
+import { PlotView } from "../plot";
+import type { SectionView } from "./kinds";
+
+/** Room the plot leaves for its row labels and legend beside the drawing area. */
+const LABELS_PX = 280;
+const MIN_PLOT_PX = 240;
+/** A resize smaller than this keeps the plot as drawn. */
+const RESIZE_PX = 24;
+
+export function mountTaskStreamPanel(container: HTMLElement, section: TaskStreamSection): SectionView<TaskStreamSection> {
+  const root = element("div", "tsdask-dashboard-task-stream", container);
+  const summary = element("div", "tsdask-dashboard-summary", root);
+  // The spec's few expressions run interpreted: the standalone page's CSP forbids eval.
+  const plot = new PlotView({ interpretExpressions: true });
+  root.append(plot.node);
+  let latest = section;
+  let drawnWidth = 0;
+  const plotWidth = (): number => Math.max(MIN_PLOT_PX, (root.clientWidth || 1000) - LABELS_PX);
+
+  const draw = (): void => {
+    const columns = taskStreamColumns(latest.records);
+    const rows = streamRows(columns).labels.length;
+    const missed = latest.total - latest.records.length;
+    summary.textContent =
+      `${columns.taskCount} most recent task${columns.taskCount === 1 ? "" : "s"} on ${rows} worker thread${rows === 1 ? "" : "s"}` +
+      (missed > 0 ? ` · ${latest.total} in all` : "");
+    drawnWidth = plotWidth();
+    const spec = taskStreamSpec(columns, { width: drawnWidth, title: "", palette: PREFIX_PALETTE, stableShape: true });
+    void plot.render({ version: PROTOCOL_VERSION, kind: "plot", id: "tsdask-task-stream", seq: 0, spec });
+  };
+  const resize = new ResizeObserver(() => {
+    if (Math.abs(plotWidth() - drawnWidth) > RESIZE_PX) draw();
+  });
+  resize.observe(root);
+  draw();
+  return {
+    update: (next) => {
+      // The kernel resends the same window while nothing finished: nothing to redraw then.
+      if (next.total === latest.total && next.records.length === latest.records.length) return;
+      latest = next;
+      draw();
+    },
+    dispose: () => {
+      resize.disconnect();
+      plot.dispose();
+      root.remove();
+    },
+  };
+}
