@@ -143,6 +143,8 @@ export interface MemorySample {
   readonly label: string;
   readonly time: number;
   readonly bytes: number;
+  /** The MemoryState measure sampled (memory.ts MemoryMeasure: "process", "managed"…); absent: "process". */
+  readonly measure?: string;
 }
 
 /** Dask's MemoryState measures: cluster-wide sums over workers (bytes). */

@@ -9,6 +9,7 @@ import { fpmData, mountFpmPanel } from "./fpm";
 import { ICONS } from "./icons";
 import { type PanelKind, sectionPanel } from "./kinds";
 import { mountMemoryPanel } from "./memory";
+import { mountMemorySamplerPanel } from "./memory-sampler";
 import { mountProgressPanel } from "./progress";
 import { mountTaskStreamPanel } from "./taskstream";
 import { mountWorkersPanel } from "./workers";
@@ -79,7 +80,11 @@ export const PANEL_KINDS: readonly PanelKind[] = [
     title: "Memory Sampler",
     icon: ICONS.memorySampler,
     hasData: (s) => (s.memorySamples?.length ?? 0) > 0,
-    empty: { text: "Cluster memory over time shows here while a MemorySampler records a Client's computation:", code: "const ms = new MemorySampler();" },
+    empty: {
+      text: "The series of the last MemorySampler that recorded show here (each when its block ends):",
+      code: 'const ms = new MemorySampler();\nawait ms.sample("run", () => x.compute());',
+    },
+    mount: sectionPanel((s) => s.memorySamples, mountMemorySamplerPanel),
   },
 ];
 

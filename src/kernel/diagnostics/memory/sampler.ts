@@ -4,11 +4,12 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { MemorySample } from "../../../protocol/records";
+import { type DashboardSource, dashboardPublisher } from "../../dashboard/publisher";
 import type { ProfilePlot } from "../visualize";
-import { type MemoryMeasure, measureNamed } from "./measures";
+import { type MemoryMeasure, type MemoryPoint, type MemorySeries, measureNamed } from "../../../protocol/memory";
 import type { DisplayHandle } from "../../display";
 import { memoryPlot, type MemoryPlotOptions } from "./plot";
-import { type MemoryPoint, type MemorySeries, type MemorySource, localMemory } from "./source";
+import { type MemorySource, localMemory } from "./source";
 
 export interface MemorySampleOptions {
   /** A Dask MemoryState measure; default "process". */
@@ -28,6 +29,19 @@ export function collectMemorySeries<T>(sink: (series: MemorySeries) => void, blo
 }
 
 const OPTION_NAMES = ["measure", "interval", "source"];
+
+/**
+ * The sampler the dashboard's Memory Sampler panel shows: the last one that finished a series.
+ * One at a time, so samplers made in a loop are not all kept alive by the feed.
+ */
+let shownOnDashboard: { readonly sampler: MemorySampler; readonly source: DashboardSource } | undefined;
+
+function showOnDashboard(sampler: MemorySampler): void {
+  if (shownOnDashboard?.sampler === sampler) return shownOnDashboard.source.changed();
+  shownOnDashboard?.source.close();
+  const source = dashboardPublisher.provide({ name: "MemorySampler", sections: () => ({ memorySamples: sampler.toRecords() }) });
+  shownOnDashboard = { sampler, source };
+}
 
 export class MemorySampler {
   /** Dask's `ms.samples`: label → [epoch seconds, bytes] samples. */
@@ -66,12 +80,16 @@ export class MemorySampler {
       this.samples.set(key, points);
       this.measures.set(key, measure);
       for (const sink of seriesSinks.getStore() ?? []) sink({ label: key, measure, points });
+      showOnDashboard(this);
     }
   }
 
-  /** Every sample as `{ label, time, bytes }` (records.ts MemorySample), series after series. */
+  /** Every sample as `{ label, time, bytes, measure }` (records.ts MemorySample), series after series. */
   toRecords(): MemorySample[] {
-    return [...this.samples].flatMap(([label, points]) => points.map(([time, bytes]) => ({ label, time, bytes })));
+    return [...this.samples].flatMap(([label, points]) => {
+      const measure = this.measures.get(label) ?? "process";
+      return points.map(([time, bytes]) => ({ label, time, bytes, measure }));
+    });
   }
 
   /** The series, for plots and reports. */
