@@ -49,6 +49,8 @@ export class TaskStreamColumns {
   readonly workers = new Names();
   readonly types = new Names();
   readonly sources = new Names();
+  /** Row names of workers known by another name than their id (a cluster worker's address → its name). */
+  readonly workerNames = new Map<string, string>();
 
   get taskCount(): number {
     return this.prefix.length;
@@ -74,6 +76,22 @@ export class TaskStreamColumns {
       this.phaseStop.push(phase.stop);
       this.phaseSource.push(phase.source === undefined ? undefined : this.sources.of(phase.source));
     }
+  }
+
+  /** Shows cluster workers by their names (`worker-0`) rather than their addresses. */
+  nameWorkers(workers: Iterable<{ readonly address: string; readonly name: string }>): void {
+    for (const { address, name } of workers) this.workerNames.set(address, name);
+  }
+
+  /** How worker `worker` (an id in `workers`) is shown. */
+  workerLabel(worker: string): string {
+    return this.workerNames.get(worker) ?? worker;
+  }
+
+  /** Where phase `phase`'s data came from (a transfer's peer worker, "redis"), if recorded. */
+  sourceOf(phase: number): string | undefined {
+    const source = this.phaseSource[phase];
+    return source === undefined ? undefined : this.sources.list[source];
   }
 
   /** Dask's repr of task `task`'s key. */

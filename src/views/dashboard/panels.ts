@@ -31,7 +31,7 @@ export const PANEL_KINDS: readonly PanelKind[] = [
     icon: ICONS.taskStream,
     hasData: (s) => (s.taskStream?.records.length ?? 0) > 0,
     empty: { text: "The task stream shows each task as it runs on a cluster's workers. Connect a Client and run a computation:", code: CLUSTER },
-    mount: sectionPanel((s) => s.taskStream, mountTaskStreamPanel),
+    mount: mountTaskStreamPanel,
   },
   {
     id: "progress",

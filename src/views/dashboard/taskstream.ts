@@ -2,12 +2,12 @@
 // records drawn with the same spec as getTaskStream's plot — one row per worker thread, compute by
 // prefix, transfer red, disk orange — streamed into one live plot, so zoom and hover survive updates.
 import { PROTOCOL_VERSION } from "../../protocol";
-import type { TaskStreamSection } from "../../protocol/dashboard";
+import type { DashboardSnapshot, TaskStreamSection } from "../../protocol/dashboard";
 import { PREFIX_PALETTE, streamRows, taskStreamSpec } from "../../protocol/plot/taskstream";
 import { taskStreamColumns } from "../../protocol/plot/taskstream-table";
 import { element } from "../dom";
 import { PlotView } from "../plot";
-import type { SectionView } from "./kinds";
+import type { PanelView } from "./kinds";
 
 /** Room the plot leaves for its row labels and legend beside the drawing area. */
 const LABELS_PX = 280;
@@ -15,18 +15,29 @@ const MIN_PLOT_PX = 240;
 /** A resize smaller than this keeps the plot as drawn. */
 const RESIZE_PX = 24;
 
-export function mountTaskStreamPanel(container: HTMLElement, section: TaskStreamSection): SectionView<TaskStreamSection> {
+const NO_RECORDS: TaskStreamSection = { records: [], total: 0 };
+
+/** The workers' names as the rows show them: a change redraws the plot. */
+function namesOf(snapshot: DashboardSnapshot): string {
+  return JSON.stringify((snapshot.workers ?? []).map((worker) => [worker.address, worker.name]));
+}
+
+/** Rows are named after the snapshot's workers (`worker-0`), not their addresses. */
+export function mountTaskStreamPanel(container: HTMLElement, snapshot: DashboardSnapshot): PanelView {
   const root = element("div", "tsdask-dashboard-task-stream", container);
   const summary = element("div", "tsdask-dashboard-summary", root);
   // The spec's few expressions run interpreted: the standalone page's CSP forbids eval.
   const plot = new PlotView({ interpretExpressions: true });
   root.append(plot.node);
-  let latest = section;
+  let latest = snapshot.taskStream ?? NO_RECORDS;
+  let workers = snapshot.workers ?? [];
+  let names = namesOf(snapshot);
   let drawnWidth = 0;
   const plotWidth = (): number => Math.max(MIN_PLOT_PX, (root.clientWidth || 1000) - LABELS_PX);
 
   const draw = (): void => {
     const columns = taskStreamColumns(latest.records);
+    columns.nameWorkers(workers);
     const rows = streamRows(columns).labels.length;
     const missed = latest.total - latest.records.length;
     summary.textContent =
@@ -43,9 +54,13 @@ export function mountTaskStreamPanel(container: HTMLElement, section: TaskStream
   draw();
   return {
     update: (next) => {
+      const section = next.taskStream ?? NO_RECORDS;
+      const nextNames = namesOf(next);
       // The kernel resends the same window while nothing finished: nothing to redraw then.
-      if (next.total === latest.total && next.records.length === latest.records.length) return;
-      latest = next;
+      if (section.total === latest.total && section.records.length === latest.records.length && nextNames === names) return;
+      latest = section;
+      workers = next.workers ?? [];
+      names = nextNames;
       draw();
     },
     dispose: () => {
