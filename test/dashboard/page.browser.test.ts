@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { type Browser, type Page, chromium } from "playwright-core";
-import { DashboardFeed, DashboardPublisher, type DashboardServer, MemorySampler, get, serveDashboard, withCallbacks } from "../../src";
+import { DashboardFeed, DashboardPublisher, type DashboardServer, MemorySampler, StatisticalProfiler, get, serveDashboard, withCallbacks } from "../../src";
 import { now } from "../../src/kernel/clock";
 import { color } from "../helpers/lab-page";
 import { EVIL, clusterSections } from "./fixtures";
@@ -154,6 +154,39 @@ test("the last MemorySampler's series: one line per label, aligned at 0 s on req
     assert.equal(await samplerPage.locator('img[src="x"]').count(), 0);
   } finally {
     await samplerPage.close();
+    await own.close();
+  }
+});
+
+test("the last StatisticalProfiler's profile: its icicle, by task prefix", async () => {
+  const own = await serveDashboard("127.0.0.1:0");
+  const profilePage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  profilePage.on("pageerror", (error) => void errors.push(error.message));
+  try {
+    // Two prefixes of CPU-bound tasks on the sync scheduler: the main thread is sampled.
+    const busy = (ms: number): number => {
+      const end = Date.now() + ms;
+      let turns = 0;
+      while (Date.now() < end) turns++;
+      return turns;
+    };
+    const dsk: Record<string, unknown> = {};
+    for (let i = 0; i < 6; i++) {
+      dsk[`crunch-${i}`] = [busy, 60];
+      dsk[`grind-${i}`] = [busy, 30];
+    }
+    const sp = new StatisticalProfiler({ interval: 0.005, cycle: 0.1 });
+    await withCallbacks(sp, () => get(dsk, Object.keys(dsk)));
+    assert.ok(sp.results.count > 0, "the profiler sampled the tasks");
+    await profilePage.goto(own.url);
+    const panel = profilePage.locator('.tsdask-dashboard-card[data-kind="profile"]');
+    await panel.locator(".tsdask-icicle-cell").first().waitFor({ timeout: 15_000 });
+    const prefixes = await panel.locator("select option").allTextContents();
+    assert.ok(prefixes.some((text) => text.startsWith("crunch")) && prefixes.some((text) => text.startsWith("grind")), JSON.stringify(prefixes));
+    const cells = await panel.locator(".tsdask-icicle-cell").count();
+    assert.ok(cells >= 2, `the icicle has frames: ${cells}`);
+  } finally {
+    await profilePage.close();
     await own.close();
   }
 });

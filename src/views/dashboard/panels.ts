@@ -10,6 +10,7 @@ import { ICONS } from "./icons";
 import { type PanelKind, sectionPanel } from "./kinds";
 import { mountMemoryPanel } from "./memory";
 import { mountMemorySamplerPanel } from "./memory-sampler";
+import { mountProfilePanel } from "./profile";
 import { mountProgressPanel } from "./progress";
 import { mountTaskStreamPanel } from "./taskstream";
 import { mountWorkersPanel } from "./workers";
@@ -73,7 +74,11 @@ export const PANEL_KINDS: readonly PanelKind[] = [
     title: "Profile",
     icon: ICONS.profile,
     hasData: (s) => (s.profile?.tree.count ?? 0) > 0,
-    empty: { text: "The statistical profile of the workers' task threads shows here once a Client's computation has run:", code: CLUSTER },
+    empty: {
+      text: "The statistical profile of the task threads shows here: a Client's cluster once a computation ran, or the last StatisticalProfiler's block:",
+      code: "const sp = new StatisticalProfiler();\nawait withCallbacks(sp, () => x.compute());",
+    },
+    mount: sectionPanel((s) => s.profile, mountProfilePanel),
   },
   {
     id: "memory-sampler",

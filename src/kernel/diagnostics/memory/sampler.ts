@@ -4,7 +4,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { MemorySample } from "../../../protocol/records";
-import { type DashboardSource, dashboardPublisher } from "../../dashboard/publisher";
+import { showLatest } from "../../dashboard/latest";
 import type { ProfilePlot } from "../visualize";
 import { type MemoryMeasure, type MemoryPoint, type MemorySeries, measureNamed } from "../../../protocol/memory";
 import type { DisplayHandle } from "../../display";
@@ -29,19 +29,6 @@ export function collectMemorySeries<T>(sink: (series: MemorySeries) => void, blo
 }
 
 const OPTION_NAMES = ["measure", "interval", "source"];
-
-/**
- * The sampler the dashboard's Memory Sampler panel shows: the last one that finished a series.
- * One at a time, so samplers made in a loop are not all kept alive by the feed.
- */
-let shownOnDashboard: { readonly sampler: MemorySampler; readonly source: DashboardSource } | undefined;
-
-function showOnDashboard(sampler: MemorySampler): void {
-  if (shownOnDashboard?.sampler === sampler) return shownOnDashboard.source.changed();
-  shownOnDashboard?.source.close();
-  const source = dashboardPublisher.provide({ name: "MemorySampler", sections: () => ({ memorySamples: sampler.toRecords() }) });
-  shownOnDashboard = { sampler, source };
-}
 
 export class MemorySampler {
   /** Dask's `ms.samples`: label → [epoch seconds, bytes] samples. */
@@ -80,7 +67,7 @@ export class MemorySampler {
       this.samples.set(key, points);
       this.measures.set(key, measure);
       for (const sink of seriesSinks.getStore() ?? []) sink({ label: key, measure, points });
-      showOnDashboard(this);
+      showLatest("MemorySampler", this, () => ({ memorySamples: this.toRecords() }));
     }
   }
 

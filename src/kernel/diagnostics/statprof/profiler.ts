@@ -10,6 +10,8 @@ import type { ProfileNode, ProfileTimelinePoint } from "../../../protocol/record
 import { Callback } from "../../callbacks/callback";
 import { type Key, keyPrefix } from "../../graph/keys";
 import { DEFAULT_PROFILING, type ProfilingLease, profiling } from "../../profiling/hub";
+import { showLatest } from "../../dashboard/latest";
+import { profileSection } from "../../dashboard/bounds";
 import { callingThread } from "../../profiling/main-thread";
 import { now } from "../types";
 import { ProfileFigure, type ProfileFigureOptions } from "./figure";
@@ -173,6 +175,9 @@ export class StatisticalProfiler extends Callback {
     this.lease.release();
     this.lease = undefined;
     this.endTime = time;
+    const windows = this.windows;
+    const interval = this.sampledInterval;
+    if (windows.length > 0) showLatest("StatisticalProfiler", this, () => ({ profile: profileSection(windows, interval) }));
   }
 }
 
