@@ -62,11 +62,13 @@ export function streamRows(table: TaskStreamTable): { labels: string[]; rowOfTas
   const collator = new Intl.Collator("en", { numeric: true });
   const sorted = [...pairs].sort(([, a], [, b]) => {
     if ((a.worker === "main") !== (b.worker === "main")) return a.worker === "main" ? -1 : 1;
-    return collator.compare(a.worker, b.worker) || a.thread - b.thread;
+    return collator.compare(table.workerLabel(a.worker), table.workerLabel(b.worker)) || a.thread - b.thread;
   });
   // A worker with one thread is one row named after it; Dask's `worker-thread` otherwise.
-  const label = ({ worker, thread }: { worker: string; thread: number }): string =>
-    (threadsOf.get(worker) ?? 0) > 1 && String(thread) !== worker ? `${worker}-${thread}` : worker;
+  const label = ({ worker, thread }: { worker: string; thread: number }): string => {
+    const name = table.workerLabel(worker);
+    return (threadsOf.get(worker) ?? 0) > 1 && String(thread) !== worker ? `${name}-${thread}` : name;
+  };
   const index = new Map(sorted.map(([id], i) => [id, i]));
   return { labels: sorted.map(([, pair]) => label(pair)), rowOfTask: Int32Array.from(pairOf, (id) => index.get(id)!) };
 }
@@ -133,6 +135,7 @@ export function taskStreamSpec(table: TaskStreamTable, options: TaskStreamSpecOp
               { field: "duration", type: "nominal", title: "Duration" },
               { field: "t", type: "quantitative", title: "Start (s)", format: ".6~f" },
               { field: "bytes", type: "nominal", title: "Bytes" },
+              { field: "from", type: "nominal", title: "From" },
               { field: "row", type: "nominal", title: "Worker thread" },
               { field: "status", type: "nominal", title: "Status" },
             ],
@@ -149,6 +152,7 @@ function phaseMarks(table: TaskStreamTable, rowOfTask: Int32Array, labels: reado
     const task = table.phaseTask[phase];
     const start = table.phaseStart[phase];
     const stop = table.phaseStop[phase];
+    const source = table.sourceOf(phase);
     marks.push({
       t: seconds(start - origin),
       t2: seconds(stop - origin),
@@ -160,6 +164,7 @@ function phaseMarks(table: TaskStreamTable, rowOfTask: Int32Array, labels: reado
       duration: formatTime(Math.max(0, stop - start)),
       bytes: formatBytes(table.nbytes[task]),
       status: table.ok[task] ? "OK" : "error",
+      ...(source === undefined ? {} : { from: table.workerLabel(source) }),
     });
   }
   return marks;

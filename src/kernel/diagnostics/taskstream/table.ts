@@ -45,6 +45,8 @@ export class TaskStreamTable {
   readonly workers = new Names();
   readonly types = new Names();
   readonly sources = new Names();
+  /** Row names of workers known by another name than their id (a cluster worker's address → its name). */
+  readonly workerNames = new Map<string, string>();
   /** Prefix per distinct head of a tuple key (`["x-token", i, j]` → "x"): key_split once per head. */
   private readonly prefixByHead = new Map<string, number>();
 
@@ -91,10 +93,26 @@ export class TaskStreamTable {
     }
   }
 
+  /** Shows cluster workers by their names (`worker-0`) rather than their addresses. */
+  nameWorkers(workers: Iterable<{ readonly address: string; readonly name: string }>): void {
+    for (const { address, name } of workers) this.workerNames.set(address, name);
+  }
+
+  /** How worker `worker` (an id in `workers`) is shown. */
+  workerLabel(worker: string): string {
+    return this.workerNames.get(worker) ?? worker;
+  }
+
   static fromRecords(records: Iterable<TaskStreamRecord>): TaskStreamTable {
     const table = new TaskStreamTable();
     for (const record of records) table.addRecord(record);
     return table;
+  }
+
+  /** Where phase `phase`'s data came from (a transfer's peer worker, "redis"), if recorded. */
+  sourceOf(phase: number): string | undefined {
+    const source = this.phaseSource[phase];
+    return source === undefined ? undefined : this.sources.list[source];
   }
 
   /** Task `task`'s key (its repr, for tables read from records). */

@@ -18,7 +18,20 @@ import type { GraphSubmission } from "../scheduler/state";
 import type { WorkerView } from "../worker/view";
 import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
+import type { ProfileNode, TaskStreamRecord } from "../../../protocol/records";
+import type { BandwidthDetail } from "../../diagnostics/bandwidth";
+import { registerClusterSource } from "../../diagnostics/cluster-source";
 import { computeGraph } from "./computation";
+import {
+  type ClientBandwidthOptions,
+  type ClientProfileOptions,
+  type ClientTaskStreamOptions,
+  ClusterDiagnostics,
+  type PlottedTaskStream,
+  clientBandwidth,
+  clientProfile,
+  clientTaskStream,
+} from "./diagnostics";
 import { Future, FutureHold } from "./future";
 import { planKeyIds, planSubmission } from "./submission";
 
@@ -45,6 +58,9 @@ export class Client implements GraphScheduler, AsyncDisposable {
   private readonly holds = new Set<FutureHold>();
   private closed = false;
   private readonly stopWatching: () => void;
+  /** What seed 003's diagnostics read of the cluster (the default cluster for them while this client is open). */
+  readonly diagnostics: ClusterDiagnostics;
+  private readonly unregisterDiagnostics: () => void;
 
   private constructor(
     readonly cluster: ClusterHandle,
@@ -54,6 +70,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
     this.stopWatching = cluster.scheduler.onClose(() => void this.close());
     openClients.push(this);
     setDefaultGraphScheduler(this);
+    this.diagnostics = new ClusterDiagnostics(cluster.scheduler, this.description);
+    this.unregisterDiagnostics = registerClusterSource(this.diagnostics);
   }
 
   /**
@@ -171,6 +189,42 @@ export class Client implements GraphScheduler, AsyncDisposable {
     return await fn(this.scheduler);
   }
 
+  // ---- Diagnosing performance (seed 003) ---------------------------------------------------------
+
+  /**
+   * Dask's `client.get_task_stream(start, stop, count)`: the task-stream records the scheduler
+   * holds (the last 100 000 by default), oldest first — every task's worker, thread, result size
+   * and phases (compute, transfer from a peer, disk-read, disk-write, deserialize) on the
+   * scheduler's clock. With `plot`, also the plot: `{ data, table, figure }`.
+   */
+  getTaskStream(options?: ClientTaskStreamOptions & { readonly plot?: false }): Promise<TaskStreamRecord[]>;
+  getTaskStream(options: ClientTaskStreamOptions & { readonly plot: true | "save" }): Promise<PlottedTaskStream>;
+  getTaskStream(options?: ClientTaskStreamOptions): Promise<TaskStreamRecord[] | PlottedTaskStream>;
+  async getTaskStream(options: ClientTaskStreamOptions = {}): Promise<TaskStreamRecord[] | PlottedTaskStream> {
+    this.checkOpen();
+    return clientTaskStream(this.scheduler, this.diagnostics, options);
+  }
+
+  /**
+   * Dask's `client.profile(key, start, stop, workers, filename)`: the workers' statistical
+   * profile (Dask's tree, merged over workers and threads), of one task prefix or all, of a time
+   * window (scheduler clock), compute (in tasks) or administrative; `filename` also writes the
+   * interactive profile as an offline HTML page, `plot: true` shows it.
+   */
+  async profile(options: ClientProfileOptions = {}): Promise<ProfileNode> {
+    this.checkOpen();
+    return clientProfile(this.diagnostics, options);
+  }
+
+  /**
+   * Bandwidth by data type and by (source, destination) worker pair from the workers' transfer
+   * logs (Dask's "Bandwidth Types" and "Bandwidth Workers"); `plot` draws both.
+   */
+  async bandwidth(options: ClientBandwidthOptions = {}): Promise<BandwidthDetail> {
+    this.checkOpen();
+    return clientBandwidth(this.diagnostics, options);
+  }
+
   // ---- Lifetime --------------------------------------------------------------------------------
 
   /** Releases this client's Futures and stops being the default scheduler; closes a cluster it started. */
@@ -178,6 +232,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     if (this.closed) return;
     this.closed = true;
     this.stopWatching();
+    this.unregisterDiagnostics();
     for (const hold of [...this.holds]) hold.release();
     const at = openClients.indexOf(this);
     if (at >= 0) openClients.splice(at, 1);

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { availableParallelism, totalmem } from "node:os";
 import { inspect } from "node:util";
+import { DEFAULT_PROFILING, checkProfilingOptions } from "../../profiling/hub";
 import type { WorkerStartConfig } from "../messages";
 import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { Scheduler, type SchedulerSettings } from "../scheduler/scheduler";
@@ -40,6 +41,13 @@ export interface LocalClusterOptions {
   readonly memoryThresholds?: WorkerStartConfig["memoryThresholds"];
   /** For tests of clock correction: seconds added to each worker's clock, by worker number. */
   readonly simulatedClockOffsets?: readonly number[];
+  /**
+   * The workers' statistical profiler (Dask's distributed.worker.profile): on by default, sampling
+   * every `interval` seconds (0.01) in windows of `cycle` seconds (1); false turns it off.
+   */
+  readonly profile?: boolean | { readonly interval?: number; readonly cycle?: number };
+  /** Task-stream records the scheduler keeps (Dask's task-stream-length). Default 100 000. */
+  readonly taskStreamLength?: number;
 }
 
 const OPTION_NAMES = new Set([
@@ -52,6 +60,8 @@ const OPTION_NAMES = new Set([
   "allowedFailures",
   "memoryThresholds",
   "simulatedClockOffsets",
+  "profile",
+  "taskStreamLength",
 ]);
 
 const DEFAULT_DASHBOARD = "127.0.0.1:8787";
@@ -90,6 +100,7 @@ export class LocalCluster implements AsyncDisposable {
       memoryLimit: settings.memoryLimit,
       memoryThresholds: options.memoryThresholds,
       clockOffsets: options.simulatedClockOffsets,
+      profile: settings.profile,
     });
     const scheduler = new Scheduler(transport, settings.scheduler);
     const cluster = new LocalCluster(
@@ -231,6 +242,7 @@ interface Settings {
   readonly memoryLimit: number;
   readonly dashboardAddress: string | null;
   readonly scheduler: SchedulerSettings;
+  readonly profile: WorkerStartConfig["profile"];
 }
 
 /** Dask's defaults and checks; a bad option is an error naming it. */
@@ -262,14 +274,27 @@ function checkOptions(options: LocalClusterOptions): Settings {
   if (offsets !== undefined && (!Array.isArray(offsets) || !offsets.every((o) => typeof o === "number" && Number.isFinite(o)))) {
     throw new TypeError(`Option simulatedClockOffsets must be an array of seconds, got ${JSON.stringify(offsets)}`);
   }
+  const taskStreamLength = options.taskStreamLength;
+  if (taskStreamLength !== undefined && !(Number.isInteger(taskStreamLength) && taskStreamLength >= 1)) {
+    throw new RangeError(`Option taskStreamLength must be a whole number ≥ 1, got ${taskStreamLength}`);
+  }
   return {
     name,
     nWorkers,
     threadsPerWorker: threadsPerWorker!,
     memoryLimit,
     dashboardAddress,
-    scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures },
+    scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures, taskStreamLength },
+    profile: profileOption(options.profile),
   };
+}
+
+/** The workers' profiler settings from the option: on with Dask's defaults unless false. */
+function profileOption(option: LocalClusterOptions["profile"]): WorkerStartConfig["profile"] {
+  if (option === undefined || option === true) return { ...DEFAULT_PROFILING };
+  if (option === false) return false;
+  if (typeof option !== "object" || option === null) throw new TypeError(`Option profile must be true, false or { interval, cycle }, got ${JSON.stringify(option)}`);
+  return checkProfilingOptions(option, "LocalCluster profile option");
 }
 
 /** Dask's nprocesses_nthreads: up to 4 cores a process each; beyond, about √cores processes. */

@@ -20,11 +20,13 @@
 // ## What diagnostics read (Scheduler)
 // `taskStream` (TaskStreamRing: `index`, `collect({ start, stop, count, startIndex })` of
 // TaskStreamRecords), `cumulativeWorkerMetrics()`, `memory()` (ClusterMemory), `bandwidth()`
-// (BandwidthSummary), `workerRecords()` (WorkerRecord[]), `taskCounts()`, and the
+// (BandwidthSummary), `systemHistory(start, stop)` (cluster CPU and memory per heartbeat),
+// `profileWindows(range, workers)` (the workers' statistical profiles, pulled on request),
+// `workerRecords()` (WorkerRecord[]), `taskCounts()`, and the
 // "worker-joined" / "worker-left" events. `state.spanOf(slot)` is the one place spans plug in.
 export { Scheduler, type SchedulerSettings, type SchedulerEvents } from "./scheduler";
 export { ClusterState, type GraphSubmission, type TaskListener, type TaskFailure, type TaskStateName, type SchedulerOptions } from "./state";
 export { TaskStreamRing, type CollectOptions, DEFAULT_TASK_STREAM_LENGTH } from "./task-stream";
 export type { Transport, TransportEvents, Placement } from "./transport";
 export { WorkerState } from "./workers";
-export { BandwidthEstimate, CumulativeMetrics, WorkerMemory, clusterMemory } from "./heartbeats";
+export { BandwidthEstimate, CumulativeMetrics, SystemHistory, WorkerMemory, clusterMemory } from "./heartbeats";

@@ -21,7 +21,7 @@ import type {
   WireTask,
   WorkerAddress,
 } from "../messages";
-import { BandwidthEstimate, CumulativeMetrics, clusterMemory } from "./heartbeats";
+import { BandwidthEstimate, CumulativeMetrics, SystemHistory, clusterMemory } from "./heartbeats";
 import { SlotHeap } from "./queue";
 import { TaskStreamRing } from "./task-stream";
 import type { Placement } from "./transport";
@@ -50,8 +50,11 @@ export type TaskFailure =
 export interface TaskListener {
   /** The task went to `worker` and can start there (its inputs are computed): Callback.pretask. */
   dispatched?(slot: number, worker: WorkerState | undefined): void;
-  /** The result is in memory (`report` is absent when it already was at submission). */
-  finished?(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined): void;
+  /**
+   * The result is in memory (`report` is absent when it already was at submission); `record` is
+   * the task-stream record the report made.
+   */
+  finished?(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined, record?: TaskStreamRecord): void;
   erred?(slot: number, failure: TaskFailure): void;
 }
 
@@ -127,6 +130,8 @@ export class ClusterState {
   readonly sendAhead: boolean;
   readonly taskStream: TaskStreamRing;
   readonly bandwidth = new BandwidthEstimate();
+  /** The cluster's CPU and memory over time, from heartbeats. */
+  readonly system = new SystemHistory();
   readonly cumulativeMetrics = new CumulativeMetrics();
 
   // ---- The task table: columns indexed by slot -------------------------------------------------
@@ -384,6 +389,7 @@ export class ClusterState {
     this.totalThreads -= ws.nthreads;
     ws.status = "closed";
     this.bandwidth.removeWorker(address);
+    this.system.removeWorker(address);
     const processing = [...ws.processing];
     for (const slot of processing) {
       const wasRunnable = this.waitingLocally[slot] === 0;
@@ -903,8 +909,9 @@ export class ClusterState {
     this.nbytes[slot] = report.nbytes;
     if (this.placement === "locality") this.addHolder(slot, ws, report.nbytes);
     this.learn(slot, report);
-    this.taskStream.push(this.streamRecord(slot, ws, report));
-    this.notifyFinished(slot, ws, report);
+    const record = this.streamRecord(slot, ws, report);
+    this.taskStream.push(record);
+    this.notifyFinished(slot, ws, report, record);
     // Dependents: one input fewer to wait for.
     for (const dependent of this.dependents[slot]) {
       if (--this.waitingOn[dependent] !== 0) continue;
@@ -1169,6 +1176,7 @@ export class ClusterState {
   private heartbeat(ws: WorkerState, message: HeartbeatMessage, now: number): void {
     const { metrics } = message;
     ws.metrics = metrics;
+    ws.lastHeartbeat = now;
     ws.cpu = metrics.cpu;
     // The worker's own estimate (from round trips) beats one taken from a single message.
     ws.clockOffset = message.clockOffset ?? message.now - now;
@@ -1177,6 +1185,7 @@ export class ClusterState {
     ws.transferredOut += metrics.transfer.outgoingBytes;
     this.bandwidth.update(ws.address, metrics.bandwidth, this.workers.size);
     this.cumulativeMetrics.add(metrics.digests);
+    this.system.add(now, ws.address, metrics.cpu, metrics.memory);
     this.reply(ws, now);
   }
 
@@ -1199,11 +1208,11 @@ export class ClusterState {
     else listeners.dispatched?.(slot, ws);
   }
 
-  private notifyFinished(slot: number, ws: WorkerState | undefined, report: TaskFinishedMessage | undefined): void {
+  private notifyFinished(slot: number, ws: WorkerState | undefined, report: TaskFinishedMessage | undefined, record?: TaskStreamRecord): void {
     const listeners = this.listeners[slot];
     if (listeners === undefined) return;
-    if (Array.isArray(listeners)) for (const l of [...listeners]) l.finished?.(slot, ws, report);
-    else listeners.finished?.(slot, ws, report);
+    if (Array.isArray(listeners)) for (const l of [...listeners]) l.finished?.(slot, ws, report, record);
+    else listeners.finished?.(slot, ws, report, record);
   }
 
   private notifyErred(slot: number, failure: TaskFailure): void {

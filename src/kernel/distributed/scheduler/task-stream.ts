@@ -31,6 +31,8 @@ export class TaskStreamRing {
   private readonly records: (TaskStreamRecord | undefined)[];
   /** Records appended since the ring was made (Dask's `index`): the next record's position. */
   private appended = 0;
+  /** Told of every record as it is appended (a performance report recording every task, however many). */
+  private watchers: Set<(record: TaskStreamRecord) => void> | undefined;
 
   constructor(readonly capacity: number = DEFAULT_TASK_STREAM_LENGTH) {
     if (!(Number.isInteger(capacity) && capacity >= 1)) {
@@ -52,6 +54,16 @@ export class TaskStreamRing {
   push(record: TaskStreamRecord): void {
     this.records[this.appended % this.capacity] = record;
     this.appended++;
+    if (this.watchers !== undefined) for (const watcher of this.watchers) watcher(record);
+  }
+
+  /** Calls `watcher` with every record appended from now on, however many; returns the function that stops it. */
+  watch(watcher: (record: TaskStreamRecord) => void): () => void {
+    (this.watchers ??= new Set()).add(watcher);
+    return () => {
+      this.watchers?.delete(watcher);
+      if (this.watchers?.size === 0) this.watchers = undefined;
+    };
   }
 
   /** Oldest first. */
