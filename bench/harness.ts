@@ -57,6 +57,25 @@ export function runPython<T>(
   return JSON.parse(lastLine) as T;
 }
 
+/** The Python with Dask distributed the cluster benchmarks compare with: Debian's (python3-distributed). */
+export const DASK_PYTHON = process.env.TSDASK_DISTRIBUTED_PYTHON ?? "/usr/bin/python3";
+
+/** Dask distributed for the comparison: Debian's python3-distributed, installed if missing. */
+export function ensureDistributed(): void {
+  try {
+    execFileSync(DASK_PYTHON, ["-c", "import distributed, dask.array, numpy"], { stdio: "ignore" });
+    return;
+  } catch {
+    console.log(`${DASK_PYTHON} has no dask distributed: installing Debian's python3-distributed (apt-get)`);
+  }
+  try {
+    execFileSync("apt-get", ["update"], { stdio: "inherit" });
+    execFileSync("apt-get", ["install", "-y", "python3-distributed"], { stdio: "inherit" });
+  } catch (error) {
+    throw new Error(`Cannot install python3-distributed (run as root: apt-get install -y python3-distributed): ${(error as Error).message}`);
+  }
+}
+
 /** Prints rows as an aligned table. */
 export function printTable(header: readonly string[], rows: readonly (readonly (string | number)[])[]): void {
   const cells = [header, ...rows].map((row) => row.map((cell) => (typeof cell === "number" ? format(cell) : cell)));

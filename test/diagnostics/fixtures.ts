@@ -1,5 +1,7 @@
 // Graphs and helpers shared by the diagnostics tests (ports of dask/diagnostics/tests).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import type { SchedulerName } from "../../src";
 import { add, mul, slowadd } from "./tasks";
 
@@ -31,3 +33,13 @@ export function checkBarCompleted(text: string, width = 40): void {
   assert.equal(bar, "[" + "#".repeat(width) + "]");
   assert.equal(percent, "100% Completed");
 }
+
+/**
+ * Where ./hot.ts's hotLoop is in its TypeScript source (the profiler maps compiled lines back
+ * through the source map): its file, its first line, its hot line, and its profile-tree identifier.
+ */
+export const HOT_FILE = resolve(__dirname, "../../../test/diagnostics/hot.ts");
+const hotLines = readFileSync(HOT_FILE, "utf8").split("\n");
+export const HOT_DEFINITION_LINE = hotLines.findIndex((line) => line.includes("function hotLoop(")) + 1;
+export const HOT_LINE = hotLines.findIndex((line) => line.includes("// HOT LINE")) + 1;
+export const HOT_ID = `hotLoop;${HOT_FILE};${HOT_DEFINITION_LINE}`;

@@ -2,7 +2,6 @@
 // under its task prefix with the right line numbers, prefixes and time windows select, the
 // administrative side holds the rest, and the fold turns tagged samples into trees.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { type SchedulerName, StatisticalProfiler, get, now, withCallbacks } from "../../src";
@@ -10,14 +9,9 @@ import { computeProfile } from "../../src/protocol/profile";
 import type { ProfileNode } from "../../src/protocol/records";
 import { foldThreadProfile } from "../../src/kernel/profiling/fold";
 import { profiling } from "../../src/kernel/profiling/hub";
+import { HOT_FILE, HOT_ID, HOT_LINE } from "./fixtures";
 import { combine, hotLoop, mostlyWaiting } from "./hot";
 
-const HOT_FILE = join(__dirname, "hot.js");
-const hotLines = readFileSync(HOT_FILE, "utf8").split("\n");
-/** 1-based lines of the compiled fixture: where hotLoop starts, and its hot line. */
-const DEFINITION_LINE = hotLines.findIndex((line) => line.includes("function hotLoop(")) + 1;
-const HOT_LINE = hotLines.findIndex((line) => line.includes("// HOT LINE")) + 1;
-const HOT_ID = `hotLoop;${HOT_FILE};${DEFINITION_LINE}`;
 
 /** Four hot tasks, two waiting ones, and one that gathers them. */
 function graph(): Record<string, unknown> {

@@ -6,6 +6,7 @@
 import type { FpmData } from "../../../protocol/fpm";
 import type { MetricRecord, SystemSample } from "../../../protocol/records";
 import type { ReportWorker } from "../../../protocol/report";
+import { nameTransferLogs } from "../bandwidth";
 import type { ClusterDiagnosticsSource } from "../cluster-source";
 import type { MemorySeries } from "../memory";
 import type { TaskStreamTable } from "../taskstream";
@@ -65,7 +66,7 @@ export class ClusterRecording {
           : { profile }),
       ...(logs instanceof Error
         ? { transfersNote: `The workers' transfer logs could not be read: ${logs.message}` }
-        : { transfers: { logs: renameWorkers(logs, workers), direction: "incoming" as const } }),
+        : { transfers: { logs: nameTransferLogs(logs, workers), direction: "incoming" as const } }),
       system: system.map(toResourceData),
       systemTitle: `CPU and memory of the cluster's ${workers.length} worker${workers.length === 1 ? "" : "s"} (summed, from heartbeats)`,
       ...(metrics.length > 0 ? { fineMetrics } : {}),
@@ -94,11 +95,4 @@ export function metricsSince(before: readonly MetricRecord[], after: readonly Me
 
 function toResourceData(sample: SystemSample): ResourceData {
   return { time: sample.time, cpu: sample.cpu, mem: sample.memory / 1e6 };
-}
-
-/** Transfer logs with workers shown by name (the report's bandwidth views label them). */
-function renameWorkers<T extends { readonly who: string }>(logs: Readonly<Record<string, readonly T[]>>, workers: readonly { address: string; name: string }[]): Record<string, T[]> {
-  const names = new Map(workers.map((w) => [w.address, w.name]));
-  const name = (address: string): string => names.get(address) ?? address;
-  return Object.fromEntries(Object.entries(logs).map(([worker, log]) => [name(worker), log.map((entry) => ({ ...entry, who: name(entry.who) }))]));
 }

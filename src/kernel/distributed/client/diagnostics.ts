@@ -8,7 +8,7 @@ import type { ProfileWindow } from "../../../protocol/profile";
 import { administrativeProfile, computeProfile } from "../../../protocol/profile";
 import type { MetricRecord, ProfileNode, SystemSample, TaskStreamRecord, TransferLogEntry, WorkerRecord } from "../../../protocol/records";
 import { now } from "../../clock";
-import { type BandwidthDetail, type BandwidthOptions, type TransferLogs, bandwidthPlot, bandwidthSummary } from "../../diagnostics/bandwidth";
+import { type BandwidthDetail, type BandwidthOptions, type TransferLogs, bandwidthPlot, bandwidthSummary, nameTransferLogs } from "../../diagnostics/bandwidth";
 import type { ClusterDiagnosticsSource, TimeRange } from "../../diagnostics/cluster-source";
 import { MEASURE_TITLES, type MemoryMeasure } from "../../diagnostics/memory/measures";
 import type { MemoryPoint, MemoryRecording, MemorySource } from "../../diagnostics/memory/source";
@@ -229,7 +229,9 @@ export async function clientBandwidth(diagnostics: ClusterDiagnostics, options: 
   const { direction = "incoming", start, stop, plot = false, filename } = options;
   if (direction !== "incoming" && direction !== "outgoing") throw new TypeError(`Option direction must be "incoming" or "outgoing", got ${JSON.stringify(direction)}`);
   const logs = await diagnostics.transferLogs(direction, { start, stop });
-  const summary = bandwidthSummary(logs, { direction });
-  if (plot !== false) await bandwidthPlot(summary, { ...(filename === undefined ? {} : { filename }), ...(plot === "save" ? { save: true } : {}) });
-  return summary;
+  if (plot !== false) {
+    const named = bandwidthSummary(nameTransferLogs(logs, diagnostics.workers()), { direction });
+    await bandwidthPlot(named, { ...(filename === undefined ? {} : { filename }), ...(plot === "save" ? { save: true } : {}) });
+  }
+  return bandwidthSummary(logs, { direction });
 }

@@ -1,0 +1,205 @@
+// Seed 003's diagnostics on LocalCluster(2 workers × 1 thread), beside Dask distributed's
+// LocalCluster(n_workers=2, threads_per_worker=1) measured in the same run:
+//  1. The workers' statistical profiler on the seeds' QR example (10000×1000 in 1000×1000
+//     chunks, q.dot(r)): profile on (the default) and off, interleaved, a fresh cluster per run,
+//     wall time and the worker processes' CPU after a warm-up; Dask's profiler on and off the same
+//     way (its distributed here predates the Python 3.11 switch-off). Target ≤ 3 %.
+//  2. performanceReport of a 1 000 000-task cluster run: the run alone and recorded, the page's
+//     size, Chromium opening it (summary drawn, then every tab) — target under 5 s — beside Dask's
+//     performance_report of a smaller run (its task stream keeps 100 000 tasks at most).
+// Run: npm run bench -- cluster-diagnose   (TSDASK_BENCH_ROUNDS, TSDASK_REPORT_TASKS and
+// TSDASK_DASK_REPORT_TASKS change the sizes)
+
+import { readFileSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { type Browser, chromium } from "playwright-core";
+import { Client, LocalCluster, get, performanceReport } from "../src";
+import * as da from "../src/kernel/collections/array";
+import { DASK_PYTHON, ensureDistributed, printTable, runPython } from "./harness";
+import { inc } from "../test/fixtures/tasks";
+
+const root = join(__dirname, "..", "..");
+const ROUNDS = Number(process.env.TSDASK_BENCH_ROUNDS ?? 4);
+const REPORT_TASKS = Number(process.env.TSDASK_REPORT_TASKS ?? 1_000_000);
+const DASK_REPORT_TASKS = Number(process.env.TSDASK_DASK_REPORT_TASKS ?? 20_000);
+
+interface Run {
+  wall: number;
+  /** CPU seconds of the worker processes. */
+  cpu: number;
+}
+
+/** CPU seconds (user + system) a process has used, from /proc. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // utime and stime are the 14th and 15th fields of the whole line (11th, 12th after the name).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const percent = (value: number, base: number): string => `${(((value - base) / base) * 100).toFixed(1)} %`;
+
+/** One QR run on a fresh cluster, after a warm-up run, its profiler on or off. */
+async function qrRun(profile: boolean): Promise<Run> {
+  const cluster = await LocalCluster.start({ nWorkers: 2, threadsPerWorker: 1, dashboardAddress: null, name: "bench-profile", profile });
+  const client = await Client.connect(cluster);
+  try {
+    const a = da.random.random([10000, 1000], { chunks: [1000, 1000] });
+    const [q, r] = da.linalg.qr(a);
+    const product = q.dot(r);
+    await product.compute();
+    const pids = cluster.processes.map((p) => p.pid);
+    const cpu0 = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+    const t0 = performance.now();
+    await product.compute();
+    const wall = (performance.now() - t0) / 1000;
+    return { wall, cpu: pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - cpu0 };
+  } finally {
+    await client.close();
+    await cluster.close();
+  }
+}
+
+async function profilerOverhead(): Promise<Record<string, unknown>> {
+  const ours: Record<"on" | "off", Run[]> = { on: [], off: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const mode of round % 2 === 0 ? (["on", "off"] as const) : (["off", "on"] as const)) ours[mode].push(await qrRun(mode === "on"));
+  }
+  const dask = runPython<{ distributed: string; runs: Record<"on" | "off", Run[]> }>("dask_cluster_diagnose.py", ["profile", String(ROUNDS)], {}, DASK_PYTHON);
+  const med = (runs: Record<"on" | "off", Run[]>, mode: "on" | "off", field: keyof Run): number => median(runs[mode].map((run) => run[field]));
+  console.log(`\nThe workers' statistical profiler on the QR example, LocalCluster(2×1), ${ROUNDS} fresh clusters each way, interleaved; medians`);
+  printTable(
+    ["", "tsdask off", "tsdask on", "tsdask overhead", "dask off", "dask on", "dask overhead"],
+    [
+      ["wall s", med(ours, "off", "wall"), med(ours, "on", "wall"), percent(med(ours, "on", "wall"), med(ours, "off", "wall")), med(dask.runs, "off", "wall"), med(dask.runs, "on", "wall"), percent(med(dask.runs, "on", "wall"), med(dask.runs, "off", "wall"))],
+      ["workers' CPU s", med(ours, "off", "cpu"), med(ours, "on", "cpu"), percent(med(ours, "on", "cpu"), med(ours, "off", "cpu")), med(dask.runs, "off", "cpu"), med(dask.runs, "on", "cpu"), percent(med(dask.runs, "on", "cpu"), med(dask.runs, "off", "cpu"))],
+    ],
+  );
+  console.log(`(target ≤ 3 %; Dask distributed ${dask.distributed} samples its task threads every 10 ms from the event loop)`);
+  return { ours, dask: dask.runs };
+}
+
+interface Opened {
+  open: number;
+  taskStream: number;
+  rest: number;
+}
+
+async function openReport(browser: Browser, file: string): Promise<Opened> {
+  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
+  try {
+    const t0 = performance.now();
+    await page.goto(pathToFileURL(file).href);
+    await page.locator("#panel-summary h1").waitFor({ timeout: 60_000 });
+    const t1 = performance.now();
+    const show = (tab: string): Promise<void> =>
+      page.evaluate((id) => (globalThis as unknown as { __tsdaskReport: { show(id: string): Promise<void> } }).__tsdaskReport.show(id), tab);
+    await show("task-stream");
+    const t2 = performance.now();
+    const tabs = await page.locator(".tsdask-report-tab").evaluateAll((buttons) => buttons.map((button) => button.id.slice("tab-".length)));
+    for (const tab of tabs) await show(tab);
+    const t3 = performance.now();
+    return { open: (t1 - t0) / 1000, taskStream: (t2 - t1) / 1000, rest: (t3 - t2) / 1000 };
+  } finally {
+    await page.close();
+  }
+}
+
+/** Dask's page draws everything at once: navigation to Bokeh's plots painted. */
+async function openDask(browser: Browser, file: string): Promise<number> {
+  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
+  try {
+    const t0 = performance.now();
+    await page.goto(pathToFileURL(file).href, { timeout: 300_000 });
+    await page.waitForFunction("globalThis.Bokeh !== undefined && Object.keys(globalThis.Bokeh.index).length > 0", null, { timeout: 300_000, polling: 10 });
+    await page.evaluate(() => {
+      const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame.bind(globalThis);
+      return new Promise<void>((done) => frame(() => frame(done)));
+    });
+    return (performance.now() - t0) / 1000;
+  } finally {
+    await page.close();
+  }
+}
+
+/** A cluster run of `tasks` independent inc tasks, alone and in a report (fresh keys each). */
+async function clusterReport(client: Client, tasks: number, file: string): Promise<{ get: number; withReport: number; bytes: number; recorded: number }> {
+  const graph = (prefix: string): Record<string, unknown> => {
+    const dsk: Record<string, unknown> = {};
+    for (let i = 0; i < tasks; i++) dsk[`${prefix}-${i}`] = [inc, i];
+    return dsk;
+  };
+  const warm = graph("warm");
+  await get(warm, Object.keys(warm).slice(0, 1000), { scheduler: client });
+  let dsk = graph("inc");
+  let t0 = performance.now();
+  await get(dsk, Object.keys(dsk), { scheduler: client });
+  const plain = (performance.now() - t0) / 1000;
+  dsk = graph("inc2");
+  t0 = performance.now();
+  const report = await performanceReport({ filename: file }, () => get(dsk, Object.keys(dsk), { scheduler: client }));
+  const withReport = (performance.now() - t0) / 1000;
+  return { get: plain, withReport, bytes: statSync(file).size, recorded: report.data.summary.tasks };
+}
+
+async function reportTimings(): Promise<Record<string, unknown>> {
+  const dir = mkdtempSync(join(tmpdir(), "tsdask-bench-cluster-report-"));
+  const setup = (await import(pathToFileURL(join(root, "scripts/setup/chromium.mjs")).href)) as { ensureChromium(): string; CHROMIUM_ARGS: string[] };
+  const browser = await chromium.launch({ executablePath: setup.ensureChromium(), args: setup.CHROMIUM_ARGS });
+  const cluster = await LocalCluster.start({ nWorkers: 2, threadsPerWorker: 1, dashboardAddress: null, name: "bench-report" });
+  const client = await Client.connect(cluster);
+  try {
+    const small = await clusterReport(client, DASK_REPORT_TASKS, join(dir, "small.html"));
+    const smallOpened = await openReport(browser, join(dir, "small.html"));
+    const big = await clusterReport(client, REPORT_TASKS, join(dir, "big.html"));
+    const bigOpened = await openReport(browser, join(dir, "big.html"));
+    const dask = runPython<{ distributed: string; tasks: number; get: number; with_report: number; html_bytes: number; file: string }>(
+      "dask_cluster_diagnose.py",
+      ["report", String(DASK_REPORT_TASKS), join(dir, "dask.html")],
+      {},
+      DASK_PYTHON,
+    );
+    const daskOpened = await openDask(browser, dask.file);
+    const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(2)} MB`;
+    const all = (o: Opened): number => o.open + o.taskStream + o.rest;
+    console.log(`\nperformanceReport of a cluster run: ${REPORT_TASKS} and ${DASK_REPORT_TASKS} independent tasks on LocalCluster(2×1); Dask distributed ${dask.distributed}'s performance_report on ${DASK_REPORT_TASKS}; seconds`);
+    printTable(
+      ["", `ours ${REPORT_TASKS}`, `ours ${DASK_REPORT_TASKS}`, `Dask ${DASK_REPORT_TASKS}`],
+      [
+        ["tasks in the report", big.recorded, small.recorded, dask.tasks],
+        ["the run alone", big.get, small.get, dask.get],
+        ["the run recorded + report written", big.withReport, small.withReport, dask.with_report],
+        ["HTML size", mb(big.bytes), mb(small.bytes), mb(dask.html_bytes)],
+        ["Chromium: open to summary", bigOpened.open, smallOpened.open, "–"],
+        ["Chromium: + task stream tab", bigOpened.taskStream, smallOpened.taskStream, "–"],
+        ["Chromium: + the other tabs", bigOpened.rest, smallOpened.rest, "–"],
+        ["Chromium: everything drawn", all(bigOpened), all(smallOpened), daskOpened],
+      ],
+    );
+    console.log(
+      `${REPORT_TASKS}-task report drawn in ${all(bigOpened).toFixed(2)} s (target < 5 s: ${all(bigOpened) < 5 ? "met" : "NOT met"}); ` +
+        `at ${DASK_REPORT_TASKS} tasks, Dask / ours: recording + report ${(dask.with_report / small.withReport).toFixed(1)}×, size ${(dask.html_bytes / small.bytes).toFixed(1)}×, drawn ${(daskOpened / all(smallOpened)).toFixed(1)}×`,
+    );
+    return { big, bigOpened, small, smallOpened, dask, daskOpened };
+  } finally {
+    await client.close();
+    await cluster.close();
+    await browser.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  ensureDistributed();
+  const overhead = await profilerOverhead();
+  const report = await reportTimings();
+  console.log(JSON.stringify({ bench: "cluster-diagnose", rounds: ROUNDS, overhead, report }));
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
