@@ -6,7 +6,8 @@
                    interleaved, a fresh cluster per run: per run the wall time and the CPU seconds of
                    the worker processes, after a warm-up.
   report N FILE    performance_report (mode="inline") of N independent inc tasks on the cluster:
-                   the computation alone, with the report written, and the file's size.
+                   the computation alone, with the report written, and the file's size (no report
+                   where this distributed cannot draw one: 2022.12 needs bokeh < 3).
 Prints one JSON line. Run with Debian's python3 (python3-distributed).
 """
 import json
@@ -64,6 +65,10 @@ def report(n, filename):
         client.get(dsk, keys)
         plain = time.perf_counter() - t0
         dsk = {f"inc2-{i}": (inc, i) for i in range(n)}  # fresh keys: nothing is in memory yet
+        try:
+            import distributed.dashboard.core  # noqa: F401  (performance_report draws with Bokeh)
+        except ImportError as error:
+            return {"tasks": n, "get": plain, "with_report": None, "html_bytes": None, "file": None, "why": str(error)}
         t0 = time.perf_counter()
         with performance_report(filename=filename, mode="inline"):
             client.get(dsk, list(dsk))

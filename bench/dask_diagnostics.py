@@ -1,7 +1,8 @@
-"""Per-task overhead of Dask's local diagnostics on the 2000×5 graph (all keys requested), get_sync.
+"""Per-task overhead of Dask's local diagnostics on the three standard graphs, get_sync.
 
-Each configuration runs in its own `with` block (entered once per round, several gets inside),
-as in bench/diagnostics.ts; main-thread CPU time and wall time, best of all gets; prints one JSON object.
+As bench/diagnostics.ts measures: fresh diagnostics in a `with` block around each computation,
+rounds interleaving the configurations, round 0 a warm-up; main-thread CPU time and wall time,
+best of the rounds; prints one JSON object.
 """
 import contextlib
 import io
@@ -13,13 +14,9 @@ import dask
 from dask.diagnostics import CacheProfiler, ProgressBar, Profiler, ResourceProfiler
 from dask.local import get_sync
 
-from dask_graphs import independent
+from dask_graphs import STANDARD_GRAPHS
 
-rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-gets = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-
-dsk, _, tasks = independent(2000, 5)
-keys = list(dsk)
+rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 
 CONFIGS = {
     "none": lambda: [],
@@ -30,35 +27,41 @@ CONFIGS = {
     "all four": lambda: [ProgressBar(out=io.StringIO()), Profiler(), ResourceProfiler(), CacheProfiler()],
 }
 
-best = {name: {"cpu": float("inf"), "wall": float("inf")} for name in CONFIGS}
-for _ in range(rounds):
-    for name, make in CONFIGS.items():
-        callbacks = make()
-        mine = best[name]
-        with contextlib.ExitStack() as stack:
-            for cb in callbacks:
-                stack.enter_context(cb)
-            get_sync(dsk, keys)  # warm-up
-            for _ in range(gets):
-                wall, cpu = time.perf_counter(), time.thread_time()
+
+def measure(dsk, keys, tasks):
+    best = {name: {"cpu": float("inf"), "wall": float("inf")} for name in CONFIGS}
+    for round_ in range(rounds + 1):
+        for name, make in CONFIGS.items():
+            callbacks = make()
+            wall, cpu = time.perf_counter(), time.thread_time()
+            with contextlib.ExitStack() as stack:
+                for cb in callbacks:
+                    stack.enter_context(cb)
                 get_sync(dsk, keys)
-                mine["cpu"] = min(mine["cpu"], time.thread_time() - cpu)
-                mine["wall"] = min(mine["wall"], time.perf_counter() - wall)
-        for cb in callbacks:
-            if isinstance(cb, ResourceProfiler):
-                cb.close()
+            cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+            for cb in callbacks:
+                if isinstance(cb, ResourceProfiler):
+                    cb.close()
+            if round_ == 0:
+                continue
+            best[name]["cpu"] = min(best[name]["cpu"], cpu)
+            best[name]["wall"] = min(best[name]["wall"], wall)
+
+    def per_task(seconds):
+        return seconds / tasks * 1e6
+
+    return {
+        "tasks": tasks,
+        "base": {kind: per_task(best["none"][kind]) for kind in ("cpu", "wall")},
+        "overhead": {
+            name: {kind: per_task(best[name][kind] - best["none"][kind]) for kind in ("cpu", "wall")}
+            for name in CONFIGS if name != "none"
+        },
+    }
 
 
-def per_task(seconds):
-    return seconds / tasks * 1e6
-
-
-print(json.dumps({
-    "dask": dask.__version__,
-    "tasks": tasks,
-    "base": {kind: per_task(best["none"][kind]) for kind in ("cpu", "wall")},
-    "overhead": {
-        name: {kind: per_task(best[name][kind] - best["none"][kind]) for kind in ("cpu", "wall")}
-        for name in CONFIGS if name != "none"
-    },
-}))
+graphs = {}
+for name, build in STANDARD_GRAPHS:
+    dsk, keys, tasks = build()
+    graphs[name] = measure(dsk, keys, tasks)
+print(json.dumps({"dask": dask.__version__, "graphs": graphs}))

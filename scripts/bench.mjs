@@ -5,11 +5,12 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensurePythonEnv } from "./setup/python.mjs";
+import { ensureRedisServer } from "./setup/redis.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.test.json"], { cwd: root, stdio: "inherit" });
 const python = ensurePythonEnv();
-const env = { ...python.env, TSDASK_PYTHON: python.python };
+const env = { ...python.env, TSDASK_PYTHON: python.python, TSDASK_REDIS_SERVER: ensureRedisServer() };
 
 const wanted = process.argv[2];
 const benches = readdirSync(join(root, "build/bench"))

@@ -24,7 +24,8 @@ try {
   for (const notebook of notebooks) {
     const report = join(scratch, "report.json");
     const runner = join(root, "test/notebook/run_notebook.py");
-    const result = spawnSync(python, ["-Xfrozen_modules=off", runner, notebook, "--report", report, "--save", notebook], {
+    // A plot's static image follows its display as an update; the drain waits for the last ones.
+    const result = spawnSync(python, ["-Xfrozen_modules=off", runner, notebook, "--report", report, "--save", notebook, "--drain", "2"], {
       cwd: root,
       env,
       stdio: "inherit",

@@ -9,6 +9,7 @@ import { buildViews, viewsAreStale } from "./build-views.mjs";
 import { ensureChromium } from "./setup/chromium.mjs";
 import { ensureSelfLink } from "./setup/link-self.mjs";
 import { ensurePythonEnv } from "./setup/python.mjs";
+import { ensureRedisServer } from "./setup/redis.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: "inherit" });
@@ -28,6 +29,8 @@ ensureSelfLink();
 const python = ensurePythonEnv();
 const chromium = ensureChromium();
 const env = { ...python.env, TSDASK_PYTHON: python.python, TSDASK_JUPYTER: python.jupyter, TSDASK_CHROMIUM: chromium };
+// Debian's redis-server for the Redis transport's tests (each test starts and stops its own).
+env.TSDASK_REDIS_SERVER = ensureRedisServer();
 
 function testFiles(dir) {
   return readdirSync(dir).flatMap((name) => {

@@ -3,7 +3,7 @@
 // profilers and visualize() draw is checked as a user would see it. Screenshots: test-output/quickstart-*.png.
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Locator, Page } from "playwright-core";
@@ -95,6 +95,8 @@ interface SubView {
   /** The x axis' accessible description, which names its domain ("… values from 0.0 to 3.0"). */
   xAxis: string;
   xTicks: string[];
+  /** The y axis' labels: the worker rows of a task plot. */
+  yTicks: string[];
 }
 
 /** The top-level views of the plot in `plot` (a .tsdask-plot), top to bottom. */
@@ -106,12 +108,14 @@ function subViews(plot: Locator): Promise<SubView[]> {
     const count = (view: lab.PageElement, mark: string): number => view.querySelectorAll(`g.${mark}.role-mark > path`).length;
     return views.map((view) => {
       const axis = view.querySelector('g.role-axis[aria-label^="X-axis"]');
+      const yAxis = view.querySelector('g.role-axis[aria-label^="Y-axis"]');
       return {
         rects: count(view, "mark-rect"),
         lines: count(view, "mark-line"),
         symbols: count(view, "mark-symbol"),
         xAxis: axis?.getAttribute("aria-label") ?? "",
         xTicks: Array.from(axis?.querySelectorAll(".role-axis-label text") ?? []).map((text) => text.textContent ?? ""),
+        yTicks: Array.from(yAxis?.querySelectorAll(".role-axis-label text") ?? []).map((text) => text.textContent ?? ""),
       };
     });
   });
@@ -154,25 +158,29 @@ test("the quick start runs in JupyterLab; its progress bar advances live and fin
 });
 
 test("visualize([prof, rprof, cprof]) shows three stacked plots with their marks", async () => {
-  const plot = cell("await visualize(").locator(".tsdask-plot");
+  const plot = cell("visualize([").locator(".tsdask-plot");
   await plot.locator("svg.marks").waitFor({ timeout: 30_000 });
-  const summary = (await cell("await visualize(").locator(".jp-OutputArea-output").last().textContent()) ?? "";
-  const tasks = Number(/(\d+) tasks on 1 worker/.exec(summary)?.[1]);
-  assert.ok(tasks > 0, `summary: ${summary}`);
+  const summary = (await cell("visualize([").locator(".jp-OutputArea-output").last().textContent()) ?? "";
+  const [, tasks, workers] = (/(\d+) tasks on (\d+) workers?/.exec(summary) ?? []).map(Number);
+  assert.ok(tasks! > 0, `summary: ${summary}`);
   const [tasksView, resourcesView, cacheView, ...rest] = await subViews(plot);
   assert.deepEqual(rest, [], "more than three plots");
   assert.equal(tasksView?.rects, tasks, "one rectangle per task");
+  // Arrays compute on the thread pool: one row per worker thread, labelled with its thread id.
+  assert.equal(tasksView?.yTicks.length, workers, `rows: ${tasksView?.yTicks.join(", ")}`);
+  assert.ok(workers! >= 2 || availableParallelism() === 1, `${workers} workers`);
+  assert.ok(tasksView!.yTicks.every((label) => /^\d+$/.test(label)), `rows: ${tasksView?.yTicks.join(", ")}`);
   assert.ok(resourcesView !== undefined && resourcesView.lines === 2 && resourcesView.symbols >= 2, `resources: ${JSON.stringify(resourcesView)}`);
   // One cache line per task group (random_sample, tsqr, dot).
   assert.ok(cacheView !== undefined && cacheView.lines === 3, `cache: ${JSON.stringify(cacheView)}`);
   // The single profiler's plot above it is one view with the same rectangles.
-  const single = await subViews(cell("await prof.visualize()").locator(".tsdask-plot"));
+  const single = await subViews(cell("prof.visualize()").locator(".tsdask-plot"));
   assert.deepEqual(single.map((view) => view.rects), [tasks]);
   await shoot(plot, "visualize");
 });
 
 test("hovering a task shows its key; zooming the top plot zooms all three", async () => {
-  const plot = cell("await visualize(").locator(".tsdask-plot");
+  const plot = cell("visualize([").locator(".tsdask-plot");
   const rects = plot.locator("svg .plot_0_group g.mark-rect.role-mark > path");
   // The widest rectangle is the easiest to hit.
   const widths = await Promise.all((await rects.all()).map(async (rect) => (await rect.boundingBox())?.width ?? 0));
@@ -197,7 +205,7 @@ test("hovering a task shows its key; zooming the top plot zooms all three", asyn
       return axis != null && axis.getAttribute("aria-label") !== previous;
     },
     [plotElement, before[0]!.xAxis] as const,
-    { timeout: 10_000 },
+    { timeout: 30_000 },
   );
   const after = await subViews(plot);
   after.forEach((view, i) => {
@@ -230,7 +238,7 @@ test("a task key that is markup shows as text in the real bar and plot, and runs
 test("the dark theme recolours the real bar and plots", async () => {
   const summary = cell("const a = da.random.normal").locator(".tsdask-progress-summary");
   const track = cell("const a = da.random.normal").locator(".tsdask-progress-bar");
-  const plot = cell("await visualize(").locator(".tsdask-plot");
+  const plot = cell("visualize([").locator(".tsdask-plot");
   const label = plot.locator("svg .role-axis-label text").first();
   const light = { text: await lab.color(summary, "color"), track: await lab.color(track, "backgroundColor"), label: await lab.color(label, "fill") };
   await lab.switchTheme(page, "JupyterLab Dark");

@@ -1,14 +1,15 @@
 // The callback protocol: ports of dask/tests/test_callbacks.py (C1–C5) and test_threaded's
 // broken-callback case (X1), plus per-computation scoping, which Dask gets wrong.
 import assert from "node:assert/strict";
-import { afterEach, describe, test } from "node:test";
+import { after, afterEach, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Callback, type Graph, type Key, type State, get, withCallbacks } from "../src";
+import { Callback, type Graph, type Key, type State, closePools, get, withCallbacks } from "../src";
 
 const add = (a: number, b: number): number => a + b;
 const mul = (a: number, b: number): number => a * b;
 const dsk = { a: 1, b: 2, c: [add, "a", "b"], d: [mul, "a", "b"], e: [mul, "c", "d"] };
 
+after(() => closePools());
 afterEach(() => {
   for (const cb of [...Callback.active]) cb.unregister();
 });
@@ -232,5 +233,163 @@ describe("registration and scoping", () => {
       /inside/,
     );
     assert.deepEqual(events, ["blockStart", "start", "blockEnd", "blockStart", "blockEnd"]);
+  });
+});
+
+describe("withCallbacks is always a promise (its type says so)", () => {
+  test("a synchronous fn: a promise of its value, with blockEnd run before it settles", async () => {
+    const events: string[] = [];
+    class Timed extends Callback {
+      override async blockEnd(): Promise<void> {
+        await sleep(1);
+        events.push("blockEnd");
+      }
+    }
+    const result = withCallbacks([new Timed()], () => 42);
+    assert.ok(result instanceof Promise);
+    assert.deepEqual(events, []);
+    assert.equal(await result, 42);
+    assert.deepEqual(events, ["blockEnd"]);
+    // With nothing asynchronous at all, still a promise.
+    const plain = withCallbacks([new Callback()], () => "x");
+    assert.ok(plain instanceof Promise);
+    assert.equal(await plain, "x");
+  });
+
+  test("a throwing fn or a bad argument rejects instead of throwing", async () => {
+    const thrown = withCallbacks([new Callback()], () => {
+      throw new RangeError("inside");
+    });
+    assert.ok(thrown instanceof Promise);
+    await assert.rejects(thrown, RangeError);
+    await assert.rejects(withCallbacks([{} as Callback], () => 1), /withCallbacks takes Callback objects/);
+  });
+
+  test("a failing blockEnd does not hide the block's own error, and surfaces when the block succeeded", async () => {
+    class BadEnd extends Callback {
+      override blockEnd(): void {
+        throw new Error("blockEnd broke");
+      }
+    }
+    await assert.rejects(
+      withCallbacks([new BadEnd()], () => {
+        throw new Error("block broke");
+      }),
+      /block broke/,
+    );
+    await assert.rejects(withCallbacks([new BadEnd()], () => 1), /blockEnd broke/);
+  });
+});
+
+describe("no silent typos: unknown hook names are TypeErrors", () => {
+  test("an unknown constructor option is named, with the valid hooks listed", () => {
+    assert.throws(
+      () => new Callback({ postTask: () => undefined } as never),
+      (error: unknown) =>
+        error instanceof TypeError &&
+        /Unknown Callback hook "postTask" \(did you mean posttask\?\)/.test(error.message) &&
+        /start, startState, pretask, posttask, finish, startCallback, endCallback/.test(error.message),
+    );
+    assert.throws(() => new Callback({ onTask: () => undefined } as never), /Unknown Callback hook "onTask"; known: start, /);
+  });
+
+  test("a subclass method spelt like a hook it does not define is rejected, naming class, method and hook", () => {
+    class Typo extends Callback {
+      postTask(): void {}
+    }
+    assert.throws(() => new Typo(), /Typo defines postTask, which is not a Callback hook \(did you mean posttask\?\)/);
+    // Dask's subclass spelling, ported as is.
+    class DaskStyle extends Callback {
+      _pretask(): void {}
+    }
+    assert.throws(() => new DaskStyle(), /DaskStyle defines _pretask, .*did you mean pretask\?/);
+    class Inherited extends DaskStyle {}
+    assert.throws(() => new Inherited(), /Inherited defines _pretask/);
+  });
+
+  test("helper methods are the subclass's own business, even one named like a hook it does define", async () => {
+    class Helpers extends Callback {
+      readonly seen: string[] = [];
+      override finish(): void {
+        this._finish();
+      }
+      _finish(): void {
+        this.seen.push("finished");
+      }
+      report(): string {
+        return this.seen.join();
+      }
+    }
+    const cb = new Helpers();
+    await get(dsk, "e", { callbacks: [cb] });
+    assert.equal(cb.report(), "finished");
+  });
+
+  test("a hook given to the constructor covers a near-miss method", () => {
+    class Typo extends Callback {
+      postTask(): void {}
+    }
+    assert.doesNotThrow(() => new Typo({ posttask: () => undefined }));
+    assert.throws(() => new Typo(), /did you mean posttask/);
+  });
+});
+
+describe("seed 001's two-callback protocol", () => {
+  test("startCallback and endCallback per task, then each once more with null at the end", async () => {
+    const log: string[] = [];
+    const cb = new Callback({
+      startCallback: (key, d, state) => log.push(`start ${String(key)} ${d instanceof Object} running=${state.running.size}`),
+      endCallback: (key, _d, state, id) => log.push(`end ${String(key)} ${String(id)} finished=${state.finished.size}`),
+    });
+    assert.equal(await withCallbacks(cb, () => get(dsk, "e")), 6);
+    assert.deepEqual(log, [
+      "start d true running=1",
+      "end d null finished=1",
+      "start c true running=1",
+      "end c null finished=2",
+      "start e true running=1",
+      "end e null finished=3",
+      "start null true running=0",
+      "end null null finished=3",
+    ]);
+  });
+
+  test("they run beside the five hooks, as subclass methods too; a failed computation gets no final call", async () => {
+    const log: string[] = [];
+    class Both extends Callback {
+      override pretask(key: Key): void {
+        log.push(`pretask ${String(key)}`);
+      }
+      override startCallback(key: Key | null): void {
+        log.push(`startCallback ${String(key)}`);
+      }
+      override endCallback(key: Key | null, _d: Graph, _s: State, id: unknown): void {
+        log.push(`endCallback ${String(key)} ${String(id)}`);
+      }
+      override finish(_d: Graph, _s: State, errored: boolean): void {
+        log.push(`finish ${errored}`);
+      }
+    }
+    await get({ x: [add, 1, 2] }, "x", { callbacks: [new Both()] });
+    assert.deepEqual(log, ["pretask x", "startCallback x", "endCallback x null", "startCallback null", "endCallback null null", "finish false"]);
+    log.length = 0;
+    const boom = (): never => {
+      throw new Error("boom");
+    };
+    await assert.rejects(get({ x: [boom] }, "x", { callbacks: [new Both()] }), /boom/);
+    assert.deepEqual(log, ["pretask x", "startCallback x", "finish true"]);
+  });
+
+  test("on the threaded scheduler endCallback gets the worker's id", async () => {
+    const ids: unknown[] = [];
+    await get({ x: [Math.max, 1, 2], y: [Math.max, "x", 3] }, "y", {
+      scheduler: "threads",
+      numWorkers: 1,
+      callbacks: [new Callback({ endCallback: (_key, _d, _s, id) => ids.push(id) })],
+    });
+    assert.equal(ids.length, 3);
+    assert.equal(typeof ids[0], "number");
+    assert.equal(ids[0], ids[1]);
+    assert.equal(ids[2], null);
   });
 });

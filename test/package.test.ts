@@ -68,3 +68,18 @@ test("the packed tarball installs into an empty folder and works with Jupyter th
   assert.deepEqual(outputs.find((output) => output.output_type === "stream")?.text, ["e = 3\n"]);
   assert.equal(outputs.find((output) => output.output_type === "display_data")?.data?.[MIME]?.state, "finished");
 });
+
+test("every installed package accepts every Node version tsdask claims (no EBADENGINE on install)", () => {
+  const { subset } = require("semver") as { subset(range: string, within: string): boolean };
+  const claim = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { engines: { node: string } }).engines.node;
+  const lock = JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as {
+    packages: Record<string, { version?: string; engines?: { node?: string } | string[] }>;
+  };
+  const narrower = Object.entries(lock.packages).flatMap(([path, info]) => {
+    const node = Array.isArray(info.engines) ? undefined : info.engines?.node;
+    return path !== "" && node !== undefined && !subset(claim, node) ? [`${path.replace(/^.*node_modules\//, "")}@${info.version}: node ${node}`] : [];
+  });
+  assert.deepEqual(narrower, [], `tsdask claims node ${claim}`);
+  // And the Node running the tests is one of them (CI runs the oldest supported line).
+  assert.ok(subset(process.version, claim), `${process.version} is outside ${claim}`);
+});

@@ -28,6 +28,38 @@ test("a tslab cell using the public API compiles with TypeScript 5.0 against dis
   assert.deepEqual(await inUserProject((dir) => cellDiagnostics(dir, cell)), []);
 });
 
+const seedsCell = `
+import { get, Callback, Profiler, threadProf, config, withConfig, visualize, displayPlot, setDefaultGraphScheduler,
+  type GraphScheduler, type GraphRun, type TaskData } from "tsdask";
+import * as da from "tsdask/array";
+async function main() {
+  const a2 = da.random.random([100, 10], { chunks: [10, 10] });
+  const out = await a2.compute({ scheduler: threadProf.get });
+  const records: TaskData[] = threadProf.results();
+  const prof = new Profiler(get);
+  await prof.get({ x: 1 }, "x");
+  const again: TaskData[] = prof.results();
+  const modern = new Profiler();
+  const first: TaskData = modern.results[0];
+  const inline = new Profiler((dsk, keys) => get(dsk, keys, { scheduler: "threads" }));
+  const viaInline: TaskData[] = inline.results();
+  new Callback({ startCallback: (key) => console.log(key), endCallback: (key, _dsk, _state, id) => console.log(key, id) });
+  const change = config.set({ scheduler: "threads", numWorkers: 4 });
+  change.restore();
+  const n: number = await withConfig({ scheduler: "processes" }, async () => 1);
+  const client: GraphScheduler = { description: "Client(test)", run: async (request: GraphRun) => get(request.graph, request.keys) };
+  setDefaultGraphScheduler(client);
+  await get({ x: 1 }, "x", { scheduler: client });
+  setDefaultGraphScheduler(null);
+  const shown = modern.visualize();
+  const plot = await visualize([modern]);
+  const handle = displayPlot({ mark: "point" }, "one point", 3);
+  const three: number = await handle;
+  return [out.shape, records, again, first, viaInline, n, shown.summary, plot.spec, three];
+}
+main();
+`;
+
 const clusterCell = `
 import { LocalCluster, Client, Future, KilledWorkerError, get, delayed, type WorkerView } from "tsdask";
 import * as da from "tsdask/array";
@@ -54,6 +86,24 @@ async function main() {
 }
 main();
 `;
+
+test("seed 001's forms, config, the GraphScheduler seam and display handles type-check under TypeScript 5.0", async () => {
+  assert.deepEqual(await inUserProject((dir) => cellDiagnostics(dir, seedsCell)), []);
+});
+
+test("the two Profiler forms stay apart in a notebook cell's types (no strictNullChecks there)", async () => {
+  const misuse = `
+import { Profiler, get, config } from "tsdask";
+new Profiler().results();
+const records: number = new Profiler(get).results;
+config.set({ schedular: "threads" });
+`;
+  const errors = await inUserProject((dir) => cellDiagnostics(dir, misuse));
+  assert.equal(errors.length, 3, errors.join("\n"));
+  assert.match(errors[0]!, /This expression is not callable[\s\S]*TaskData\[\]/);
+  assert.match(errors[1]!, /Type '\(\) => TaskData\[\]' is not assignable to type 'number'/);
+  assert.match(errors[2]!, /'schedular' does not exist in type 'ConfigValues'/);
+});
 
 test("a tslab cell using LocalCluster, Client and Futures compiles with TypeScript 5.0", async () => {
   assert.deepEqual(await inUserProject((dir) => cellDiagnostics(dir, clusterCell)), []);

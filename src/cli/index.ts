@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // The `tsdask` command: `tsdask demo` computes a small graph in the terminal with a callback
-// that prints keys (Dask's "Custom Callbacks" example); `tsdask install` / `uninstall` set up JupyterLab.
+// that prints keys (Dask's "Custom Callbacks" example); `tsdask install` / `uninstall` set up JupyterLab;
+// `tsdask worker redis://…` runs a worker of a Redis cluster.
 
 import { Callback, type Key, formatKey, get, withCallbacks } from "../kernel";
 import { UsageError, install, parseTarget, uninstall } from "./install";
+import { WORKER_USAGE, workerCommand } from "./worker";
 
 class PrintKeys extends Callback {
   override pretask(key: Key): void {
@@ -40,6 +42,7 @@ const commands: Record<string, (args: readonly string[]) => Promise<void>> = {
   demo,
   install: installCommand,
   uninstall: uninstallCommand,
+  worker: workerCommand,
 };
 
 function usage(): string {
@@ -49,6 +52,7 @@ function usage(): string {
     `  tsdask install ${INSTALL_OPTIONS}`,
     "                              add the JupyterLab extension and the tslab kernel to Jupyter",
     `  tsdask uninstall ${INSTALL_OPTIONS}`,
+    WORKER_USAGE,
   ].join("\n");
 }
 

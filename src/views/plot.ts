@@ -15,7 +15,7 @@ function safeFileName(id: string): string {
 
 export class PlotView {
   readonly node = document.createElement("div");
-  private embedded: { result: Result; shape: string; container: HTMLElement } | undefined;
+  private embedded: { result: Result; shape: string; rows: string; container: HTMLElement } | undefined;
   private last: PlotPayload | undefined;
   private pending: PlotPayload | undefined;
   private drain: Promise<void> | undefined;
@@ -63,9 +63,14 @@ export class PlotView {
     const split = splitSpec(payload.spec, themeKey());
     const { default: embed, vega } = await (vegaEmbed ??= import("vega-embed"));
     const current = this.embedded;
+    // The same plot again (the kernel adds its static image to the output that way): leave the
+    // live view, its zoom and hover, alone.
+    const rows = JSON.stringify([...split.datasets]);
+    if (current !== undefined && current.shape === split.shape && current.rows === rows) return;
     if (current !== undefined && current.shape === split.shape) {
-      for (const [name, rows] of split.datasets) {
-        current.result.view.change(name, vega.changeset().remove(() => true).insert(rows));
+      current.rows = rows;
+      for (const [name, values] of split.datasets) {
+        current.result.view.change(name, vega.changeset().remove(() => true).insert(values));
       }
       await current.result.view.runAsync();
       return;
@@ -93,7 +98,7 @@ export class PlotView {
     } else {
       this.node.replaceChildren(container);
     }
-    this.embedded = { result, shape: split.shape, container };
+    this.embedded = { result, shape: split.shape, rows, container };
   }
 
   private showError(error: unknown): void {

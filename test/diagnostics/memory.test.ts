@@ -120,6 +120,6 @@ describe("MemorySampler's plot", () => {
 
   test("plot() checks align", async () => {
     const sampler = new MemorySampler();
-    await assert.rejects(sampler.plot({ align: "yes" as never }), /Option align must be true or false/);
+    assert.throws(() => sampler.plot({ align: "yes" as never }), /Option align must be true or false/);
   });
 });

@@ -1,13 +1,16 @@
 // Profiler and CacheProfiler: ports of dask/diagnostics/tests/test_profiler.py, plus lifecycle fixes.
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
-import { CacheProfiler, Profiler, get, nbytes, now, withCallbacks } from "../../src";
+import { after, describe, test } from "node:test";
+import { CacheProfiler, type GetOptions, type GraphInput, type Key, Profiler, ProgressBar, ResourceProfiler, closePools, get, nbytes, now, threadProf, processProf, withCallbacks } from "../../src";
+import * as da from "../../src/kernel/collections/array";
 import { Graph } from "../../src/kernel/graph/graph";
 import type { Executor, TaskJob, TaskOutcome } from "../../src/kernel/scheduler/executor";
 import { evaluate } from "../../src/kernel/graph/spec";
 import { runLoop } from "../../src/kernel/scheduler/loop";
 import { SCHEDULERS, dsk, dsk2, sleep } from "./fixtures";
 import { add, div, length, zeros } from "./tasks";
+
+after(() => closePools());
 
 for (const scheduler of SCHEDULERS) {
   describe(`Profiler (${scheduler})`, () => {
@@ -201,6 +204,15 @@ test("pool executors: Profiler uses the worker-side start and end", async () => 
 test("bad CacheProfiler options are named", () => {
   assert.throws(() => new CacheProfiler({ metric: 3 as never }), /metric/);
   assert.throws(() => new CacheProfiler({ metricName: 3 as never }), /metricName/);
+  // Dask's keyword, as a Dask user would write it: named, with the right spelling.
+  assert.throws(() => new CacheProfiler({ metric_name: "bytes" } as never), /Unknown CacheProfiler option "metric_name" \(did you mean metricName\?\); known: metric, metricName/);
+});
+
+test("unknown options of the other diagnostics are TypeErrors naming them", () => {
+  assert.throws(() => new ProgressBar({ widht: 10 } as never), /Unknown ProgressBar option "widht"; known: minimum, width, dt, out, display/);
+  assert.throws(() => new ResourceProfiler({ dt: 0.5, interval: 1 } as never), /Unknown ResourceProfiler option "interval"; known: dt/);
+  // Dask's positional dt: the options object is what TypeScript takes.
+  assert.throws(() => new ResourceProfiler(0.25 as never), /Expected an object of ResourceProfiler options \(dt\), got 0.25/);
 });
 
 test("nbytes", () => {
@@ -226,4 +238,58 @@ test("a profiler used once reports a sensible span before any run", async () => 
   const snap = new Profiler().snapshot();
   assert.ok(snap.endTime >= snap.startTime);
   await sleep(0);
+});
+
+describe("seed 001's Profiler(get)", () => {
+  test("prof.get computes with the given get and records that computation; results() returns the records", async () => {
+    const calls: unknown[] = [];
+    const myGet = (graph: GraphInput, keys: Key | readonly unknown[], options?: GetOptions): Promise<unknown> => {
+      calls.push(keys);
+      return get(graph, keys, options);
+    };
+    const prof = new Profiler(myGet);
+    assert.equal(await prof.get(dsk, "e"), 6);
+    assert.deepEqual(calls, ["e"]);
+    const records = prof.results();
+    assert.deepEqual(records.map((r) => r.key).sort(), ["c", "d", "e"]);
+    assert.ok(records.every((r) => r.workerId === null && r.startTime <= r.endTime));
+    // Each get is one profiled computation, as in Dask: the next one replaces the records.
+    assert.deepEqual(await prof.get(dsk, [["c"], "d"]), [[3], 2]);
+    assert.deepEqual(prof.results().map((r) => r.key).sort(), ["c", "d"]);
+    // Only its own computations: others are not recorded.
+    await get(dsk, "e");
+    assert.equal(prof.results().length, 2);
+  });
+
+  test("an inline get function works too, and anything else is a TypeError", async () => {
+    const prof = new Profiler((graph, keys) => get(graph, keys));
+    await prof.get({ x: [add, 1, 2] }, "x");
+    assert.equal(prof.results().length, 1);
+    assert.throws(() => new Profiler(3 as never), /Profiler takes nothing, or a scheduler's get function/);
+    assert.throws(() => new Profiler({ pretask: () => undefined } as never), /got object/);
+  });
+
+  test("threadProf and processProf run on threads and on processes", async () => {
+    assert.equal(await threadProf.get(dsk, "e", { numWorkers: 2 }), 6);
+    const threadIds = new Set(threadProf.results().map((r) => r.workerId));
+    assert.equal(threadProf.results().length, 3);
+    assert.ok([...threadIds].every((id) => typeof id === "number" && id !== process.pid), `thread ids ${[...threadIds]}`);
+    assert.equal(await processProf.get(dsk, "e", { numWorkers: 1 }), 6);
+    const pids = new Set(processProf.results().map((r) => r.workerId));
+    assert.equal(pids.size, 1);
+    assert.ok([...pids].every((pid) => typeof pid === "number" && pid !== process.pid), `pids ${[...pids]}`);
+  });
+
+  test("a2.compute(get=thread_prof.get) is compute({ scheduler: threadProf.get })", async () => {
+    const a = da.random.random([40, 10], { chunks: [10, 10] });
+    const [q, r] = da.linalg.qr(a);
+    const a2 = q.dot(r);
+    const out = await a2.compute({ scheduler: threadProf.get });
+    assert.deepEqual(out.shape, [40, 10]);
+    const expected = await a.compute({ scheduler: "sync" });
+    out.data.forEach((value, i) => assert.ok(Math.abs(value - expected.data[i]) < 1e-9));
+    const records = threadProf.results();
+    assert.ok(records.length > 10, `${records.length} records`);
+    assert.ok(records.every((record) => typeof record.workerId === "number"));
+  });
 });

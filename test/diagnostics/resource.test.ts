@@ -155,3 +155,34 @@ test("the pidusage fallback (other platforms) measures this process", async () =
 test("bad options are named", () => {
   assert.throws(() => new ResourceProfiler({ dt: 0 }), /dt/);
 });
+
+test("a block's sampler thread is reused by the next profiler, with that profiler's own dt", async () => {
+  const fast = new ResourceProfiler({ dt: 0.01 });
+  await withCallbacks(fast, () => sleep(300));
+  const slow = new ResourceProfiler({ dt: 0.25 });
+  await withCallbacks(slow, () => sleep(600));
+  assert.ok(fast.results.length >= 10, `${fast.results.length} samples at dt 0.01 over 0.3 s`);
+  // The first sample comes 0.1 s in, then every 0.25 s, then the final one: about four.
+  assert.ok(slow.results.length >= 2 && slow.results.length <= 6, `${slow.results.length} samples at dt 0.25 over 0.6 s`);
+  assert.ok(slow.results.every((r) => r.time >= slow.startTime! && r.time <= slow.endTime! + 0.05));
+  assert.equal(fast.running || slow.running, false);
+});
+
+test("overlapping blocks each get a sampler thread of their own", async () => {
+  const a = new ResourceProfiler({ dt: 0.02 });
+  const b = new ResourceProfiler({ dt: 0.02 });
+  await Promise.all([withCallbacks(a, () => sleep(200)), withCallbacks(b, () => sleep(300))]);
+  assert.ok(a.results.length >= 3 && b.results.length >= 3, `${a.results.length} and ${b.results.length} samples`);
+  assert.ok(a.results.at(-1)!.time < b.results.at(-1)!.time);
+});
+
+test("an idle sampler thread kept for the next profiler never keeps a script from exiting", () => {
+  const entry = join(__dirname, "../../src/index.js");
+  const script = `const t=require(${JSON.stringify(entry)});
+    t.withCallbacks(new t.ResourceProfiler({dt:0.05}), () => t.get({x:[()=>1]},"x")).then(v=>console.log("done",v));`;
+  const t0 = performance.now();
+  const result = spawnSync(process.execPath, ["-e", script], { encoding: "utf8", timeout: 10_000 });
+  assert.equal(result.status, 0, result.stderr);
+  assert.equal(result.stdout.trim(), "done 1");
+  assert.ok(performance.now() - t0 < 5000);
+});

@@ -6,13 +6,15 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
+import { inspect } from "node:util";
 import { CacheProfiler, Profiler, ResourceProfiler, get } from "../../src";
 import { withCallbacks } from "../../src/kernel/callbacks/callback";
 import type { ProfileSnapshot } from "../../src/kernel/diagnostics/types";
-import { MIME_TYPE } from "../../src/protocol";
+import { DisplayHandle } from "../../src/kernel/display";
+import { staticImage } from "../../src/kernel/display/plot";
 import { ProfilePlot, buildSpec, exportTrace, visualize } from "../../src/kernel/diagnostics/visualize";
 import { binCount, type VegaLiteSpec } from "../../src/kernel/diagnostics/visualize/plot";
-import { compileSpec, renderSVG } from "../../src/kernel/diagnostics/visualize/render";
+import { compileSpec, renderSVG } from "../../src/kernel/display/vega";
 import { traceEvents } from "../../src/kernel/diagnostics/visualize/trace";
 import {
   T0,
@@ -199,12 +201,12 @@ test("empty profilers and a single resource sample render, on a 1 s time axis in
   }
 });
 
-test("visualize() rejects unknown options naming them, bad values, bad palettes and non-profilers", async () => {
+test("visualize() rejects unknown options naming them, bad values, bad palettes and non-profilers, at once", () => {
   const p = profiler(tasksSnapshot(makeTasks(3)));
-  await assert.rejects(visualize(p, { widht: 3 } as never), /Unknown visualize option "widht"/);
-  await assert.rejects(visualize(p, { height: -1 }), /Option height must be a positive number/);
-  await assert.rejects(visualize(p, { palette: "no-such-scheme", save: false }), /palette: "no-such-scheme" is not a Vega colour scheme/);
-  await assert.rejects(visualize([p, {} as never]), /objects with snapshot\(\).*position 1/);
+  assert.throws(() => visualize(p, { widht: 3 } as never), /Unknown visualize option "widht"/);
+  assert.throws(() => visualize(p, { height: -1 }), /Option height must be a positive number/);
+  assert.throws(() => visualize(p, { palette: "no-such-scheme", save: false }), /palette: "no-such-scheme" is not a Vega colour scheme/);
+  assert.throws(() => visualize([p, {} as never]), /objects with snapshot\(\).*position 1/);
 });
 
 test("visualize() writes a standalone offline HTML file and returns the spec, SVG and HTML", async () => {
@@ -229,10 +231,12 @@ test("visualize() writes a standalone offline HTML file and returns the spec, SV
   // viridis is a continuous scheme: sampled into distinct colours, "other" absent.
   const scale = enc(views(plot.spec)[0]).color.scale as { range: string[] };
   assert.equal(new Set(scale.range).size, scale.range.length);
-  const bundle = await plot.toMimeBundle();
-  assert.deepEqual(Object.keys(bundle).sort(), [MIME_TYPE, "image/svg+xml", "text/plain"].sort());
-  assert.equal((bundle[MIME_TYPE] as { kind: string }).kind, "plot");
-  assert.equal(bundle["text/plain"], "tsdask profile: 20 tasks on 2 workers; 20 cache entries (count)");
+  assert.equal(plot.summary, "tsdask profile: 20 tasks on 2 workers; 20 cache entries (count)");
+  // The image a notebook stores leaves out the per-mark labels the interactive plot keeps.
+  const stored = await staticImage(plot.spec);
+  assert.match(stored, /^<svg/);
+  const markLabels = (image: string): number => (image.match(/aria-roledescription="rect mark"/g) ?? []).length;
+  assert.ok(markLabels(svg) >= 20 && markLabels(stored) === 0, `${markLabels(svg)} and ${markLabels(stored)} labelled rectangles`);
 });
 
 test("visualize() with save: false writes nothing; a restyled spec renders as edited", async () => {
@@ -357,5 +361,20 @@ test("each profiler's own visualize() is Dask's prof.visualize(): its plot alone
   assert.equal(readFileSync(filename, "utf8"), plot.toHTML());
   const alone = await rprof.visualize({ save: false });
   assert.match(alone.summary, /^tsdask profile: \d+ resource samples$/);
-  await assert.rejects(new CacheProfiler().visualize({ width: 0 }), /Option width must be a positive number/);
+  assert.throws(() => new CacheProfiler().visualize({ width: 0 }), /Option width must be a positive number/);
+});
+
+test("visualize() returns at once: a handle that prints one line and resolves to the ProfilePlot, never to itself", async () => {
+  const handle = visualize(profiler(tasksSnapshot(makeTasks(4))), { save: false });
+  assert.ok(handle instanceof DisplayHandle);
+  assert.equal(handle.shown, false, "no notebook here");
+  assert.ok(handle.value instanceof ProfilePlot);
+  assert.equal(inspect(handle), "tsdask profile: 4 tasks on 4 workers");
+  const plot = await handle;
+  assert.equal(plot, handle.value);
+  assert.equal(typeof (plot as unknown as { then?: unknown }).then, "undefined");
+  assert.equal(inspect(plot), "ProfilePlot { tsdask profile: 4 tasks on 4 workers }");
+  // then() behaves as a promise's: handlers run once, rejections of the handler propagate.
+  assert.equal(await handle.then((p) => p.summary), plot.summary);
+  await assert.rejects(handle.then(() => Promise.reject(new Error("later"))), /later/);
 });

@@ -3,7 +3,7 @@
 // values, stable colours, options that only grow, and the static charts' spec.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { renderSVG } from "../../src/kernel/diagnostics/visualize/render";
+import { renderSVG } from "../../src/kernel/display/vega";
 import {
   DEFAULT_SELECTION,
   type FpmData,

@@ -14,6 +14,9 @@ What tslab does differently from IPython, and how this runner copes:
 - Values of a cell's last expression come as stdout text, never as execute_result.
 - Output a cell's timers send after it went idle is routed to the newest execute_request;
   every message is therefore filed under the cell its parent header names.
+- A display update reaches its output by display id whichever cell is running when it arrives,
+  and during the drain after the last cell, as in JupyterLab; nbclient alone would drop those
+  whose parent cell has finished (tsdask completes a plot's output that way).
 
 A cell's metadata may script the run: {"tsdask": {"interrupt_after": 1.0, "expect_status":
 "error"}} sends the kernel an interrupt (SIGINT) 1 s after the cell starts, and counts the
@@ -53,6 +56,7 @@ class RecordingClient(NotebookClient):
         self.unassigned = []
         self.replies = {}  # cell index -> execute_reply content, plus elapsed_seconds
         self.current_index = None
+        self.draining = False
         self.started = time.monotonic()
         self.on_cell_executed = self.keep_reply
 
@@ -70,6 +74,7 @@ class RecordingClient(NotebookClient):
         async def recording_get_msg(*args, **kwargs):
             msg = await get_msg(*args, **kwargs)
             self.record(msg)
+            self.apply_late_update(msg)
             return msg
 
         kc.execute = recording_execute
@@ -97,8 +102,20 @@ class RecordingClient(NotebookClient):
         else:
             self.messages.setdefault(index, []).append(entry)
 
+    def apply_late_update(self, msg):
+        """Applies a display update that nbclient will not: one for a cell that is not running."""
+        if msg["msg_type"] != "update_display_data":
+            return
+        index = self.cell_of_msg_id.get(msg["parent_header"].get("msg_id"))
+        if index == self.current_index and not self.draining:
+            return  # nbclient applies it while it runs this cell
+        display_id = (msg["content"].get("transient") or {}).get("display_id")
+        if display_id:
+            self._update_display_id(display_id, msg)
+
     async def drain(self, seconds):
         """Record what arrives in the next `seconds` (late updates from timers)."""
+        self.draining = True
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
             try:

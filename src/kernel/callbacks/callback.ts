@@ -5,12 +5,14 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { TaskStreamRecord } from "../../protocol/records";
 import type { Graph } from "../graph/graph";
 import type { Key } from "../graph/keys";
-import type { TaskTiming } from "../scheduler/executor";
+import type { TaskTiming, WorkerId } from "../scheduler/executor";
 import type { State } from "../scheduler/state";
 import { now } from "../clock";
+import { checkNames, nearName } from "../names";
 
-/** The id of the thread or process that ran a task; `null` with the sync scheduler. */
-export type WorkerId = number | string | null;
+// Callbacks are told about tasks in the executors' terms (the scheduler runs them; this module
+// only names the types), so dependencies point one way: scheduler → callbacks → executor types.
+export type { WorkerId };
 
 /** What the scheduler knows about a finished task beyond its result: the worker's own timing, when measured. */
 export interface TaskInfo {
@@ -40,6 +42,20 @@ export interface CallbackHooks {
 }
 
 /**
+ * Dask's first callback protocol (seed 001), kept for code written against it. It runs on top of
+ * the five hooks, so it works wherever they do.
+ */
+export interface TwoCallbackHooks {
+  /** When a task starts (as `pretask`); once more with key `null` when the computation has succeeded. */
+  startCallback?(key: Key | null, dsk: Graph, state: State): void;
+  /** When a task has finished (as `posttask`); once more with key and worker id `null` when the computation has succeeded. */
+  endCallback?(key: Key | null, dsk: Graph, state: State, workerId: WorkerId): void;
+}
+
+/** What `new Callback({ … })` accepts: any of the hooks, as functions. */
+export type CallbackOptions = CallbackHooks & TwoCallbackHooks;
+
+/**
  * Hooks for the life of a `withCallbacks` block, used by profilers to time the block. `time`
  * (epoch seconds, see `now()`) is read once per block, so every profiler of a block shares
  * one start and one end and their plots line up (Dask #9478).
@@ -49,20 +65,30 @@ export interface BlockHooks {
   blockEnd?(time: number): void | Promise<void>;
 }
 
+const HOOK_NAMES = ["start", "startState", "pretask", "posttask", "finish"] as const;
+const OPTION_NAMES: readonly (keyof CallbackOptions)[] = [...HOOK_NAMES, "startCallback", "endCallback"];
+/** Every name the callback machinery calls on a Callback; a subclass method close to one of these is a typo. */
+const CALLED_NAMES: readonly string[] = [...OPTION_NAMES, "blockStart", "blockEnd"];
+
 const registered = new Set<Callback>();
 
 /**
  * A set of scheduler hooks. Subclass and define the hook methods, or pass functions:
- * `new Callback({ pretask: (key) => console.log(key) })`.
+ * `new Callback({ pretask: (key) => console.log(key) })`. A name that is not a hook (a misspelt
+ * option, or a subclass method such as `postTask` or Dask's `_pretask` standing for a hook the
+ * class does not define) is a TypeError: a hook that silently never runs is worse.
  */
 export class Callback {
-  constructor(hooks: CallbackHooks = {}) {
-    for (const name of HOOK_NAMES) {
-      const hook = hooks[name];
+  constructor(hooks: CallbackOptions = {}) {
+    checkNames(hooks, OPTION_NAMES, "Callback hook");
+    for (const name of Object.keys(hooks)) {
+      const hook = hooks[name as keyof CallbackOptions];
       if (hook === undefined) continue;
       if (typeof hook !== "function") throw new TypeError(`Callback hook ${name} must be a function, got ${typeof hook}`);
-      (this as CallbackHooks)[name] = hook as never;
+      (this as CallbackOptions)[name as keyof CallbackOptions] = hook as never;
     }
+    checkSubclassMethods(this);
+    if (this.startCallback !== undefined || this.endCallback !== undefined) adaptTwoCallbacks(this);
   }
 
   /** Applies to every computation from now on, until `unregister()`. */
@@ -88,9 +114,62 @@ export class Callback {
   }
 }
 // Hook methods are optional members that subclasses may define.
-export interface Callback extends CallbackHooks, BlockHooks {}
+export interface Callback extends CallbackHooks, TwoCallbackHooks, BlockHooks {}
 
-export const HOOK_NAMES = ["start", "startState", "pretask", "posttask", "finish"] as const;
+/** Per class: its methods named like a hook but not exactly (`postTask` → posttask); worked out once per class. */
+const nearMissesByClass = new WeakMap<object, readonly (readonly [method: string, hook: string])[]>();
+
+/**
+ * Rejects a subclass method whose name is a hook's name up to case and underscores when the object
+ * has no such hook: `postTask` or Dask's `_posttask` would otherwise never run. Any other method
+ * is the subclass's own business (helpers are fine, even `_finish` beside a `finish`). Only
+ * methods are seen: a subclass's fields are set after this constructor has run.
+ */
+function checkSubclassMethods(cb: Callback): void {
+  const proto = Object.getPrototypeOf(cb) as object;
+  if (proto === Callback.prototype) return;
+  let nearMisses = nearMissesByClass.get(proto);
+  if (nearMisses === undefined) {
+    const found: (readonly [string, string])[] = [];
+    for (let level = proto; level !== Callback.prototype && level !== null; level = Object.getPrototypeOf(level) as object) {
+      for (const name of Object.getOwnPropertyNames(level)) {
+        const hook = CALLED_NAMES.includes(name) ? undefined : nearName(name, CALLED_NAMES);
+        if (hook !== undefined) found.push([name, hook]);
+      }
+    }
+    nearMissesByClass.set(proto, (nearMisses = found));
+  }
+  for (const [name, hook] of nearMisses) {
+    if ((cb as unknown as Record<string, unknown>)[hook] === undefined) {
+      throw new TypeError(`${cb.constructor.name} defines ${name}, which is not a Callback hook (did you mean ${hook}?); the hooks are ${CALLED_NAMES.join(", ")}`);
+    }
+  }
+}
+
+/** Runs seed 001's startCallback / endCallback through the five hooks (besides any pretask, posttask, finish of its own). */
+function adaptTwoCallbacks(cb: Callback): void {
+  const { pretask, posttask, finish, startCallback, endCallback } = cb;
+  if (startCallback !== undefined) {
+    cb.pretask = function (this: Callback, key, dsk, state) {
+      pretask?.call(this, key, dsk, state);
+      startCallback.call(this, key, dsk, state);
+    };
+  }
+  if (endCallback !== undefined) {
+    cb.posttask = function (this: Callback, key, result, dsk, state, workerId, info) {
+      posttask?.call(this, key, result, dsk, state, workerId, info);
+      endCallback.call(this, key, dsk, state, workerId);
+    };
+  }
+  // Dask called both a final time when its loop ran out of tasks; a failed computation never got there.
+  cb.finish = function (this: Callback, dsk, state, errored, error) {
+    if (!errored) {
+      startCallback?.call(this, null, dsk, state);
+      endCallback?.call(this, null, dsk, state, null);
+    }
+    finish?.call(this, dsk, state, errored, error);
+  };
+}
 
 interface Scope {
   /** Callbacks of the enclosing withCallbacks blocks, outermost first. */
@@ -104,25 +183,19 @@ const INSIDE_TASK: Scope = { callbacks: [], seesRegistered: false };
 
 /**
  * Dask's `with cb1, cb2:` block. The callbacks apply to computations started inside `fn`
- * (awaited or not) and to no others, even ones running at the same time.
+ * (awaited or not) and to no others, even ones running at the same time. Always a promise: it
+ * settles once `fn`'s result has and the callbacks have closed the block (profilers may need
+ * to wait for their last samples).
  */
-export function withCallbacks<T>(callbacks: Callback | readonly Callback[], fn: () => T): T {
+export async function withCallbacks<T>(callbacks: Callback | readonly Callback[], fn: () => T | PromiseLike<T>): Promise<T> {
   const added = Array.isArray(callbacks) ? callbacks : [callbacks as Callback];
   for (const cb of added) {
     if (!(cb instanceof Callback)) throw new TypeError(`withCallbacks takes Callback objects, got ${typeof cb}`);
   }
+  if (typeof fn !== "function") throw new TypeError(`withCallbacks takes a function to run, got ${typeof fn}`);
   const outer = scopes.getStore();
   const scope: Scope = { callbacks: [...(outer?.callbacks ?? []), ...added], seesRegistered: outer?.seesRegistered ?? true };
   const started: Callback[] = [];
-  const endBlock = (): Promise<void> | void => {
-    const pending: Promise<void>[] = [];
-    const endTime = now();
-    for (const cb of started.reverse()) {
-      const result = cb.blockEnd?.(endTime);
-      if (result !== undefined) pending.push(result);
-    }
-    if (pending.length > 0) return Promise.all(pending).then(() => undefined);
-  };
   let result: T;
   try {
     const startTime = now();
@@ -130,26 +203,23 @@ export function withCallbacks<T>(callbacks: Callback | readonly Callback[], fn: 
       cb.blockStart?.(startTime);
       started.push(cb);
     }
-    result = scopes.run(scope, fn);
+    result = await scopes.run(scope, fn);
   } catch (error) {
-    const ending = endBlock();
-    if (ending !== undefined) return ending.then(() => Promise.reject(error)) as T;
+    // The block's own error is the one to report; a failing blockEnd must not hide it.
+    await endBlock(started).catch(() => undefined);
     throw error;
   }
-  if (result instanceof Promise) {
-    return result.then(
-      async (value) => {
-        await endBlock();
-        return value;
-      },
-      async (error) => {
-        await endBlock();
-        throw error;
-      },
-    ) as T;
-  }
-  const ending = endBlock();
-  return (ending !== undefined ? ending.then(() => result) : result) as T;
+  await endBlock(started);
+  return result;
+}
+
+/** Ends the block for every callback that started it, innermost first, even if one of them fails. */
+async function endBlock(started: readonly Callback[]): Promise<void> {
+  const endTime = now();
+  const endings = [...started].reverse().map(async (cb) => cb.blockEnd?.(endTime));
+  const outcomes = await Promise.allSettled(endings);
+  const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === "rejected");
+  if (failed !== undefined) throw failed.reason;
 }
 
 /** The callbacks a computation started here should run: its own, the block's, then registered. */

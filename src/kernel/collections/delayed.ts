@@ -4,6 +4,7 @@ import type { Key } from "../graph/keys";
 import { keyOfCollection, quote } from "../graph/spec";
 import { tagTask } from "../metrics/spans";
 import { type GetOptions, get } from "../scheduler/get";
+import { GET_OPTION_NAMES } from "../scheduler/options";
 import { tokenize } from "./tokenize";
 
 /** An argument to a delayed function: a value, a Delayed that will produce it, or arrays/objects of those. */
@@ -87,11 +88,10 @@ export async function compute(...values: unknown[]): Promise<unknown[]> {
   return values.map((value) => (value instanceof Delayed ? results[next++] : value));
 }
 
-const OPTION_NAMES = ["scheduler", "numWorkers", "callbacks", "signal", "cache"];
 function isOptionsObject(value: unknown): boolean {
   if (value === null || typeof value !== "object" || Object.getPrototypeOf(value) !== Object.prototype) return false;
   const names = Object.keys(value);
-  return names.length > 0 && names.every((name) => OPTION_NAMES.includes(name));
+  return names.length > 0 && names.every((name) => (GET_OPTION_NAMES as readonly string[]).includes(name));
 }
 
 /** The graph of all the given values, walked without recursion so long chains are fine. */

@@ -5,7 +5,8 @@
 
 import { byteUnit, formatBytes } from "../../protocol/format";
 import type { BandwidthSummary, TransferLogEntry } from "../../protocol/records";
-import { present } from "./show";
+import type { DisplayHandle } from "../display";
+import { present } from "../display/figure";
 import { type VisualizeOptions, resolveOptions } from "./visualize/options";
 import type { VegaLiteSpec } from "./visualize/plot";
 import { VEGA_LITE_SCHEMA } from "./visualize/spec";
@@ -160,7 +161,7 @@ export function bandwidthWorkersSpec(summary: BandwidthDetail, options: { width:
 }
 
 /** Both views, types above workers, shown or saved as visualize() does (default file bandwidth.html). */
-export async function bandwidthPlot(summary: BandwidthDetail, options?: VisualizeOptions): Promise<ProfilePlot> {
+export function bandwidthPlot(summary: BandwidthDetail, options?: VisualizeOptions): DisplayHandle<ProfilePlot> {
   const opts = resolveOptions({ title: "Bandwidth", filename: "bandwidth.html", ...options });
   const spec: VegaLiteSpec = {
     $schema: VEGA_LITE_SCHEMA,
@@ -170,6 +171,5 @@ export async function bandwidthPlot(summary: BandwidthDetail, options?: Visualiz
     config: { view: { stroke: null }, ...opts.config },
   };
   const plot = new ProfilePlot(spec, `tsdask bandwidth: ${rateText(summary.total)} over ${summary.transfers} transfers`);
-  await present(plot, opts, "Bandwidth plot");
-  return plot;
+  return present(plot, opts, "Bandwidth plot");
 }

@@ -4,6 +4,7 @@
 import type { Graph } from "../graph/graph";
 import type { Key } from "../graph/keys";
 import type { State } from "../scheduler/state";
+import { checkNames } from "../names";
 import { Recorder } from "./recorder";
 import { type CacheData, type ProfileSnapshot, type Visualizable, now } from "./types";
 
@@ -40,6 +41,7 @@ export class CacheProfiler extends Recorder<CacheRun> implements Visualizable {
 
   constructor(options: CacheProfilerOptions = {}) {
     super();
+    checkNames(options, ["metric", "metricName"], "CacheProfiler option");
     const { metric, metricName } = options;
     if (metric !== undefined && typeof metric !== "function") {
       throw new TypeError(`CacheProfiler option metric must be a function, got ${typeof metric}`);

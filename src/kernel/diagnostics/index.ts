@@ -2,7 +2,7 @@
 // CacheProfiler are Callbacks; their records feed visualize() and the notebook views. Beyond
 // them, seed 003's: the statistical profiler, the task stream, MemorySampler and the report.
 export { ProgressBar, type ProgressBarOptions, type ProgressOutput } from "./progress";
-export { Profiler } from "./profiler";
+export { Profiler, type ProfilerResults, threadProf, processProf } from "./profiler";
 export { ResourceProfiler, type ResourceProfilerOptions } from "./resource";
 export { CacheProfiler, type CacheProfilerOptions } from "./cache";
 export { nbytes } from "./nbytes";

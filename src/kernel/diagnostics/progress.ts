@@ -3,6 +3,7 @@
 
 import { randomUUID } from "node:crypto";
 import { Callback } from "../callbacks/callback";
+import { checkNames } from "../names";
 import { type LiveDisplay, type MimeBundle, inNotebook, newLiveDisplay } from "../display";
 import type { Graph } from "../graph/graph";
 import { type Key, keyPrefix } from "../graph/keys";
@@ -83,6 +84,7 @@ export class ProgressBar extends Callback {
 
   constructor(options: ProgressBarOptions = {}) {
     super();
+    checkNames(options, ["minimum", "width", "dt", "out", "display"], "ProgressBar option");
     const { minimum = 0, width = 40, dt = 0.1, out, display } = options;
     if (typeof minimum !== "number" || !(minimum >= 0)) throw new TypeError(`ProgressBar option minimum must be a number ≥ 0, got ${minimum}`);
     if (!Number.isInteger(width) || width < 1) throw new TypeError(`ProgressBar option width must be a whole number ≥ 1, got ${width}`);

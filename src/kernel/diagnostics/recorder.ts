@@ -4,6 +4,7 @@
 import { Callback } from "../callbacks/callback";
 import type { State } from "../scheduler/state";
 import { type ProfileSnapshot, type Visualizable, now } from "./types";
+import type { DisplayHandle } from "../display";
 import { type ProfilePlot, visualize } from "./visualize";
 import type { VisualizeOptions } from "./visualize/options";
 
@@ -29,8 +30,11 @@ export abstract class Recorder<Run> extends Callback implements Visualizable {
 
   abstract snapshot(): ProfileSnapshot;
 
-  /** Dask's `prof.visualize()`: this profiler's plot on its own; `visualize([...])` stacks several. */
-  visualize(options?: VisualizeOptions): Promise<ProfilePlot> {
+  /**
+   * Dask's `prof.visualize()`: this profiler's plot on its own; `visualize([...])` stacks several.
+   * Shown in the calling cell whether or not it is awaited; awaiting gives the ProfilePlot.
+   */
+  visualize(options?: VisualizeOptions): DisplayHandle<ProfilePlot> {
     return visualize(this, options);
   }
 

@@ -1,10 +1,14 @@
 // The bridge to the notebook: sends MIME bundles through the tslab kernel's own tslab as display_data /
 // update_display_data, throttled and coalesced (tslab drops bursts). Outside a kernel: false / null.
+// displayNow / displayPlot show an output in the calling cell at once and complete it later.
 import type { MimeBundle } from "../../protocol";
 import { checkOptions, type LiveDisplay, type LiveDisplayOptions, ThrottledDisplay } from "./live";
 import { kernelChannel } from "./tslab";
 
 export { DEFAULT_MIN_INTERVAL_MS, type LiveDisplay, type LiveDisplayOptions } from "./live";
+export { DisplayHandle, type DisplayNowOptions, displayNow } from "./handle";
+export { displayPlot } from "./plot";
+export type { VegaLiteSpec } from "./vega";
 export type { MimeBundle };
 
 /** True when this code runs in a tslab kernel's main thread, where displays reach the notebook. */

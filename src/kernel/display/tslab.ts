@@ -21,6 +21,11 @@ export interface DisplayChannel {
    * the dashboard feed's channel (research/jupyterlab-ext.md §6).
    */
   newSlot(options?: { readonly hidden?: boolean }): OutputSlot;
+  /**
+   * A token for the execute request the kernel is running (or ran last): it changes when the next
+   * one starts. Undefined when the channel cannot tell.
+   */
+  currentRequest(): unknown;
 }
 
 /** The part of tslab's public module (`import * as tslab from "tslab"`) we use. */
@@ -103,6 +108,8 @@ function jupyterModuleOf(tslab: TslabPublic): TslabJupyter | null {
 function bundleChannel(jupyter: TslabJupyter): DisplayChannel {
   return {
     mode: "bundle",
+    // tslab installs a new writer for every execute_request.
+    currentRequest: () => jupyter.lastWriteDisplayData,
     newSlot({ hidden = false } = {}) {
       const displayId = randomBytes(8).toString("hex");
       let shown = hidden;
@@ -128,6 +135,7 @@ function bundleChannel(jupyter: TslabJupyter): DisplayChannel {
 function rawChannel(tslab: TslabPublic): DisplayChannel {
   return {
     mode: "raw",
+    currentRequest: () => undefined,
     newSlot({ hidden = false } = {}) {
       let display: ReturnType<TslabPublic["newDisplay"]> | null = null;
       let shown = false;

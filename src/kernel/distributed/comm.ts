@@ -28,7 +28,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   /** `reader`: given when the socket reads into the reader's memory itself (see `connect`). */
   constructor(
     private readonly socket: Socket,
-    private readonly reader = new MessageReader(),
+    reader = new MessageReader(),
   ) {
     super();
     socket.setNoDelay?.(true);

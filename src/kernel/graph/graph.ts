@@ -68,7 +68,8 @@ export class Graph {
     if (this.object !== undefined) return typeof key === "string" ? this.object[key] : undefined;
     // Callbacks pass the graph's own key instances: an identity hit skips building the key's id.
     const map = this.map!;
-    if (map.has(key)) return map.get(key);
+    const value = map.get(key);
+    if (value !== undefined || map.has(key)) return value;
     const own = this.canonicalKey(key);
     return own === undefined ? undefined : this.map!.get(own);
   }

@@ -15,6 +15,7 @@ import type { MetricRecord, SpanRecord } from "../../protocol/records";
 import { MEASURES_TASKS, threadsOf } from "./computations";
 import { type MetricCell, SpansState } from "./spans-state";
 import { anyTaskTagged, currentSpan, spanOfSpec } from "./spans";
+import type { DisplayHandle } from "../display";
 import { type FpmPanel, type FpmPanelOptions, metricsTable, showPanel } from "./panel";
 
 /** The accumulators of one (span, task prefix): the activities every task has, kept at hand. */
@@ -274,10 +275,11 @@ export class FinePerformanceMetrics extends Callback {
   }
 
   /**
-   * Shows Dask's Fine Performance Metrics panel: in a notebook, in the cell (live selectors, with
-   * a static image and a text table for other frontends); elsewhere as a standalone HTML file.
+   * Shows Dask's Fine Performance Metrics panel: in a notebook, in the calling cell at once,
+   * awaited or not (live selectors, with a static image and a text table for other frontends);
+   * elsewhere as a standalone HTML file. Awaiting the handle gives the FpmPanel.
    */
-  visualize(options?: FpmPanelOptions): Promise<FpmPanel> {
+  visualize(options?: FpmPanelOptions): DisplayHandle<FpmPanel> {
     return showPanel(this.data(), options);
   }
 

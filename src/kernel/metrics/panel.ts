@@ -1,5 +1,6 @@
 // The Fine Performance Metrics panel from the kernel: a notebook display (tsdask's MIME type,
 // drawn live by the extension, plus a static SVG and a text table), or a standalone HTML file.
+// In a notebook the panel shows in the calling cell at once; its SVG follows as an update.
 
 import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
@@ -7,9 +8,10 @@ import { resolve } from "node:path";
 import { inspect } from "node:util";
 import { type FpmData, type FpmModel, type FpmSelection, DEFAULT_SELECTION, IDLE_PREFIX, formatMetric, fpmModel, fpmSpec, fpmSummary } from "../../protocol/fpm";
 import { type FpmPayload, MIME_TYPE, type MimeBundle, PROTOCOL_VERSION } from "../../protocol";
-import { display, inNotebook } from "../display";
+import type { DisplayHandle } from "../display";
+import { present } from "../display/figure";
 import { standalonePage } from "../display/page";
-import { renderSVG } from "../diagnostics/visualize/render";
+import { staticImage } from "../display/plot";
 
 export interface FpmPanelOptions {
   /** The selectors' state to open with (default: every span and function, seconds). */
@@ -47,11 +49,14 @@ export class FpmPanel {
     return fpmSpec(model, { width: this.width, title: TITLE, subtitle: `${this.data.source?.description ?? "tsdask"}: ${fpmSummary(model)}`, transfers: this.data.source?.transfers });
   }
 
-  /** A static SVG of the charts, rendered in Node. */
+  /** A static SVG of the charts, rendered in Node (no per-mark labels: the live panel has them). */
   toSVG(): Promise<string> {
-    const spec = this.spec();
-    // The image is stored in the .ipynb: no per-mark labels (Vega's ARIA default), the live panel has them.
-    return renderSVG({ ...spec, config: { ...(spec.config as object), aria: false } });
+    return staticImage(this.spec());
+  }
+
+  /** The image a notebook keeps: the static SVG. */
+  notebookImage(): Promise<string> {
+    return this.toSVG();
   }
 
   /** A standalone, offline HTML page with the live panel (selectors included). */
@@ -73,8 +78,13 @@ export class FpmPanel {
 
   /** The notebook display: tsdask's MIME type, a static SVG, the text table. */
   async toMimeBundle(): Promise<MimeBundle> {
-    const payload: FpmPayload = { version: PROTOCOL_VERSION, id: randomUUID(), seq: 0, kind: "fpm", data: this.data, selection: this.selection };
-    return { [MIME_TYPE]: payload, "image/svg+xml": await this.toSVG(), "text/plain": metricsTable(this.data, this.selection) };
+    return { ...this.liveBundle(randomUUID(), 0), "image/svg+xml": await this.toSVG() };
+  }
+
+  /** The bundle without the static image: what a notebook shows at once. */
+  liveBundle(id: string, seq: number): MimeBundle {
+    const payload: FpmPayload = { version: PROTOCOL_VERSION, id, seq, kind: "fpm", data: this.data, selection: this.selection };
+    return { [MIME_TYPE]: payload, "text/plain": metricsTable(this.data, this.selection) };
   }
 
   [inspect.custom](): string {
@@ -90,7 +100,7 @@ const PAGE_SCRIPT = `
 })();
 `;
 
-export async function showPanel(data: FpmData, options: FpmPanelOptions = {}): Promise<FpmPanel> {
+export function showPanel(data: FpmData, options: FpmPanelOptions = {}): DisplayHandle<FpmPanel> {
   if (options === null || typeof options !== "object") throw new TypeError(`visualize options must be an object, got ${String(options)}`);
   for (const name of Object.keys(options)) {
     if (!OPTION_NAMES.has(name)) throw new TypeError(`Unknown visualize option "${name}"; known: ${[...OPTION_NAMES].join(", ")}`);
@@ -98,21 +108,7 @@ export async function showPanel(data: FpmData, options: FpmPanelOptions = {}): P
   const width = options.width ?? 1000;
   if (!(Number.isFinite(width) && width >= 400)) throw new TypeError(`Option width must be a number of pixels ≥ 400, got ${String(width)}`);
   const panel = new FpmPanel(data, { ...DEFAULT_SELECTION, ...options.selection }, width);
-  const notebook = inNotebook();
-  if (notebook) await showInCell(panel);
-  if (options.save ?? !notebook) {
-    panel.file = panel.save(options.filename ?? "fpm.html");
-    if (!notebook) console.log(`Fine performance metrics written to ${panel.file}`);
-  }
-  return panel;
-}
-
-/**
- * Shows the panel in the running cell. The one place FPM displays go through: when display/
- * shows payloads synchronously (sending the SVG later as an update), this is the line to change.
- */
-async function showInCell(panel: FpmPanel): Promise<void> {
-  display(await panel.toMimeBundle());
+  return present(panel, { filename: options.filename ?? "fpm.html", save: options.save }, "Fine performance metrics");
 }
 
 /** The breakdown as a text table: functions (rows) by activity (columns), for terminals and text/plain. */

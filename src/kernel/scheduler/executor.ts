@@ -1,13 +1,14 @@
 // The contract between the scheduler loop and whatever runs tasks (this thread, a thread pool,
 // a process pool), and the synchronous executor that runs them on the calling thread.
 
-import { runInsideTask } from "../callbacks/callback";
-import type { WorkerId } from "../callbacks/callback";
 import type { Key } from "../graph/keys";
 import type { Plan } from "../graph/plan";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
 import { type TaskLedger, type TaskMetric, TaskMeter, executeMetrics } from "../metrics/context-meter";
 import { callingThread } from "../profiling/main-thread";
+
+/** The id of the thread or process that ran a task; `null` with the sync scheduler. */
+export type WorkerId = number | string | null;
 
 /** One task handed to an executor. */
 export interface TaskJob {
@@ -65,11 +66,12 @@ export class SyncExecutor implements Executor {
   private readonly meter: TaskMeter | undefined;
 
   /**
-   * `isolate`: run tasks so that computations they start do not see this one's callbacks.
+   * `isolate`, when given, runs each task's code (the callbacks module's runInsideTask, so that
+   * computations a task starts do not see this one's callbacks).
    * `measure`: report each task's timing and metrics (and let contextMeter record into them).
    */
   constructor(
-    private readonly isolate: boolean,
+    private readonly isolate?: <T>(fn: () => T) => T,
     measure = false,
   ) {
     if (measure) this.meter = (mainThreadMeter ??= new TaskMeter());
@@ -86,7 +88,7 @@ export class SyncExecutor implements Executor {
     const { node } = job;
     let value: unknown;
     try {
-      value = this.isolate ? runInsideTask(() => evaluate(job.expr, job.values)) : evaluate(job.expr, job.values);
+      value = this.isolate !== undefined ? this.isolate(() => evaluate(job.expr, job.values)) : evaluate(job.expr, job.values);
     } catch (error) {
       done({ node, ok: false, error, workerId: null });
       return;
@@ -110,7 +112,8 @@ export class SyncExecutor implements Executor {
     };
     let value: unknown;
     try {
-      value = meter.run(ledger, this.isolate ? evaluateIsolated : evaluate, job.expr, job.values);
+      const isolate = this.isolate;
+      value = meter.run(ledger, isolate !== undefined ? (expr, values) => isolate(() => evaluate(expr, values)) : evaluate, job.expr, job.values);
     } catch (error) {
       settle(false, error);
       return;
@@ -124,10 +127,6 @@ export class SyncExecutor implements Executor {
       settle(true, value);
     }
   }
-}
-
-function evaluateIsolated(expr: Expr, values: readonly unknown[]): unknown {
-  return runInsideTask(() => evaluate(expr, values));
 }
 
 /** One meter for the main thread: its clock state is the thread's, whichever computation runs. */

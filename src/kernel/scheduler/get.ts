@@ -1,56 +1,29 @@
-// `get(dsk, keys, opts)`: the public entry point that picks an executor, gathers the callbacks
-// and runs the loop; plus interrupt handling for the notebook kernel.
+// `get(dsk, keys, opts)`: the public entry point. It chooses the scheduler as Dask's get_scheduler
+// does (the call's option, the scoped config, the global config, an open Client, the collection's
+// default), gathers the callbacks and runs the loop on an executor, or hands the graph over.
 
-import { type Callback, activeCallbacks } from "../callbacks/callback";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { activeCallbacks, runInsideTask } from "../callbacks/callback";
 import { inNotebook } from "../display";
 import { wantsTaskMetrics } from "../metrics/computations";
 import { Graph, type GraphInput } from "../graph/graph";
 import type { Key } from "../graph/keys";
+import { config } from "./config";
 import { type Executor, SyncExecutor } from "./executor";
 import { AbortError, runLoop } from "./loop";
+import {
+  type GetFunction,
+  type GetOptions,
+  type GraphScheduler,
+  type SchedulerChoice,
+  type SchedulerName,
+  checkGetOptions,
+  isGraphScheduler,
+} from "./options";
 import { getPool } from "./pool";
 import { PoolExecutor } from "./pool/executor";
 
-export type SchedulerName = "sync" | "threads" | "processes";
-
-/** One computation for a scheduler that runs whole graphs itself (a cluster's Client). */
-export interface GraphRun {
-  readonly graph: Graph;
-  readonly keys: Key | readonly unknown[];
-  readonly callbacks: readonly Callback[];
-  readonly signal: AbortSignal;
-}
-
-/** A scheduler `get` hands whole graphs to, instead of running its loop: a cluster's Client. */
-export interface GraphScheduler {
-  /** For messages: "Client(LocalCluster 'local', 2 workers)". */
-  readonly description: string;
-  /** Computes `keys` of `graph` with the result shaped like `keys`, as `get` does. */
-  run(request: GraphRun): Promise<unknown>;
-}
-
-let defaultGraphScheduler: GraphScheduler | null = null;
-
-/** Makes `scheduler` the default for computations that name none (an open Client); null: back to "sync". */
-export function setDefaultGraphScheduler(scheduler: GraphScheduler | null): void {
-  defaultGraphScheduler = scheduler;
-}
-
-export interface GetOptions {
-  /**
-   * Where tasks run: "sync" (this thread), "threads", "processes", or a GraphScheduler such as a
-   * Client. Default: the open Client, else "sync".
-   */
-  readonly scheduler?: SchedulerName | GraphScheduler;
-  /** Pool size for "threads" and "processes"; defaults to the available parallelism. */
-  readonly numWorkers?: number;
-  /** Callbacks for this computation only, besides those of withCallbacks blocks and register(). */
-  readonly callbacks?: readonly Callback[];
-  /** Aborting it stops the computation: no new task starts, running ones are stopped where possible. */
-  readonly signal?: AbortSignal;
-  /** Known values (taken as data) that also receive results and lose released ones, like Dask's `cache=`. */
-  readonly cache?: Map<Key, unknown>;
-}
+export type { GetFunction, GetOptions, GraphRun, GraphScheduler, SchedulerChoice, SchedulerName } from "./options";
 
 /**
  * Makes the executor for one computation. `isolate`: tasks must not see this computation's
@@ -58,7 +31,7 @@ export interface GetOptions {
  */
 export type ExecutorFactory = (options: GetOptions, isolate: boolean, measure: boolean) => Executor;
 const factories = new Map<SchedulerName, ExecutorFactory>([
-  ["sync", (_options, isolate, measure) => new SyncExecutor(isolate, measure)],
+  ["sync", (_options, isolate, measure) => new SyncExecutor(isolate ? runInsideTask : undefined, measure)],
   ["threads", (options) => new PoolExecutor(getPool("threads", options.numWorkers))],
   ["processes", (options) => new PoolExecutor(getPool("processes", options.numWorkers))],
 ]);
@@ -67,70 +40,77 @@ export function registerExecutor(name: SchedulerName, factory: ExecutorFactory):
   factories.set(name, factory);
 }
 
-const OPTION_NAMES = new Set(["scheduler", "numWorkers", "callbacks", "signal", "cache"]);
+let defaultGraphScheduler: GraphScheduler | null = null;
+
+/** The open Client registers itself here; null when none is open. The last one connected wins, as in Dask. */
+export function setDefaultGraphScheduler(scheduler: GraphScheduler | null): void {
+  if (scheduler !== null && !isGraphScheduler(scheduler)) {
+    throw new TypeError("setDefaultGraphScheduler takes a GraphScheduler (an object with description and run()) or null");
+  }
+  defaultGraphScheduler = scheduler;
+}
+
+/**
+ * Where a computation runs, first answer wins: the call's `scheduler` option, the innermost
+ * withConfig block, config.set, an open Client, then the collection's own default.
+ */
+function chooseScheduler(options: GetOptions, collectionDefault: SchedulerName): SchedulerChoice {
+  return options.scheduler ?? config.get("scheduler") ?? defaultGraphScheduler ?? collectionDefault;
+}
 
 /**
  * Computes `keys` of the graph `dsk`. `keys` is one key, or a (nested) list of keys, and the
- * result has the same shape: `await get(dsk, [["x"], "y"])` → `[[1], 2]`.
+ * result has the same shape: `await get(dsk, [["x"], "y"])` → `[[1], 2]`. Raw graphs run on the
+ * "sync" scheduler unless told otherwise (their functions often cannot travel to a worker).
  */
-export async function get(dsk: GraphInput, keys: Key | readonly unknown[], options: GetOptions = {}): Promise<unknown> {
-  validateOptions(options);
+export function get(dsk: GraphInput, keys: Key | readonly unknown[], options: GetOptions = {}): Promise<unknown> {
+  return computeGraph(dsk, keys, options, "sync");
+}
+
+/** get() for a collection whose own default scheduler is `collectionDefault` (Dask's `__dask_scheduler__`). */
+export async function computeGraph(
+  dsk: GraphInput,
+  keys: Key | readonly unknown[],
+  options: GetOptions,
+  collectionDefault: SchedulerName,
+): Promise<unknown> {
+  checkGetOptions(options);
+  const scheduler = chooseScheduler(options, collectionDefault);
+  if (typeof scheduler === "function") return callGetFunction(scheduler, dsk, keys, options);
   const graph = Graph.from(dsk);
   const callbacks = activeCallbacks(options.callbacks);
-  const scheduler = options.scheduler ?? defaultGraphScheduler ?? "sync";
-  if (typeof scheduler === "object") return runOn(scheduler, graph, keys, callbacks, options.signal);
-  const factory = factories.get(scheduler);
-  if (factory === undefined) {
-    throw new Error(`Scheduler "${scheduler}" is not available; this build has: ${[...factories.keys()].join(", ")}`);
-  }
-  const executor = factory(options, callbacks.length > 0, wantsTaskMetrics(callbacks));
   const interrupt = listenForInterrupt();
   const signal = options.signal === undefined ? interrupt.signal : AbortSignal.any([options.signal, interrupt.signal]);
   try {
+    if (typeof scheduler === "object") {
+      if (options.cache !== undefined) throw new TypeError(`Option cache works with the local schedulers only, not with ${scheduler.description}`);
+      return await scheduler.run({ graph, keys, callbacks, signal });
+    }
+    const factory = factories.get(scheduler);
+    if (factory === undefined) {
+      throw new Error(`Scheduler "${scheduler}" is not available; this build has: ${[...factories.keys()].join(", ")}`);
+    }
+    const numWorkers = options.numWorkers ?? config.get("numWorkers");
+    const executor = factory({ ...options, numWorkers }, callbacks.length > 0, wantsTaskMetrics(callbacks));
     return await runLoop({ graph, keys, executor, callbacks, signal, cache: options.cache });
   } finally {
     interrupt.stop();
   }
 }
 
-async function runOn(
-  scheduler: GraphScheduler,
-  graph: Graph,
-  keys: Key | readonly unknown[],
-  callbacks: readonly Callback[],
-  own: AbortSignal | undefined,
-): Promise<unknown> {
-  const interrupt = listenForInterrupt();
-  const signal = own === undefined ? interrupt.signal : AbortSignal.any([own, interrupt.signal]);
-  try {
-    return await scheduler.run({ graph, keys, callbacks, signal });
-  } finally {
-    interrupt.stop();
-  }
-}
+/** The get functions running here, so one that config chose again from inside itself is caught, not looped. */
+const runningGetFunctions = new AsyncLocalStorage<ReadonlySet<GetFunction>>();
 
-function isGraphScheduler(value: unknown): value is GraphScheduler {
-  return typeof value === "object" && value !== null && typeof (value as GraphScheduler).run === "function";
-}
-
-function validateOptions(options: GetOptions): void {
-  if (options === null || typeof options !== "object") throw new TypeError(`get options must be an object, got ${options}`);
-  for (const name of Object.keys(options)) {
-    if (!OPTION_NAMES.has(name)) throw new TypeError(`Unknown get option "${name}"; known: ${[...OPTION_NAMES].join(", ")}`);
+function callGetFunction(fn: GetFunction, dsk: GraphInput, keys: Key | readonly unknown[], options: GetOptions): Promise<unknown> {
+  const running = runningGetFunctions.getStore() ?? new Set<GetFunction>();
+  if (running.has(fn)) {
+    throw new TypeError(
+      `The scheduler function ${fn.name || "(anonymous)"} calls get() without choosing a scheduler, so it was chosen again: ` +
+        'pass one in its call, e.g. get(dsk, keys, { ...options, scheduler: "threads" })',
+    );
   }
-  const { scheduler, numWorkers, callbacks, signal, cache } = options;
-  if (scheduler !== undefined && scheduler !== "sync" && scheduler !== "threads" && scheduler !== "processes" && !isGraphScheduler(scheduler)) {
-    throw new TypeError(`Option scheduler must be "sync", "threads", "processes" or a Client, got ${JSON.stringify(scheduler)}`);
-  }
-  if (isGraphScheduler(scheduler) && options.cache !== undefined) {
-    throw new TypeError(`Option cache works with the local schedulers only, not with ${scheduler.description}`);
-  }
-  if (numWorkers !== undefined && !(Number.isInteger(numWorkers) && numWorkers >= 1)) {
-    throw new TypeError(`Option numWorkers must be a whole number ≥ 1, got ${numWorkers}`);
-  }
-  if (callbacks !== undefined && !Array.isArray(callbacks)) throw new TypeError("Option callbacks must be an array of Callback");
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError("Option signal must be an AbortSignal");
-  if (cache !== undefined && !(cache instanceof Map)) throw new TypeError("Option cache must be a Map");
+  const { scheduler: _chosen, ...rest } = options;
+  return runningGetFunctions.run(new Set([...running, fn]), () => fn(dsk, keys, rest));
 }
 
 // A kernel interrupt (SIGINT) aborts the computations running in a tslab kernel. In a plain

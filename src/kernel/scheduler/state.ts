@@ -174,25 +174,11 @@ export class SchedulerState {
   }
 }
 
-/** Nodes as a read-only set of keys; membership is a flag test, size a counter. */
-class NodeSet implements ReadonlySet<Key> {
-  constructor(
-    private readonly keyOf: readonly Key[],
-    private readonly indexOf: (key: Key) => number,
-    private readonly contains: (node: number) => boolean,
-    private readonly count: () => number,
-    private readonly candidates: () => Iterable<number>,
-  ) {}
-  get size(): number {
-    return this.count();
-  }
-  has(key: Key): boolean {
-    const node = this.indexOf(key);
-    return node >= 0 && this.contains(node);
-  }
-  *keys(): IterableIterator<Key> {
-    for (const node of this.candidates()) if (this.contains(node)) yield this.keyOf[node];
-  }
+/** The parts of a read-only set of keys that follow from its `keys()`. */
+abstract class KeySet implements ReadonlySet<Key> {
+  abstract readonly size: number;
+  abstract has(key: Key): boolean;
+  abstract keys(): IterableIterator<Key>;
   values(): IterableIterator<Key> {
     return this.keys();
   }
@@ -204,6 +190,62 @@ class NodeSet implements ReadonlySet<Key> {
   }
   forEach(fn: (value: Key, key: Key, set: ReadonlySet<Key>) => void): void {
     for (const key of this.keys()) fn(key, key, this);
+  }
+}
+
+/** Nodes as a read-only set of keys; membership is a flag test, size a counter. */
+class NodeSet extends KeySet {
+  constructor(
+    private readonly keyOf: readonly Key[],
+    private readonly indexOf: (key: Key) => number,
+    private readonly contains: (node: number) => boolean,
+    private readonly count: () => number,
+    private readonly candidates: () => Iterable<number>,
+  ) {
+    super();
+  }
+  get size(): number {
+    return this.count();
+  }
+  has(key: Key): boolean {
+    const node = this.indexOf(key);
+    return node >= 0 && this.contains(node);
+  }
+  *keys(): IterableIterator<Key> {
+    for (const node of this.candidates()) if (this.contains(node)) yield this.keyOf[node];
+  }
+}
+
+/**
+ * A node's dependencies or dependents (`list[from..to)`), those passing `keep` when given: one
+ * small object per lookup, iterated straight off the plan's edge list.
+ */
+class EdgeSet extends KeySet {
+  constructor(
+    private readonly keyOf: readonly Key[],
+    private readonly indexOf: (key: Key) => number,
+    private readonly list: Int32Array,
+    private readonly from: number,
+    private readonly to: number,
+    private readonly keep: ((node: number) => boolean) | null,
+  ) {
+    super();
+  }
+  get size(): number {
+    if (this.keep === null) return this.to - this.from;
+    let size = 0;
+    for (let e = this.from; e < this.to; e++) if (this.keep(this.list[e])) size++;
+    return size;
+  }
+  has(key: Key): boolean {
+    const node = this.indexOf(key);
+    if (node < 0) return false;
+    for (let e = this.from; e < this.to; e++) if (this.list[e] === node) return this.keep === null || this.keep(node);
+    return false;
+  }
+  *keys(): IterableIterator<Key> {
+    const { list, keep, keyOf } = this;
+    for (let e = this.from; e < this.to; e++) if (keep === null || keep(list[e])) yield keyOf[list[e]];
   }
 }
 
@@ -247,10 +289,6 @@ class NodeMap<V> implements ReadonlyMap<Key, V> {
   }
 }
 
-function* range(start: number, end: number, list: Int32Array): IterableIterator<number> {
-  for (let e = start; e < end; e++) yield list[e];
-}
-
 function* allNodes(n: number): IterableIterator<number> {
   for (let i = 0; i < n; i++) yield i;
 }
@@ -271,48 +309,28 @@ class StateView implements State {
   ) {
     const { keys, dependencyStart, dependencies, dependentStart, dependents } = plan;
     const n = keys.length;
-    const indexOf = (key: Key): number => plan.indexById.get(keyId(key)) ?? -1;
+    // Callbacks pass back the plan's own tuple instances: an identity map (built on first use)
+    // finds those without serialising the key. Strings are their own ids.
+    let byInstance: Map<Key, number> | undefined;
+    const instances = (): Map<Key, number> => {
+      if (byInstance === undefined) {
+        byInstance = new Map();
+        for (let i = 0; i < n; i++) if (typeof keys[i] === "object") byInstance.set(keys[i], i);
+      }
+      return byInstance;
+    };
+    const indexOf = (key: Key): number => (typeof key === "object" ? instances().get(key) : undefined) ?? plan.indexById.get(keyId(key)) ?? -1;
     const always = (): boolean => true;
     const everyNode = (): IterableIterator<number> => allNodes(n);
-    const subset = (start: Int32Array, list: Int32Array, node: number, keep: (i: number) => boolean): ReadonlySet<Key> => {
-      let size = -1;
-      return new NodeSet(
-        keys,
-        (key) => {
-          const i = indexOf(key);
-          for (let e = start[node]; e < start[node + 1]; e++) if (list[e] === i) return i;
-          return -1;
-        },
-        keep,
-        () => {
-          if (size < 0 || keep !== always) {
-            size = 0;
-            for (let e = start[node]; e < start[node + 1]; e++) if (keep(list[e])) size++;
-          }
-          return size;
-        },
-        () => range(start[node], start[node + 1], list),
-      );
-    };
+    const edges = (start: Int32Array, list: Int32Array, keep: ((i: number) => boolean) | null) => (node: number): ReadonlySet<Key> =>
+      new EdgeSet(keys, indexOf, list, start[node], start[node + 1], keep);
     const notComputed = (i: number): boolean => !state.is(i, COMPUTED);
     const notFinished = (i: number): boolean => !state.is(i, FINISHED);
 
-    this.dependencies = new NodeMap(keys, indexOf, always, () => n, (i) => subset(dependencyStart, dependencies, i, always));
-    this.dependents = new NodeMap(keys, indexOf, always, () => n, (i) => subset(dependentStart, dependents, i, always));
-    this.waiting = new NodeMap(
-      keys,
-      indexOf,
-      (i) => state.isWaiting(i),
-      () => state.waitingTaskCount,
-      (i) => subset(dependencyStart, dependencies, i, notComputed),
-    );
-    this.waitingData = new NodeMap(
-      keys,
-      indexOf,
-      (i) => !state.is(i, RELEASED),
-      () => n - state.releasedCount,
-      (i) => subset(dependentStart, dependents, i, notFinished),
-    );
+    this.dependencies = new NodeMap(keys, indexOf, always, () => n, edges(dependencyStart, dependencies, null));
+    this.dependents = new NodeMap(keys, indexOf, always, () => n, edges(dependentStart, dependents, null));
+    this.waiting = new NodeMap(keys, indexOf, (i) => state.isWaiting(i), () => state.waitingTaskCount, edges(dependencyStart, dependencies, notComputed));
+    this.waitingData = new NodeMap(keys, indexOf, (i) => !state.is(i, RELEASED), () => n - state.releasedCount, edges(dependentStart, dependents, notFinished));
     this.cache = new NodeMap(
       keys,
       indexOf,

@@ -3,7 +3,7 @@
 
 import type { Key } from "../../graph/keys";
 import { tagLayer } from "../../metrics/spans";
-import { type GetOptions, get } from "../../scheduler/get";
+import { type GetOptions, computeGraph } from "../../scheduler/get";
 import { tokenize } from "../tokenize";
 import { type Chunk, allocate } from "./chunk";
 import * as kernels from "./kernels";
@@ -134,11 +134,14 @@ export class ChunkedArray {
     return reduce(this, "mean", options.axis, true);
   }
 
-  /** Runs the graph and assembles the blocks into one row-major array. */
+  /**
+   * Runs the graph and assembles the blocks into one row-major array. Runs on the "threads"
+   * scheduler unless the options or the config choose another, as Dask's arrays do.
+   */
   async compute(options?: GetOptions): Promise<ComputedArray> {
     const indices = blockIndices(this.numblocks);
     const keys = indices.map((index) => this.blockKey(index));
-    const values = (await get(this.dask, keys, options)) as unknown[];
+    const values = (await computeGraph(this.dask, keys, options ?? {}, "threads")) as unknown[];
     return assembleBlocks(this.chunks, this.name, ...values);
   }
 
@@ -172,7 +175,8 @@ export class ChunkedArray {
   private async computeBlocks(options?: GetOptions): Promise<[BlockIndex, Chunk][]> {
     const indices = blockIndices(this.numblocks);
     const keys = indices.map((index) => this.blockKey(index));
-    const values = (await get(this.dask, keys, options)) as unknown[];
+    // Dask computes arrays on its threaded scheduler: their kernels are module exports, so they ship.
+    const values = (await computeGraph(this.dask, keys, options ?? {}, "threads")) as unknown[];
     return indices.map((index, at) => [index, checkBlock(values[at], keys[at], this.blockShape(index))]);
   }
 

@@ -3,7 +3,8 @@
 // sample: nothing is carried past it (Dask's test of its multiseries plot asks the same).
 
 import { byteUnit, formatBytes } from "../../../protocol/format";
-import { present } from "../show";
+import type { DisplayHandle } from "../../display";
+import { present } from "../../display/figure";
 import { type VisualizeOptions, resolveOptions } from "../visualize/options";
 import { DETAIL_LIMIT, type VegaLiteSpec } from "../visualize/plot";
 import { VEGA_LITE_SCHEMA } from "../visualize/spec";
@@ -87,13 +88,12 @@ export function memorySpec(series: readonly MemorySeries[], options: { align: bo
 }
 
 /** The plot, shown in a notebook or written to `filename` (default memory-sampler.html). */
-export async function memoryPlot(series: readonly MemorySeries[], options: MemoryPlotOptions = {}): Promise<ProfilePlot> {
+export function memoryPlot(series: readonly MemorySeries[], options: MemoryPlotOptions = {}): DisplayHandle<ProfilePlot> {
   const { align = false, ...rest } = options;
   if (typeof align !== "boolean") throw new TypeError(`Option align must be true or false, got ${String(align)}`);
   const opts = resolveOptions({ title: "Memory", filename: "memory-sampler.html", height: 300, ...rest });
   const spec = memorySpec(series, { align, width: opts.width, height: opts.height, title: opts.title, config: opts.config });
   const samples = series.reduce((sum, s) => sum + s.points.length, 0);
   const plot = new ProfilePlot(spec, `tsdask memory: ${series.length} series (${series.map((s) => s.label).join(", ")}), ${samples} samples`);
-  await present(plot, opts, "Memory plot");
-  return plot;
+  return present(plot, opts, "Memory plot");
 }

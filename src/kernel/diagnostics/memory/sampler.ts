@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { MemorySample } from "../../../protocol/records";
 import type { ProfilePlot } from "../visualize";
 import { type MemoryMeasure, measureNamed } from "./measures";
+import type { DisplayHandle } from "../../display";
 import { memoryPlot, type MemoryPlotOptions } from "./plot";
 import { clusterSource } from "../cluster-source";
 import { type MemoryPoint, type MemorySeries, type MemorySource, localMemory } from "./source";
@@ -90,7 +91,7 @@ export class MemorySampler {
    * One line per label (Dask's `ms.plot(align=…)`): `align: true` starts each series at 0 s;
    * memory in binary units; each line ends where its series ends.
    */
-  plot(options: MemoryPlotOptions = {}): Promise<ProfilePlot> {
+  plot(options: MemoryPlotOptions = {}): DisplayHandle<ProfilePlot> {
     return memoryPlot(this.series(), options);
   }
 }

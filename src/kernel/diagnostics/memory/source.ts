@@ -7,9 +7,8 @@ import { withCallbacks } from "../../callbacks/callback";
 import { now } from "../../clock";
 import { CacheProfiler } from "../cache";
 import { nbytes } from "../nbytes";
-import { SamplerThread } from "../resource";
+import { acquireSamplerThread, releaseSamplerThread } from "../resource";
 import { newSampler, processCpuMicros } from "../sampler";
-import * as P from "../sampler-protocol";
 import { type MemoryMeasure, MEASURE_TITLES } from "./measures";
 
 /** [epoch seconds, bytes] */
@@ -34,7 +33,7 @@ export interface MemorySource {
 
 export interface MemoryRecording {
   /** Runs the sampled block (a source may watch it, as the local one watches results with callbacks). */
-  run<T>(block: () => T): T;
+  run<T>(block: () => Promise<T>): Promise<T>;
   /** Stops and returns the samples, oldest first. */
   stop(): Promise<MemoryPoint[]>;
 }
@@ -62,13 +61,18 @@ export const localMemory: MemorySource = {
     }
     // The first sample is taken here and now (the sampler thread needs tens of ms to boot).
     const first = firstSample();
-    const thread = new SamplerThread(interval, first === undefined ? 0 : interval);
-    thread.begin(first?.[0] ?? now());
+    const thread = acquireSamplerThread();
+    thread.begin(first?.[0] ?? now(), interval, first === undefined ? 0 : interval);
     const results = measure === "process" ? undefined : new CacheProfiler({ metric: nbytes, metricName: "nbytes" });
     return {
       run: (block) => (results === undefined ? block() : withCallbacks(results, block)),
       async stop() {
-        const samples = thread.stop(P.STOP);
+        let samples: [number, number, number][];
+        try {
+          samples = thread.pause();
+        } finally {
+          releaseSamplerThread(thread);
+        }
         const process = [...(first === undefined ? [] : [first]), ...samples.map(([time, mb]): MemoryPoint => [time, Math.round(mb * 1e6)])];
         if (results === undefined) return process;
         const managed = heldAt(results, process.map(([time]) => time));

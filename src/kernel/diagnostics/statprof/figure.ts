@@ -2,7 +2,6 @@
 // in a notebook output or an offline HTML page, with a static SVG icicle and a text summary for
 // frontends without tsdask's extension.
 
-import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { inspect } from "node:util";
@@ -21,9 +20,10 @@ import {
 } from "../../../protocol/profile";
 import type { ProfileNode } from "../../../protocol/records";
 import { standalonePage } from "../../display/page";
-import { present } from "../show";
-import type { VegaLiteSpec } from "../visualize/plot";
-import { renderSVG } from "../visualize/render";
+import type { DisplayHandle } from "../../display";
+import { present } from "../../display/figure";
+import { staticImage } from "../../display/plot";
+import type { VegaLiteSpec } from "../../display/vega";
 
 export interface ProfileFigureOptions {
   /** Default: "Statistical profile" (compute) or "Administrative profile". */
@@ -54,11 +54,10 @@ export class ProfileFigure {
   ) {}
 
   /** Builds the figure from recorded windows and presents it where the user is. */
-  static async show(windows: readonly ProfileWindow[], interval: number, options: ProfileFigureOptions = {}): Promise<ProfileFigure> {
+  static show(windows: readonly ProfileWindow[], interval: number, options: ProfileFigureOptions = {}): DisplayHandle<ProfileFigure> {
     checkOptions(options);
     const figure = ProfileFigure.of(windows, interval, options);
-    await present(figure, { filename: options.filename ?? "dask-profile.html", save: options.save, show: options.show }, "Profile");
-    return figure;
+    return present(figure, { filename: options.filename ?? "dask-profile.html", save: options.save, show: options.show }, "Profile");
   }
 
   static of(windows: readonly ProfileWindow[], interval: number, options: Omit<ProfileFigureOptions, "filename" | "save" | "show"> = {}): ProfileFigure {
@@ -73,8 +72,16 @@ export class ProfileFigure {
     return new ProfileFigure(data, summarize(profileOf(windows, kind), windows, interval, title));
   }
 
-  toMimeBundle(): Promise<MimeBundle> {
-    return profileBundle(this.data, this.summary);
+  /** What a notebook shows at once: tsdask's payload and the summary. */
+  liveBundle(id: string, seq: number): MimeBundle {
+    const payload: ProfilePayload = { version: PROTOCOL_VERSION, id, seq, kind: "profile", data: this.data };
+    return { [MIME_TYPE]: payload, "text/plain": this.summary };
+  }
+
+  /** The icicle as a static SVG (cells too narrow to see are left out). */
+  notebookImage(): Promise<string> {
+    const tree = profileOf(unpackProfile(this.data.profile), this.data.kind);
+    return staticImage(icicleSpec(tree, this.data.profile.interval, this.data.title));
   }
 
   toHTML(): string {
@@ -102,12 +109,6 @@ function checkOptions(options: ProfileFigureOptions): void {
   }
 }
 
-export async function profileBundle(data: ProfileViewData, summary: string): Promise<MimeBundle> {
-  const payload: ProfilePayload = { version: PROTOCOL_VERSION, id: randomUUID(), seq: 0, kind: "profile", data };
-  const tree = profileOf(unpackProfile(data.profile), data.kind);
-  const image = await renderSVG(icicleSpec(tree, data.profile.interval, data.title));
-  return { [MIME_TYPE]: payload, "image/svg+xml": image, "text/plain": summary };
-}
 
 /** The page script: the views bundle mounts the profile view on the page's data. */
 const PROFILE_SCRIPT = `

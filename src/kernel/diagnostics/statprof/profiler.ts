@@ -3,6 +3,7 @@
 // workers for "threads" and "processes" — samples its stack while the profiler is active, and
 // the samples become Dask's trees per task prefix and per cycle window.
 
+import type { DisplayHandle } from "../../display";
 import type { ProfileKind, ProfileWindow } from "../../../protocol/profile";
 import { computeProfile, profileOf, profilePrefixes, profileTimeline } from "../../../protocol/profile";
 import type { ProfileNode, ProfileTimelinePoint } from "../../../protocol/records";
@@ -94,7 +95,7 @@ export class StatisticalProfiler extends Callback {
   }
 
   /** The interactive profile (icicle over a timeline), shown in a notebook or written to a file. */
-  visualize(options?: ProfileFigureOptions): Promise<ProfileFigure> {
+  visualize(options?: ProfileFigureOptions): DisplayHandle<ProfileFigure> {
     return ProfileFigure.show(this.windows, this.sampledInterval, options);
   }
 

@@ -11,6 +11,7 @@ import { nbytes } from "../nbytes";
 import { type Dispatches, newDispatches, noteDispatch, takeDispatch } from "../profiler";
 import { Recorder } from "../recorder";
 import { type ProfileSnapshot, type TaskData, type Visualizable, now } from "../types";
+import type { DisplayHandle } from "../../display";
 import type { ProfilePlot } from "../visualize";
 import type { VisualizeOptions } from "../visualize/options";
 import { TaskStreamTable } from "./table";
@@ -84,7 +85,7 @@ export class TaskStreamCollector extends Recorder<Dispatches> implements Visuali
   }
 
   /** The task-stream plot (one row per worker thread, phases coloured), shown or saved as visualize() does. */
-  override visualize(options?: VisualizeOptions): Promise<ProfilePlot> {
+  override visualize(options?: VisualizeOptions): DisplayHandle<ProfilePlot> {
     return taskStreamPlot(this.table, options);
   }
 

@@ -10,10 +10,11 @@ import { seconds } from "../visualize/frame";
 import { rankGroups } from "../visualize/groups";
 import { type VisualizeOptions, resolveOptions } from "../visualize/options";
 import { DETAIL_LIMIT, type VegaLiteSpec } from "../visualize/plot";
-import { paletteColors } from "../visualize/render";
 import { VEGA_LITE_SCHEMA, ZOOM_PARAM } from "../visualize/spec";
 import { ProfilePlot } from "../visualize/visualize";
-import { present } from "../show";
+import type { DisplayHandle } from "../../display";
+import { present } from "../../display/figure";
+import { paletteColors } from "../../display/vega";
 import { ACTIONS, type TaskStreamTable } from "./table";
 
 /**
@@ -196,12 +197,11 @@ function binnedMarks(
 }
 
 /** The plot, shown in a notebook or written to `filename` (default task-stream.html), as visualize() does. */
-export async function taskStreamPlot(table: TaskStreamTable, options?: VisualizeOptions): Promise<ProfilePlot> {
+export function taskStreamPlot(table: TaskStreamTable, options?: VisualizeOptions): DisplayHandle<ProfilePlot> {
   const opts = resolveOptions({ title: "Task stream", filename: "task-stream.html", ...options });
-  const palette = options?.palette === undefined ? PREFIX_PALETTE : await paletteColors(opts.palette, PREFIX_PALETTE.length);
+  const palette = options?.palette === undefined ? PREFIX_PALETTE : paletteColors(opts.palette, PREFIX_PALETTE.length);
   const spec = taskStreamSpec(table, { width: opts.width, height: options?.height, title: opts.title, palette, config: opts.config });
   const rows = streamRows(table).labels.length;
   const plot = new ProfilePlot(spec, `tsdask task stream: ${table.taskCount} tasks on ${rows} worker thread${rows === 1 ? "" : "s"}`);
-  await present(plot, opts, "Task stream");
-  return plot;
+  return present(plot, opts, "Task stream");
 }

@@ -4,8 +4,7 @@
 import type { TimeFrame } from "./frame";
 import type { GroupColors } from "./groups";
 
-/** A Vega-Lite specification as plain JSON-able data (users may restyle it before rendering). */
-export type VegaLiteSpec = Record<string, unknown>;
+export type { VegaLiteSpec } from "../../display/vega";
 
 export interface PlotContext {
   readonly frame: TimeFrame;

@@ -1,18 +1,19 @@
 // visualize(): Dask's `visualize([prof, rprof, cprof])`. Builds the stacked spec, then shows it
-// where the user is: a display in a tslab notebook, a standalone HTML file everywhere else.
+// where the user is: a display in a tslab notebook (in the calling cell, awaited or not), a
+// standalone HTML file everywhere else.
 
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { inspect } from "node:util";
-import type { MimeBundle } from "../../../protocol";
 import type { ProfileSnapshot, Visualizable } from "../types";
 import { MAX_GROUPS } from "./groups";
 import { standaloneHTML } from "./html";
-import { present } from "../show";
-import { plotBundle } from "./notebook";
+import type { MimeBundle } from "../../../protocol";
+import type { DisplayHandle } from "../../display";
+import { present } from "../../display/figure";
+import { plotBundle, staticImage } from "../../display/plot";
+import { type VegaLiteSpec, paletteColors, renderSVG } from "../../display/vega";
 import { type VisualizeOptions, resolveOptions } from "./options";
-import type { VegaLiteSpec } from "./plot";
-import { paletteColors, renderSVG } from "./render";
 import { buildSpec } from "./spec";
 
 /** The result of visualize(): the Vega-Lite spec (edit it to restyle) and ways to render it. */
@@ -32,6 +33,16 @@ export class ProfilePlot {
     return renderSVG(this.spec);
   }
 
+  /** The SVG a notebook keeps: without a label per mark, which would more than double it. */
+  notebookImage(): Promise<string> {
+    return staticImage(this.spec);
+  }
+
+  /** What a notebook shows at once: tsdask's payload and the summary. */
+  liveBundle(id: string, seq: number): MimeBundle {
+    return plotBundle(this.spec, this.summary, id, seq);
+  }
+
   /** A standalone, offline HTML page with the interactive plot. */
   toHTML(): string {
     return standaloneHTML(this.spec, typeof this.spec.title === "string" ? this.spec.title : "tsdask profile");
@@ -44,11 +55,6 @@ export class ProfilePlot {
     return path;
   }
 
-  /** The notebook display: tsdask MIME type, static SVG, text. */
-  toMimeBundle(): Promise<MimeBundle> {
-    return plotBundle(this.spec, this.summary);
-  }
-
   /** The REPL and a notebook's last-expression echo print the summary, not megabytes of spec. */
   [inspect.custom](): string {
     return `ProfilePlot { ${this.summary}${this.file === undefined ? "" : `, saved to ${this.file}`} }`;
@@ -57,20 +63,21 @@ export class ProfilePlot {
 
 /**
  * Plots one profiler or a stack of them on one time axis (top to bottom in the order given).
- * In a tslab notebook the plot is displayed in the cell; elsewhere it is written to
- * `filename` (default profile.html), and the path is printed and kept in `plot.file`.
+ * In a tslab notebook the plot is displayed in the calling cell at once; elsewhere it is written
+ * to `filename` (default profile.html), and the path is printed and kept in `plot.file`.
+ * Returns a handle whose `value` is the ProfilePlot; `await` it for the ProfilePlot once the
+ * plot's static image is in (without `await`, the image still reaches the same output).
  */
-export async function visualize(profilers: Visualizable | readonly Visualizable[], options?: VisualizeOptions): Promise<ProfilePlot> {
+export function visualize(profilers: Visualizable | readonly Visualizable[], options?: VisualizeOptions): DisplayHandle<ProfilePlot> {
   const opts = resolveOptions(options);
   const snapshots = takeSnapshots(profilers);
-  // A scheme name becomes its colours here (vega is loaded once per process): the name is checked
-  // now rather than in the browser, and "other" can be grey whatever the scheme.
-  let palette = await paletteColors(opts.palette, MAX_GROUPS);
+  // A scheme name becomes its colours here: the name is checked now rather than in the browser,
+  // and "other" can be grey whatever the scheme.
+  let palette = paletteColors(opts.palette, MAX_GROUPS);
   if (options?.palette === undefined) palette = strongShadesFirst(palette);
   const spec = buildSpec(snapshots, { width: opts.width, height: opts.height, title: opts.title, palette, config: opts.config });
   const plot = new ProfilePlot(spec, summarize(snapshots));
-  await present(plot, opts, "Profile plot");
-  return plot;
+  return present(plot, opts, "Profile plot");
 }
 
 /**

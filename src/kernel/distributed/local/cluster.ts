@@ -83,7 +83,6 @@ export class LocalCluster implements AsyncDisposable {
     readonly memoryLimit: number,
     /** "host:port" of the dashboard, or null. */
     readonly dashboardAddress: string | null,
-    private targetWorkers: number,
   ) {}
 
   /** Starts the scheduler and the workers; resolves once every worker has registered. */
@@ -110,7 +109,6 @@ export class LocalCluster implements AsyncDisposable {
       settings.threadsPerWorker,
       settings.memoryLimit,
       settings.dashboardAddress,
-      settings.nWorkers,
     );
     byName.set(settings.name, cluster);
     try {
@@ -155,7 +153,6 @@ export class LocalCluster implements AsyncDisposable {
   async scale(n: number): Promise<void> {
     if (!(Number.isInteger(n) && n >= 0)) throw new RangeError(`cluster.scale takes a whole number of workers ≥ 0, got ${n}`);
     if (this.closing !== undefined) throw new Error(`${this.description} is closed`);
-    this.targetWorkers = n;
     const joined = this.untilWorkers(n);
     this.transport.scaleTo(n);
     await joined;

@@ -1,0 +1,118 @@
+// `tsdask worker redis://host:port [options]`: a worker of a Redis cluster on this machine,
+// until SIGINT or SIGTERM (it then finishes its running tasks and leaves; a second signal ends
+// it at once).
+
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import bytes from "bytes-iec";
+import { RedisAddressError, RedisConnectError } from "../kernel/distributed/redis/connection";
+import { WorkerNameTakenError } from "../kernel/distributed/redis/registry";
+import { RedisWorker } from "../kernel/distributed/redis/worker";
+import { UsageError } from "./install";
+
+export const WORKER_USAGE = [
+  "  tsdask worker redis://[user:password@]host:port[/db] [--name NAME] [--nthreads N]",
+  '                [--memory-limit "4 GiB"] [--allow-source] [--tls-ca FILE]',
+  '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--part-size "64 MiB"]',
+  "                              run tasks for the clients of that Redis (rediss:// for TLS);",
+  "                              --allow-source also runs functions shipped as source text:",
+  "                              anyone who can write to that Redis can then run code here",
+].join("\n");
+
+function positiveNumber(option: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw new UsageError(`--${option} needs a positive number, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+export interface WorkerCommandOptions {
+  readonly url: string;
+  readonly name?: string;
+  readonly nthreads?: number;
+  readonly memoryLimit?: number;
+  readonly allowSource: boolean;
+  readonly tlsCa?: string;
+  readonly lockDuration?: number;
+  readonly stalledInterval?: number;
+  readonly partSize?: number;
+}
+
+export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        name: { type: "string" },
+        nthreads: { type: "string" },
+        "memory-limit": { type: "string" },
+        "allow-source": { type: "boolean", default: false },
+        "tls-ca": { type: "string" },
+        "lock-duration": { type: "string" },
+        "stalled-interval": { type: "string" },
+        "part-size": { type: "string" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (positionals.length !== 1) throw new UsageError(`worker needs one Redis address (redis://host:port), got ${positionals.length}`);
+  const nthreads = positiveNumber("nthreads", values.nthreads);
+  if (nthreads !== undefined && !Number.isInteger(nthreads)) throw new UsageError(`--nthreads needs a whole number, got ${values.nthreads}`);
+  const size = (option: string): number | undefined => {
+    const text = values[option as "memory-limit" | "part-size"];
+    if (text === undefined) return undefined;
+    const parsedSize = bytes.parse(text);
+    if (parsedSize === null || !(parsedSize > 0)) throw new UsageError(`--${option} needs a size such as "4 GiB" or "500 MB", got ${JSON.stringify(text)}`);
+    return parsedSize;
+  };
+  return {
+    url: positionals[0],
+    name: values.name,
+    nthreads,
+    memoryLimit: size("memory-limit"),
+    allowSource: values["allow-source"] ?? false,
+    tlsCa: values["tls-ca"],
+    lockDuration: positiveNumber("lock-duration", values["lock-duration"]),
+    stalledInterval: positiveNumber("stalled-interval", values["stalled-interval"]),
+    partSize: size("part-size"),
+  };
+}
+
+export async function workerCommand(args: readonly string[]): Promise<void> {
+  const options = parseWorkerArgs(args);
+  let worker: RedisWorker;
+  try {
+    worker = await RedisWorker.start({
+      url: options.url,
+      name: options.name,
+      nthreads: options.nthreads,
+      memoryLimit: options.memoryLimit,
+      allowSource: options.allowSource,
+      tls: options.tlsCa === undefined ? undefined : { ca: readFileSync(options.tlsCa) },
+      lockDuration: options.lockDuration,
+      stalledInterval: options.stalledInterval,
+      partSize: options.partSize,
+    });
+  } catch (error) {
+    // Redis unreachable, a wrong password, a name in use: the message says it all.
+    if (error instanceof RedisConnectError || error instanceof WorkerNameTakenError || error instanceof RedisAddressError) {
+      process.stderr.write(`tsdask worker: ${error.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    throw error;
+  }
+  let signals = 0;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (++signals > 1) process.exit(130);
+    process.stderr.write(`tsdask worker ${worker.name}: ${signal}, finishing running tasks (again to stop at once)\n`);
+    void worker.close();
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+}

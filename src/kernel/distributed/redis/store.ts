@@ -1,0 +1,297 @@
+// Values in Redis under a client's namespace, as the binary frames of ../frames (typed arrays
+// travel as their raw bytes). One HASH per value: field "m" holds the metadata (frame lengths,
+// type, size), fields "0", "1"… the bytes, each frame cut into parts of at most `partSize`
+// bytes (a Redis string holds 512 MB at most). A value is published atomically and only once:
+// the first writer of a key wins and later writers leave it as it is, so a task that runs twice
+// (a stalled job taken over) never mixes two results. Nothing is written for a client that is
+// gone (its liveness key expired or was deleted), so a closed namespace stays empty.
+
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { decodeValue, encodeValue, framesByteLength } from "../frames";
+import type { Namespace } from "./keys";
+
+/** What the client learns about a stored value. */
+export interface StoredInfo {
+  /** Bytes the value takes in Redis (its frames). */
+  readonly nbytes: number;
+  /** The value's type name (`Float64Array`, `number`, `Object`…). */
+  readonly type: string;
+}
+
+interface Metadata {
+  /** Frame lengths, in order. */
+  readonly f: readonly number[];
+  /** Type name. */
+  readonly t: string;
+  /** Part size the writer cut frames with. */
+  readonly p: number;
+}
+
+/** 64 MiB: far below Redis's 512 MB string limit, and a moderate peak in Redis's query buffer. */
+export const DEFAULT_PART_SIZE = 64 * 1024 * 1024;
+/** More fields than this go through a staging key (a script's arguments sit on Lua's stack). */
+const MAX_INLINE_FIELDS = 64;
+
+export type PublishOutcome = "published" | "exists" | "client-gone";
+
+/** The scripts below, as ioredis defines them on a connection (defineCommand). */
+interface ScriptCommands {
+  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, outcomesKey: string, entry: Buffer | "", ...fields: (string | Buffer)[]): Promise<number>;
+  tsdaskPushOutcome(aliveKey: string, outcomesKey: string, entry: Buffer): Promise<number>;
+}
+
+// KEYS: value, staging, client liveness, outcome stream. ARGV: entry to add to the stream (or ""), then
+// field/value pairs to write (none: the value was assembled in the staging key).
+// Returns 1 published, 0 already there (the entry is added anyway, flagged 0), -1 client gone.
+const PUBLISH_SCRIPT = `
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  redis.call('DEL', KEYS[2])
+  return -1
+end
+local won = 0
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  if #ARGV > 1 then
+    redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+  else
+    redis.call('RENAME', KEYS[2], KEYS[1])
+  end
+  won = 1
+else
+  redis.call('DEL', KEYS[2])
+end
+if ARGV[1] ~= '' then
+  redis.call('XADD', KEYS[4], '*', 'o', won .. ARGV[1])
+end
+return won
+`;
+
+const PUSH_OUTCOME_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return -1
+end
+redis.call('XADD', KEYS[2], '*', 'o', '-' .. ARGV[1])
+return 1
+`;
+
+/** The type name recorded for a value (Dask records Python's type names; these are JavaScript's). */
+export function typeName(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value !== "object" && typeof value !== "function") return typeof value;
+  return (value as { constructor?: { name?: string } }).constructor?.name || "Object";
+}
+
+export interface StoreOptions {
+  /** Largest Redis string written, bytes (default 64 MiB); smaller values make more parts. */
+  readonly partSize?: number;
+}
+
+export interface ReadResult {
+  readonly values: Map<string, unknown>;
+  readonly missing: string[];
+  /** Bytes read from Redis. */
+  readonly bytes: number;
+  /** Bytes per key read. */
+  readonly sizes: Map<string, number>;
+}
+
+export interface FetchResult {
+  readonly frames: Map<string, Buffer[]>;
+  /** Type names of the values read. */
+  readonly types: Map<string, string>;
+  readonly missing: string[];
+  readonly bytes: number;
+  readonly sizes: Map<string, number>;
+}
+
+/** A value being assembled by a process that died midway disappears after this long. */
+const STAGING_TTL_MS = 10 * 60 * 1000;
+
+export class RedisStore {
+  readonly partSize: number;
+  private readonly scripts: ScriptCommands;
+
+  constructor(
+    private readonly redis: Redis,
+    readonly namespace: Namespace,
+    options: StoreOptions = {},
+  ) {
+    this.partSize = options.partSize ?? DEFAULT_PART_SIZE;
+    if (!(this.partSize >= 1)) throw new RangeError(`partSize must be at least 1 byte, got ${options.partSize}`);
+    this.scripts = redis as unknown as ScriptCommands;
+    if (typeof this.scripts.tsdaskPublish !== "function") {
+      redis.defineCommand("tsdaskPublish", { numberOfKeys: 4, lua: PUBLISH_SCRIPT });
+      redis.defineCommand("tsdaskPushOutcome", { numberOfKeys: 2, lua: PUSH_OUTCOME_SCRIPT });
+    }
+  }
+
+  /**
+   * Stores `value` under `key` unless a value is there already. `outcome`: bytes added to the
+   * namespace's outcome stream in the same atomic step (made from the stored value's info), after
+   * a mark: "1" if this call published the value, "0" if one was there.
+   */
+  async put(key: string, value: unknown, outcome?: (info: StoredInfo) => Buffer): Promise<{ info: StoredInfo; result: PublishOutcome }> {
+    const { info, result } = this.publish(key, value, outcome);
+    return { info, result: await result };
+  }
+
+  /**
+   * `put`, telling whether the value went out as one command, already queued on the connection
+   * when this returns (`issued`): later commands on the same connection then run after it in
+   * Redis, so a caller may go on without waiting for the reply. Larger values take several
+   * commands and round trips; wait for `result`.
+   */
+  publish(key: string, value: unknown, outcome?: (info: StoredInfo) => Buffer): { info: StoredInfo; issued: boolean; result: Promise<PublishOutcome> } {
+    const frames = encodeValue(value);
+    const info = { nbytes: framesByteLength(frames), type: typeName(value) };
+    const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, outcome?.(info) ?? "");
+    return { info, issued, result };
+  }
+
+  /** Adds `outcome` to the outcome stream after the mark "-" (nothing stored: a task that erred), unless the client is gone. */
+  async pushOutcome(outcome: Buffer): Promise<PublishOutcome> {
+    const code = await this.scripts.tsdaskPushOutcome(this.namespace.alive, this.namespace.outcomes, outcome);
+    return code === -1 ? "client-gone" : "published";
+  }
+
+  /** Reads the values of `keys` (one pipelined round trip); keys not in Redis are listed as missing. */
+  async get(keys: readonly string[]): Promise<ReadResult> {
+    const fetched = await this.fetch(keys);
+    const values = new Map<string, unknown>();
+    for (const [key, frames] of fetched.frames) values.set(key, decodeValue(frames));
+    return { values, missing: fetched.missing, bytes: fetched.bytes, sizes: fetched.sizes };
+  }
+
+  /** The frames of `keys`' values, undecoded (see get). */
+  async fetch(keys: readonly string[]): Promise<FetchResult> {
+    return this.read(keys.map((key) => this.namespace.value(key)), keys);
+  }
+
+  /** Stores a task spec's frames under `token` (a spec too large for its job); no outcome, never replaced. */
+  async putTask(key: string, token: string, frames: readonly Buffer[]): Promise<void> {
+    await this.write(this.namespace.taskSpec(key, token), key, frames, "WireTask", "").result;
+  }
+
+  async getTask(key: string, token: string): Promise<unknown> {
+    const { frames } = await this.read([this.namespace.taskSpec(key, token)], [key]);
+    const spec = frames.get(key);
+    if (spec === undefined) throw new Error(`tsdask: the spec of task ${JSON.stringify(key)} is no longer in Redis`);
+    return decodeValue(spec, { shared: false });
+  }
+
+  async deleteTask(key: string, token: string): Promise<void> {
+    await this.redis.unlink(this.namespace.taskSpec(key, token));
+  }
+
+  /** Which of `keys` hold a value. */
+  async has(keys: readonly string[]): Promise<boolean[]> {
+    const found = await Promise.all(keys.map((key) => this.redis.exists(this.namespace.value(key))));
+    return found.map((count) => count === 1);
+  }
+
+  /** Removes the values of `keys` (freed in the background by Redis). */
+  async delete(keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return;
+    for (let i = 0; i < keys.length; i += 1000) {
+      await this.redis.unlink(...keys.slice(i, i + 1000).map((key) => this.namespace.value(key)));
+    }
+  }
+
+  /** Removes every key of the namespace (values, staging, the task queue, outcomes); returns how many. */
+  async sweep(): Promise<number> {
+    return sweepNamespace(this.redis, this.namespace);
+  }
+
+  private write(redisKey: string, key: string, frames: readonly Buffer[], type: string, outcome: Buffer | ""): { issued: boolean; result: Promise<PublishOutcome> } {
+    const nbytes = framesByteLength(frames);
+    const metadata: Metadata = { f: frames.map((frame) => frame.byteLength), t: type, p: this.partSize };
+    const fields: (string | Buffer)[] = ["m", JSON.stringify(metadata)];
+    let field = 0;
+    for (const frame of frames) {
+      for (const part of this.cut(frame)) fields.push(String(field++), part);
+    }
+    const stagingKey = this.namespace.staging(key, randomToken());
+    const alive = this.namespace.alive;
+    const meaning = (code: number): PublishOutcome => (code === 1 ? "published" : code === 0 ? "exists" : "client-gone");
+    if (nbytes <= this.partSize && fields.length <= 2 * MAX_INLINE_FIELDS) {
+      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, stagingKey, alive, this.namespace.outcomes, outcome, ...fields).then(meaning) };
+    }
+    const staged = async (): Promise<PublishOutcome> => {
+      // One part per command; the staging key expires by itself should this process die midway.
+      const pipeline = this.redis.pipeline();
+      for (let i = 0; i < fields.length; i += 2) pipeline.hset(stagingKey, fields[i], fields[i + 1]);
+      pipeline.pexpire(stagingKey, STAGING_TTL_MS);
+      const replies = await pipeline.exec();
+      const failed = replies?.find(([error]) => error !== null);
+      if (failed !== undefined) throw failed[0]!;
+      return meaning(await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, this.namespace.outcomes, outcome));
+    };
+    return { issued: false, result: staged() };
+  }
+
+  private async read(redisKeys: readonly string[], keys: readonly string[]): Promise<FetchResult> {
+    const replies = await Promise.all(redisKeys.map((redisKey) => this.redis.hgetallBuffer(redisKey)));
+    const frames = new Map<string, Buffer[]>();
+    const types = new Map<string, string>();
+    const sizes = new Map<string, number>();
+    const missing: string[] = [];
+    let bytes = 0;
+    keys.forEach((key, i) => {
+      const fields = replies[i];
+      const meta = fields.m;
+      if (meta === undefined) {
+        missing.push(key);
+        return;
+      }
+      const metadata = JSON.parse(meta.toString()) as Metadata;
+      const valueFrames = this.assemble(key, metadata, fields);
+      const size = framesByteLength(valueFrames);
+      bytes += size + meta.byteLength;
+      sizes.set(key, size);
+      types.set(key, metadata.t);
+      frames.set(key, valueFrames);
+    });
+    return { frames, types, missing, bytes, sizes };
+  }
+
+  private cut(frame: Buffer): Buffer[] {
+    if (frame.byteLength <= this.partSize) return [frame];
+    const parts: Buffer[] = [];
+    for (let at = 0; at < frame.byteLength; at += this.partSize) parts.push(frame.subarray(at, at + this.partSize));
+    return parts;
+  }
+
+  private assemble(key: string, metadata: Metadata, fields: Record<string, Buffer>): Buffer[] {
+    const frames: Buffer[] = [];
+    let field = 0;
+    for (const length of metadata.f) {
+      const count = Math.max(1, Math.ceil(length / metadata.p));
+      const parts: Buffer[] = [];
+      for (let i = 0; i < count; i++) {
+        const part = fields[String(field++)];
+        if (part === undefined) throw new Error(`tsdask: the value of ${JSON.stringify(key)} in Redis is incomplete (part ${field - 1} is missing)`);
+        parts.push(part);
+      }
+      const frame = parts.length === 1 ? parts[0] : Buffer.concat(parts);
+      if (frame.byteLength !== length) throw new Error(`tsdask: the value of ${JSON.stringify(key)} in Redis is corrupt (a frame of ${frame.byteLength} bytes, expected ${length})`);
+      frames.push(frame);
+    }
+    return frames;
+  }
+}
+
+/** Unlinks every key matching the namespace's pattern; returns how many were removed. */
+export async function sweepNamespace(redis: Redis, namespace: Namespace): Promise<number> {
+  let removed = 0;
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", namespace.pattern, "COUNT", 1000);
+    cursor = next;
+    if (keys.length > 0) removed += await redis.unlink(...keys);
+  } while (cursor !== "0");
+  return removed;
+}
+
+function randomToken(): string {
+  return randomBytes(8).toString("hex");
+}

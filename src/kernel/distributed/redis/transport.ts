@@ -1,0 +1,629 @@
+// The client side of a Redis cluster, as the scheduler's transport with "queue" placement: ready
+// tasks become BullMQ jobs (lowest priority first) that any worker takes; workers push each
+// task's outcome on the client's outcome stream, which this transport reads and reports as worker
+// messages; results stay in the client's namespace until the scheduler forgets them. Workers
+// are found in the registry (./registry) and reported as they join and leave.
+//
+// Faults: Redis not answering (connection lost and being retried, or the server frozen) for
+// `connectionLostTimeout` seconds makes the transport fail (events.failed) with an error naming
+// the server; after a reconnection it checks that Redis still holds the client's data, and fails
+// naming the lost keys if it was restarted empty. Tasks wait in the queue while no worker is connected, with a notice after
+// `noWorkersTimeout` seconds.
+
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type { Socket } from "node:net";
+import { type JobsOptions, PRIORITY_LIMIT, Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import type { MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
+import { type FnSpec, packError } from "../../scheduler/pool/wire";
+import type {
+  ComputeTaskMessage,
+  FromWorker,
+  TaskErredMessage,
+  TaskFinishedMessage,
+  ToWorker,
+  WireTask,
+  WorkerAddress,
+} from "../messages";
+import type { Transport, TransportEvents } from "../scheduler/transport";
+import { WorkerClock } from "../worker/clock";
+import { observeRedisTime } from "./clock";
+import { type ConnectOptions, type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
+import { type OutcomeEntry, type TaskJobData, decodeOutcome, encodeTask } from "./jobs";
+import { Namespace, TASK_QUEUE } from "./keys";
+import { type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient } from "./registry";
+import { type StoredInfo, RedisStore } from "./store";
+
+/**
+ * What the transport reports: the scheduler's TransportEvents (task outcomes and heartbeats come
+ * as `received` from the worker that ran them, or from "redis" for tasks that could not be queued),
+ * plus what only this transport knows.
+ */
+export interface RedisTransportEvents extends TransportEvents {
+  /** The transport cannot go on (Redis lost for too long, or it lost this client's data): fail what is pending with `error`. */
+  failed?(error: Error): void;
+  /** Something the user should hear about while it lasts (tasks waiting for a worker). */
+  notice?(message: string): void;
+}
+
+export interface RedisTransportOptions extends ConnectOptions {
+  /** The client's name in the registry (default "tsdask-client"). */
+  readonly name?: string;
+  /** Largest Redis string a stored value is cut into, bytes (default 64 MiB). */
+  readonly partSize?: number;
+  /** Seconds tasks may wait with no worker connected before a notice says so (default 10). */
+  readonly noWorkersTimeout?: number;
+  /** Seconds the connection to Redis may stay lost before the transport fails (default 20). */
+  readonly connectionLostTimeout?: number;
+  /** Seconds between reads of the worker registry (default 1). */
+  readonly pollInterval?: number;
+}
+
+/** A task for the queue; `functions` defines function ids the transport has not been told of yet. */
+export type QueuedTask = ComputeTaskMessage & { readonly functions?: readonly (readonly [number, FnSpec])[] };
+
+/** A task's report with what only a Redis worker measures per task (both fields are optional additions). */
+export type RedisTaskFinished = TaskFinishedMessage & { readonly metrics: readonly MetricRecord[]; readonly transfer?: TransferLogEntry };
+export type RedisTaskErred = TaskErredMessage & { readonly metrics: readonly MetricRecord[] };
+
+/** Redis lost this client's data (restarted empty, or flushed): names the keys. */
+export class RedisDataLostError extends Error {
+  override name = "RedisDataLostError";
+  constructor(
+    readonly server: string,
+    /** Reprs of the results and tasks that were lost. */
+    readonly lost: readonly string[],
+  ) {
+    const shown = lost.slice(0, 10).join(", ");
+    const more = lost.length > 10 ? ` and ${lost.length - 10} more` : "";
+    super(`Redis at ${server} lost this client's data (it restarted empty, or was flushed): ${lost.length === 0 ? "no results were held" : `lost ${shown}${more}`}`);
+  }
+}
+
+export class RedisConnectionLostError extends Error {
+  override name = "RedisConnectionLostError";
+}
+
+interface Pending {
+  readonly jobId: string;
+  readonly name: string;
+  /** Token of the stored spec, for a task too large to travel in its job. */
+  readonly specToken?: string;
+}
+
+/** Longest wait for Redis while closing, ms. */
+const CLOSE_TIMEOUT_MS = 5000;
+/** Jobs added per BullMQ addBulk (one MULTI). */
+const ADD_SLICE = 1000;
+/** Outcomes read per round trip. */
+const OUTCOME_BATCH = 1000;
+
+export class RedisTransport implements Transport {
+  readonly placement = "queue" as const;
+  readonly description: string;
+  readonly namespace: Namespace;
+  readonly store: RedisStore;
+  private readonly queue: Queue<TaskJobData, void>;
+  private readonly clock = new WorkerClock();
+  private readonly functions = new Map<number, FnSpec>();
+  private functionTable: { spec(id: number): FnSpec } | undefined;
+  /** Tasks in the queue or running: keyId → the job. Finished tasks leave it. */
+  private readonly pending = new Map<string, Pending>();
+  /** Deletions of stored values under way, by key. */
+  private readonly deleting = new Map<string, Promise<void>>();
+  /** Results in the store: keyId → repr (to name them if Redis loses them). */
+  private readonly held = new Map<string, string>();
+  private readonly workers = new Map<string, RegisteredWorker>();
+  private events: RedisTransportEvents | undefined;
+  private nextJob = 0;
+  private adding: Promise<void> = Promise.resolve();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private noWorkersSince: number | undefined;
+  private noticeGiven = false;
+  private polling = false;
+  /** When Redis last answered a registry read (performance.now() ms). */
+  private lastAnswer = performance.now();
+  private lastTick = performance.now();
+  private lastError: Error | undefined;
+  private failure: Error | undefined;
+  private closing: Promise<void> | undefined;
+  private keepsAlive = true;
+  private readonly options: Required<Pick<RedisTransportOptions, "noWorkersTimeout" | "connectionLostTimeout" | "pollInterval">>;
+
+  private constructor(
+    readonly target: RedisTarget,
+    private readonly redis: Redis,
+    private readonly blocking: Redis,
+    clientId: string,
+    options: RedisTransportOptions,
+  ) {
+    this.description = target.display;
+    this.namespace = new Namespace(clientId);
+    this.store = new RedisStore(redis, this.namespace, { partSize: options.partSize });
+    this.queue = new Queue<TaskJobData, void>(TASK_QUEUE, { connection: redis, prefix: this.namespace.queuePrefix });
+    this.options = {
+      noWorkersTimeout: options.noWorkersTimeout ?? 10,
+      connectionLostTimeout: options.connectionLostTimeout ?? 20,
+      pollInterval: options.pollInterval ?? 1,
+    };
+  }
+
+  /** Connects and registers the client; a RedisConnectError naming the host (refused, wrong password, timeout…). */
+  static async connect(url: string, options: RedisTransportOptions = {}): Promise<RedisTransport> {
+    const target = parseRedisUrl(url);
+    const clientId = randomBytes(6).toString("hex");
+    const connectOptions = { ...options, connectionName: clientConnectionName(clientId) };
+    const redis = await connectRedis(target, connectOptions);
+    let blocking: Redis | undefined;
+    try {
+      blocking = await connectRedis(target, connectOptions, false);
+      const transport = new RedisTransport(target, redis, blocking, clientId, options);
+      await registerClient(redis, clientId, { name: options.name ?? "tsdask-client", host: hostname(), pid: process.pid });
+      await observeRedisTime(redis, transport.clock);
+      return transport;
+    } catch (error) {
+      blocking?.disconnect();
+      redis.disconnect();
+      throw error;
+    }
+  }
+
+  get clientId(): string {
+    return this.namespace.clientId;
+  }
+
+  /** The workers registered now. */
+  get registeredWorkers(): readonly RegisteredWorker[] {
+    return [...this.workers.values()];
+  }
+
+  /** Starts reporting to `events`: the workers registered now, then outcomes and heartbeats as they come. */
+  async start(events: RedisTransportEvents): Promise<void> {
+    this.events = events;
+    this.watchConnection();
+    await this.poll();
+    this.pollTimer = setInterval(() => this.tick(), this.options.pollInterval * 1000);
+    void this.readOutcomes();
+    this.setKeepsAlive(this.keepsAlive);
+  }
+
+  // ---- Scheduler → workers -------------------------------------------------------------------
+
+  /**
+   * Messages for one worker. With the queue, tasks reach workers through `enqueue`; here only
+   * function definitions matter (kept for the jobs that need them). A worker computes its own
+   * clock offset against Redis, so heartbeat replies are not needed; freeing a key a worker is
+   * running is done by `forget` when its outcome arrives.
+   */
+  send(worker: WorkerAddress, messages: readonly ToWorker[]): void {
+    for (const message of messages) {
+      if (message.op === "define-functions") this.defineFunctions(message.functions);
+      else if (message.op === "run") {
+        const error = packError(new Error(`Client.run is not available on the workers of ${this.description}`));
+        this.events?.received(worker, [{ op: "run-reply", requestId: message.requestId, ok: false, error }]);
+      }
+    }
+  }
+
+  defineFunctions(functions: readonly (readonly [number, FnSpec])[]): void {
+    for (const [id, spec] of functions) this.functions.set(id, spec);
+  }
+
+  /**
+   * Where specs of function ids not defined by messages are found: the scheduler's FunctionTable
+   * (with queue placement the scheduler sends no define-functions; every job carries its specs).
+   */
+  resolveFunctionsWith(table: { spec(id: number): FnSpec }): void {
+    this.functionTable = table;
+  }
+
+  /** Puts tasks whose inputs are all in the store on the queue, lowest priority first. */
+  enqueue(tasks: readonly QueuedTask[]): void {
+    this.checkUsable();
+    const batch: { task: QueuedTask; jobId: string }[] = [];
+    for (const task of tasks) {
+      if (task.functions !== undefined) this.defineFunctions(task.functions);
+      const jobId = `j${this.nextJob++}`;
+      this.pending.set(task.key, { jobId, name: task.name });
+      batch.push({ task, jobId });
+    }
+    // Adds stay in order (a large spec is stored before its job is added). A key forgotten a
+    // moment ago must lose its old value before its new job can run and publish the new one.
+    const deletions = batch.map(({ task }) => this.deleting.get(task.key)).filter((deletion) => deletion !== undefined);
+    this.adding = this.adding.then(async () => {
+      if (deletions.length > 0) await Promise.all(deletions);
+      await this.addJobs(batch);
+    });
+  }
+
+  /** Adds jobs a slice at a time: the first run while later ones are still being added, and memory stays bounded. */
+  private async addJobs(batch: readonly { task: QueuedTask; jobId: string }[]): Promise<void> {
+    for (let i = 0; i < batch.length; i += ADD_SLICE) await this.addSlice(batch.slice(i, i + ADD_SLICE));
+  }
+
+  private async addSlice(batch: readonly { task: QueuedTask; jobId: string }[]): Promise<void> {
+    const jobs: { name: string; data: TaskJobData; opts: JobsOptions }[] = [];
+    const erred: FromWorker[] = [];
+    for (const { task, jobId } of batch) {
+      if (this.pending.get(task.key)?.jobId !== jobId) continue; // forgotten meanwhile
+      try {
+        jobs.push({ name: task.prefix, data: await this.jobData(task, jobId), opts: jobOptions(jobId, task.priority) });
+      } catch (error) {
+        this.pending.delete(task.key);
+        erred.push(taskErred(task.key, error));
+      }
+    }
+    if (erred.length > 0) this.events?.received("redis", erred);
+    if (jobs.length === 0) return;
+    try {
+      await this.queue.addBulk(jobs);
+    } catch (error) {
+      if (this.failure !== undefined || this.closing !== undefined) return;
+      const lost = jobs.map((job) => job.data.key).filter((key) => this.pending.delete(key));
+      this.events?.received("redis", lost.map((key) => taskErred(key, error)));
+    }
+  }
+
+  private async jobData(task: QueuedTask, jobId: string): Promise<TaskJobData> {
+    const functions: [number, FnSpec][] = [];
+    for (const id of functionIds(task.task)) {
+      const spec = this.functions.get(id) ?? this.functionTable?.spec(id);
+      if (spec === undefined) throw new Error(`Task ${task.name} calls function ${id}, which was never defined (define-functions)`);
+      functions.push([id, spec]);
+    }
+    const { frames, inline } = encodeTask(task.task);
+    let spec: TaskJobData["task"];
+    if (inline) {
+      spec = { frames: frames.map((frame) => frame.toString("base64")) };
+    } else {
+      await this.store.putTask(task.key, jobId, frames);
+      this.pending.set(task.key, { jobId, name: task.name, specToken: jobId });
+      spec = { stored: jobId };
+    }
+    return {
+      key: task.key,
+      name: task.name,
+      prefix: task.prefix,
+      spanId: task.spanId,
+      task: spec,
+      functions,
+      inputs: task.dependencies.map((dependency) => dependency.key),
+    };
+  }
+
+  /** The scheduler no longer wants these keys: their jobs leave the queue (unless running) and their values the store. */
+  forget(keys: readonly string[]): void {
+    if (this.failure !== undefined || this.closing !== undefined) return;
+    for (const key of keys) {
+      const job = this.pending.get(key);
+      if (job !== undefined) {
+        this.pending.delete(key);
+        // A running job cannot be removed (0): its outcome is dropped when it arrives.
+        this.queue.remove(job.jobId).catch(() => {});
+        if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
+      }
+      this.held.delete(key);
+    }
+    this.deleteValues(keys);
+  }
+
+  /** Deletes stored values; a key queued again meanwhile waits for its old value to be gone (see enqueue). */
+  private deleteValues(keys: readonly string[]): void {
+    const deleted = this.store.delete(keys).catch(() => {});
+    for (const key of keys) this.deleting.set(key, deleted);
+    void deleted.then(() => {
+      for (const key of keys) if (this.deleting.get(key) === deleted) this.deleting.delete(key);
+    });
+  }
+
+  /** Values of keys in the store; keys not there are absent from the map. */
+  async fetch(keys: readonly string[]): Promise<ReadonlyMap<string, unknown>> {
+    this.checkUsable();
+    return (await this.store.get(keys)).values;
+  }
+
+  /** Puts values (data the graph gives rather than computes) in the store, for tasks to read. */
+  async scatter(values: ReadonlyMap<string, unknown>, names: ReadonlyMap<string, string> = new Map()): Promise<Map<string, StoredInfo>> {
+    this.checkUsable();
+    const infos = new Map<string, StoredInfo>();
+    await Promise.all(
+      [...values].map(async ([key, value]) => {
+        const { info, result } = await this.store.put(key, value);
+        if (result === "client-gone") throw new RedisDataLostError(this.description, [names.get(key) ?? key]);
+        this.held.set(key, names.get(key) ?? key);
+        infos.set(key, info);
+      }),
+    );
+    return infos;
+  }
+
+  // ---- Workers → scheduler -------------------------------------------------------------------
+
+  /** Reads the outcome stream past the last entry handled; handled entries are deleted. */
+  private async readOutcomes(): Promise<void> {
+    const stream = this.namespace.outcomes;
+    let last = "0-0";
+    while (this.failure === undefined && this.closing === undefined) {
+      let reply: unknown;
+      try {
+        reply = await this.blocking.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", stream, last);
+      } catch (error) {
+        if (this.failure !== undefined || this.closing !== undefined) return;
+        // The connection dropped: it reconnects by itself (tick() bounds how long); unread entries wait.
+        this.lastError = error as Error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        continue;
+      }
+      if (reply === null) continue;
+      const entries = streamEntries(reply);
+      const ids = entries.map(([id]) => id.toString());
+      last = ids[ids.length - 1];
+      this.handleOutcomes(entries.map(([, fields]) => fields[1]));
+      this.redis.xdel(stream, ...ids).catch(() => {});
+    }
+  }
+
+  private handleOutcomes(items: readonly Buffer[]): void {
+    const byWorker = new Map<string, FromWorker[]>();
+    const orphans: string[] = [];
+    for (const item of items) {
+      const { publication, entry } = decodeOutcome(item);
+      const job = this.pending.get(entry.key);
+      if (job === undefined) {
+        // The scheduler forgot the key (or a re-run reports twice): a value published for nobody goes.
+        if (publication === "published" && !this.held.has(entry.key)) orphans.push(entry.key);
+        continue;
+      }
+      // An earlier job of a key queued again: its report counts only if it stored the value now there
+      // (the current job then finds it stored and reports nothing).
+      if (job.jobId !== entry.jobId && !(entry.status === "finished" && publication === "published")) continue;
+      this.pending.delete(entry.key);
+      if (job.specToken !== undefined) this.store.deleteTask(entry.key, job.specToken).catch(() => {});
+      const messages = byWorker.get(entry.worker) ?? [];
+      byWorker.set(entry.worker, messages);
+      messages.push(...this.toMessages(entry, job));
+    }
+    if (orphans.length > 0) this.deleteValues(orphans);
+    for (const [worker, messages] of byWorker) this.events?.received(worker, messages);
+  }
+
+  private toMessages(entry: OutcomeEntry, job: Pending): FromWorker[] {
+    switch (entry.status) {
+      case "finished": {
+        this.held.set(entry.key, job.name);
+        const finished: RedisTaskFinished = {
+          op: "task-finished",
+          key: entry.key,
+          nbytes: entry.nbytes,
+          type: entry.type,
+          thread: entry.thread,
+          startstops: entry.startstops.map((startstop) => this.fromRedisStartStop(startstop)),
+          metrics: entry.metrics,
+          transfer: entry.transfer === undefined ? undefined : this.fromRedisTransfer(entry.transfer),
+        };
+        return [finished];
+      }
+      case "erred": {
+        const erred: RedisTaskErred = {
+          op: "task-erred",
+          key: entry.key,
+          error: entry.error,
+          thread: entry.thread,
+          startstops: entry.startstops.map((startstop) => this.fromRedisStartStop(startstop)),
+          metrics: entry.metrics,
+        };
+        return [erred];
+      }
+      case "missing":
+        return entry.missing.map((key) => ({ op: "missing-data", key, errantWorker: "redis" }));
+    }
+  }
+
+  /** A Redis-clock time on this process's clock. */
+  private fromRedis(time: number): number {
+    return time + this.clock.offset;
+  }
+
+  private fromRedisStartStop(startstop: StartStop): StartStop {
+    return { ...startstop, start: this.fromRedis(startstop.start), stop: this.fromRedis(startstop.stop) };
+  }
+
+  private fromRedisTransfer(entry: TransferLogEntry): TransferLogEntry {
+    return { ...entry, start: this.fromRedis(entry.start), stop: this.fromRedis(entry.stop), middle: this.fromRedis(entry.middle) };
+  }
+
+  private tick(): void {
+    const time = performance.now();
+    // This process stood still (a long synchronous cell): Redis gets a fresh window to answer.
+    if (time - this.lastTick > 2 * this.options.pollInterval * 1000) this.lastAnswer = Math.max(this.lastAnswer, time - this.options.pollInterval * 1000);
+    this.lastTick = time;
+    if (time - this.lastAnswer >= this.options.connectionLostTimeout * 1000) {
+      const reason = this.lastError?.message ?? "no reply";
+      this.fail(new RedisConnectionLostError(`Redis at ${this.description} has not answered for ${this.options.connectionLostTimeout} s (${reason}); pending tasks are given up`));
+      return;
+    }
+    void this.poll();
+  }
+
+  /** Reads the registry: joins, leaves, heartbeats; the no-worker notice; whether Redis still holds our data. */
+  private async poll(): Promise<void> {
+    if (this.polling || this.failure !== undefined || this.closing !== undefined) return;
+    this.polling = true;
+    try {
+      const [found, alive] = await Promise.all([registeredWorkers(this.redis), this.redis.exists(this.namespace.alive)]);
+      this.lastAnswer = performance.now();
+      if (alive === 0) return this.fail(this.dataLost());
+      await observeRedisTime(this.redis, this.clock);
+      this.updateWorkers(found);
+      this.checkWaiting();
+    } catch (error) {
+      // Redis unreachable: the connection retries, and tick() decides when that is fatal.
+      this.lastError = error as Error;
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private updateWorkers(found: readonly RegisteredWorker[]): void {
+    const events = this.events;
+    if (events === undefined) return;
+    const seen = new Set<string>();
+    for (const worker of found) {
+      const name = worker.info.name;
+      seen.add(name);
+      const known = this.workers.get(name);
+      this.workers.set(name, worker);
+      if (known === undefined || known.info.started !== worker.info.started) {
+        if (known !== undefined) events.workerLeft(name, "it restarted");
+        const { info } = worker;
+        events.workerJoined({
+          op: "register",
+          address: name,
+          name,
+          host: info.host,
+          pid: info.pid,
+          nthreads: info.nthreads,
+          memoryLimit: info.memoryLimit,
+          globals: info.globals,
+          now: this.fromRedis(info.started),
+        });
+      }
+      if (worker.beat !== undefined && worker.beat.seq !== known?.beat?.seq) {
+        events.received(name, [{ op: "heartbeat", now: this.fromRedis(worker.beat.time), metrics: worker.beat.metrics }]);
+      }
+    }
+    for (const name of [...this.workers.keys()]) {
+      if (seen.has(name)) continue;
+      this.workers.delete(name);
+      events.workerLeft(name, "it left, or stopped heartbeating (its registration in Redis expired)");
+    }
+  }
+
+  private checkWaiting(): void {
+    if (this.workers.size > 0 || this.pending.size === 0) {
+      if (this.noticeGiven && this.workers.size > 0) this.notice(`A worker joined ${this.description}; the ${this.pending.size} waiting task(s) are running`);
+      this.noWorkersSince = undefined;
+      this.noticeGiven = false;
+      return;
+    }
+    const time = performance.now() / 1000;
+    this.noWorkersSince ??= time;
+    if (!this.noticeGiven && time - this.noWorkersSince >= this.options.noWorkersTimeout) {
+      this.noticeGiven = true;
+      this.notice(
+        `No tsdask worker is connected to ${this.description}: ${this.pending.size} task(s) wait in its queue. ` +
+          `Start one on any machine that reaches it: npx tsdask worker ${this.description}`,
+      );
+    }
+  }
+
+  private notice(message: string): void {
+    if (this.events?.notice !== undefined) this.events.notice(message);
+    else process.emitWarning(message, "TsdaskNotice");
+  }
+
+  // ---- Faults --------------------------------------------------------------------------------
+
+  /** Connection errors are retried by ioredis (tick() bounds for how long); back again, Redis must still hold our data. */
+  private watchConnection(): void {
+    // BullMQ reports the shared connection's errors again (it prints them when nobody listens).
+    this.queue.on("error", (error) => (this.lastError = error));
+    for (const connection of [this.redis, this.blocking]) {
+      connection.on("error", (error: Error) => (this.lastError = error));
+      connection.on("ready", () => void this.poll());
+      connection.on("connect", () => this.applyKeepAlive(connection));
+    }
+  }
+
+  private dataLost(): RedisDataLostError {
+    return new RedisDataLostError(this.description, [...this.held.values(), ...[...this.pending.values()].map((job) => job.name)]);
+  }
+
+  private fail(error: Error): void {
+    if (this.failure !== undefined || this.closing !== undefined) return;
+    this.failure = error;
+    this.closing = this.shutDown();
+    this.events?.failed?.(error);
+  }
+
+  private checkUsable(): void {
+    if (this.failure !== undefined) throw this.failure;
+    if (this.closing !== undefined) throw new Error(`The Redis transport to ${this.description} is closed`);
+  }
+
+  // ---- Lifetime ------------------------------------------------------------------------------
+
+  /** Whether this transport's connections and timers may keep the process alive. */
+  setKeepsAlive(keep: boolean): void {
+    this.keepsAlive = keep;
+    this.applyKeepAlive(this.redis);
+    this.applyKeepAlive(this.blocking);
+    if (keep) this.pollTimer?.ref();
+    else this.pollTimer?.unref();
+  }
+
+  private applyKeepAlive(connection: Redis): void {
+    // ioredis has no ref/unref of its own; its current socket is `stream` (a new one after a reconnection).
+    const socket = (connection as unknown as { stream?: Socket }).stream;
+    if (this.keepsAlive) socket?.ref();
+    else socket?.unref();
+  }
+
+  /** Unregisters (workers then write nothing more here), removes every key of the namespace, disconnects. */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    clearInterval(this.pollTimer);
+    this.pending.clear();
+    this.held.clear();
+    // Only while Redis answers, and not for long: otherwise the workers sweep the namespace once
+    // they notice this client's connections are gone.
+    if (this.redis.status === "ready") {
+      let timer: NodeJS.Timeout | undefined;
+      const cleanUp = async (): Promise<void> => {
+        await this.adding;
+        await unregisterClient(this.redis, this.clientId);
+        await this.store.sweep();
+      };
+      const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS)));
+      await Promise.race([cleanUp().catch(() => {}), giveUp]);
+      clearTimeout(timer);
+    }
+    this.blocking.disconnect();
+    this.redis.disconnect();
+    await this.queue.close().catch(() => {});
+  }
+}
+
+function jobOptions(jobId: string, priority: number): JobsOptions {
+  // BullMQ runs prioritised jobs lowest first (1 … PRIORITY_LIMIT); 0 would jump ahead of them all.
+  return { jobId, priority: 1 + Math.min(Math.max(0, Math.trunc(priority)), PRIORITY_LIMIT - 1), removeOnComplete: true, removeOnFail: true };
+}
+
+type StreamEntry = [id: Buffer, fields: Buffer[]];
+
+/** The entries of XREAD's reply for one stream: `[[key, entries]]` in RESP2, `[key, entries]` as ioredis flattens RESP3's map. */
+function streamEntries(reply: unknown): StreamEntry[] {
+  const [first, second] = reply as [unknown, unknown];
+  if (Buffer.isBuffer(first)) return second as StreamEntry[];
+  return (first as [Buffer, StreamEntry[]])[1];
+}
+
+/** Function ids a task calls. */
+function functionIds(task: WireTask, into = new Set<number>()): Set<number> {
+  if (task[0] === "call") {
+    into.add(task[1]);
+    for (let i = 2; i < task.length; i++) functionIds(task[i] as WireTask, into);
+  } else if (task[0] === "list") {
+    for (let i = 1; i < task.length; i++) functionIds(task[i] as WireTask, into);
+  }
+  return into;
+}
+
+function taskErred(key: string, error: unknown): TaskErredMessage {
+  return { op: "task-erred", key, error: packError(error), thread: 0, startstops: [] };
+}

@@ -1,0 +1,495 @@
+// A worker of a Redis cluster (`tsdask worker redis://…`): registers and heartbeats in Redis,
+// serves every client connected to that Redis through the client's BullMQ task queue (as many
+// jobs at once as it has threads), reads each task's inputs from the client's store, runs the
+// task on its threads and publishes the result with the task's outcome, then leaves.
+//
+// A job that a dead worker held is taken over by another worker once BullMQ's lock on it lapses
+// (`lockDuration`) and a stalled check runs (`stalledInterval`): seconds, not BullMQ's default
+// half-minute. Results are published once (see ./store): a re-run after a takeover finds the
+// first run's result and stops, or loses the race to publish and leaves the stored value alone.
+
+import { availableParallelism, hostname, totalmem } from "node:os";
+import type { ConnectionOptions as TlsOptions } from "node:tls";
+import { type Job, Worker as QueueWorker } from "bullmq";
+import type { Redis } from "ioredis";
+import type { MetricRecord, StartStop, TransferLogEntry, WorkerStatus } from "../../../protocol/records";
+import { now } from "../../clock";
+import { formatKey, keyFromId } from "../../graph/keys";
+import { packError } from "../../scheduler/pool/wire";
+import { decodeValue } from "../frames";
+import type { WireTask, WorkerMetrics } from "../messages";
+import { WorkerClock, simulatedClockOffset } from "../worker/clock";
+import { type Metric, MetricsLedger } from "../worker/digests";
+import { type TaskRun, TaskRunner } from "../worker/execute";
+import { observeRedisTime } from "./clock";
+import { type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
+import { FunctionGate } from "./functions";
+import { type OutcomeEntry, type TaskJobData, decodeInlineTask, encodeOutcome } from "./jobs";
+import { Namespace, TASK_QUEUE, registry } from "./keys";
+import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
+import { DEFAULT_PART_SIZE, type FetchResult, RedisStore, sweepNamespace } from "./store";
+
+export interface RedisWorkerOptions {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
+  readonly url: string;
+  /** Unique among the live workers of this Redis (default `<host>-<pid>`). */
+  readonly name?: string;
+  /** Tasks run at once, each on a thread of its own (default: the CPUs available). */
+  readonly nthreads?: number;
+  /** Bytes (default: the machine's memory). */
+  readonly memoryLimit?: number;
+  /** Run self-contained source shipped by clients: anyone who can write to the Redis can then run code here. */
+  readonly allowSource?: boolean;
+  readonly tls?: TlsOptions;
+  /** Seconds between heartbeats (default 1). */
+  readonly heartbeatInterval?: number;
+  /** Seconds the registration outlives the last heartbeat (default 10). */
+  readonly ttl?: number;
+  /** Seconds a job stays locked to this worker without a renewal (default 5). */
+  readonly lockDuration?: number;
+  /** Seconds between checks for jobs whose worker stopped renewing its lock (default 2). */
+  readonly stalledInterval?: number;
+  /** Largest Redis string a result is cut into, bytes (default 64 MiB; see RedisStore). */
+  readonly partSize?: number;
+  /** Takeovers of one job before it fails as a task that kills its workers (default 3, Dask's allowed-failures). */
+  readonly maxStalledCount?: number;
+  /**
+   * Seconds a registered client may have no connection open before it is taken for dead and its
+   * namespace swept (default: TSDASK_DEAD_CLIENT_GRACE or 30).
+   */
+  readonly deadClientGrace?: number;
+  /** Seconds added to this worker's own clock, to test clock correction (default: TSDASK_CLOCK_OFFSET or 0). */
+  readonly clockOffset?: number;
+  /** Where progress lines go (default: standard error). */
+  readonly log?: (line: string) => void;
+}
+
+type Settings = Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url" | "clockOffset">> & { readonly tls?: TlsOptions };
+
+/** A client whose task queue this worker serves. */
+interface ServedClient {
+  readonly namespace: Namespace;
+  readonly store: RedisStore;
+  readonly queue: QueueWorker<TaskJobData, void>;
+}
+
+const NOTHING_FETCHED: FetchResult = { frames: new Map(), types: new Map(), missing: [], bytes: 0, sizes: new Map() };
+
+/** Seconds between looks at which registered clients still have connections open (CLIENT LIST). */
+const DEAD_CLIENT_CHECK_INTERVAL = 5;
+/** Transfers older than this many seconds no longer count for the bandwidth estimate. */
+const BANDWIDTH_HALF_LIFE = 5;
+
+export class RedisWorker {
+  readonly name: string;
+  readonly target: RedisTarget;
+  private readonly served = new Map<string, ServedClient>();
+  private readonly missingSince = new Map<string, number>();
+  private lastConnectionCheck = 0;
+  private readonly gate: FunctionGate;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private seq = 0;
+  private status: WorkerStatus = "running";
+  private closing: Promise<void> | undefined;
+  private refreshing: Promise<void> = Promise.resolve();
+  /** The heartbeat in flight: leaving waits for it, or it would register the worker again. */
+  private beating: Promise<void> = Promise.resolve();
+  // Activity since the previous heartbeat, for WorkerMetrics.
+  private executing = 0;
+  private fetching = 0;
+  private incomingBytes = 0;
+  private incomingCount = 0;
+  private outgoingBytes = 0;
+  private outgoingCount = 0;
+  private bandwidth = 0;
+  private lastCpu = process.cpuUsage();
+  private lastBeat = now();
+
+  private constructor(
+    private readonly options: Settings,
+    name: string,
+    target: RedisTarget,
+    private readonly redis: Redis,
+    private readonly subscriber: Redis,
+    private readonly runner: TaskRunner,
+    private readonly registration: WorkerRegistration,
+    /** This worker's clock, and its estimate of the Redis server's (the cluster's reference). */
+    private readonly clock: WorkerClock,
+    private readonly log: (line: string) => void,
+  ) {
+    this.name = name;
+    this.target = target;
+    this.gate = new FunctionGate({ name, host: hostname(), allowSource: options.allowSource });
+  }
+
+  /** Connects, starts the threads and registers; a clear error if Redis cannot be reached or the name is taken. */
+  static async start(options: RedisWorkerOptions): Promise<RedisWorker> {
+    const target = parseRedisUrl(options.url);
+    const settings: Settings = {
+      nthreads: options.nthreads ?? availableParallelism(),
+      memoryLimit: options.memoryLimit ?? totalmem(),
+      allowSource: options.allowSource ?? false,
+      tls: options.tls,
+      heartbeatInterval: options.heartbeatInterval ?? 1,
+      ttl: options.ttl ?? 10,
+      lockDuration: options.lockDuration ?? 5,
+      stalledInterval: options.stalledInterval ?? 2,
+      maxStalledCount: options.maxStalledCount ?? 3,
+      partSize: options.partSize ?? DEFAULT_PART_SIZE,
+      deadClientGrace: options.deadClientGrace ?? Number(process.env.TSDASK_DEAD_CLIENT_GRACE ?? 30),
+    };
+    if (!Number.isInteger(settings.nthreads) || settings.nthreads < 1) throw new RangeError(`nthreads must be a whole number ≥ 1, got ${settings.nthreads}`);
+    if (!(settings.deadClientGrace > 0)) throw new RangeError(`deadClientGrace (TSDASK_DEAD_CLIENT_GRACE) must be a number of seconds > 0, got ${settings.deadClientGrace}`);
+    const clock = new WorkerClock(simulatedClockOffset(options.clockOffset));
+    const name = options.name ?? `${hostname()}-${process.pid}`;
+    const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+    const connectOptions = { tls: options.tls, connectionName: `tsdask-worker-${name.replace(/\s/g, "_")}` };
+    const redis = await connectRedis(target, connectOptions);
+    let subscriber: Redis | undefined;
+    let runner: TaskRunner | undefined;
+    try {
+      subscriber = await connectRedis(target, connectOptions, false);
+      runner = new TaskRunner(settings.nthreads);
+      const globals = await runner.ready();
+      await observeRedisTime(redis, clock);
+      const registration = new WorkerRegistration(
+        redis,
+        {
+          name,
+          host: hostname(),
+          pid: process.pid,
+          nthreads: settings.nthreads,
+          memoryLimit: settings.memoryLimit,
+          globals,
+          allowSource: settings.allowSource,
+          started: clock.schedulerNow(),
+        },
+        settings.ttl * 1000,
+      );
+      await registration.register();
+      const worker = new RedisWorker(settings, name, target, redis, subscriber, runner, registration, clock, log);
+      await worker.begin();
+      return worker;
+    } catch (error) {
+      runner?.close();
+      subscriber?.disconnect();
+      redis.disconnect();
+      throw error;
+    }
+  }
+
+  private async begin(): Promise<void> {
+    // Errors of the connections are reconnections in progress; a lost Redis shows in the log once per outage.
+    let down = false;
+    this.redis.on("error", (error: Error) => {
+      if (!down) this.log(`tsdask worker ${this.name}: Redis at ${this.target.display} unreachable (${error.message}); retrying`);
+      down = true;
+    });
+    this.redis.on("ready", () => {
+      if (down) this.log(`tsdask worker ${this.name}: reconnected to ${this.target.display}`);
+      down = false;
+    });
+    this.subscriber.on("error", () => {});
+    this.subscriber.on("message", (_channel: string, message: string) => {
+      if (message.startsWith("client-")) this.refreshClients();
+    });
+    await this.subscriber.subscribe(registry.announcements);
+    await this.heartbeat();
+    this.refreshClients();
+    await this.refreshing;
+    this.heartbeatTimer = setInterval(() => {
+      this.beating = this.heartbeat();
+      this.refreshClients();
+    }, this.options.heartbeatInterval * 1000);
+    this.log(
+      `tsdask worker ${this.name}: serving ${this.target.display} with ${this.options.nthreads} thread(s)` +
+        (this.options.allowSource ? " (shipped source allowed)" : ""),
+    );
+  }
+
+  // ---- Clients -----------------------------------------------------------------------------
+
+  /** Serves clients that joined, stops serving those that left, sweeps those that died. One pass at a time. */
+  private refreshClients(): void {
+    this.refreshing = this.refreshing.then(() => this.refreshClientsNow()).catch((error: unknown) => {
+      if (this.closing === undefined) this.log(`tsdask worker ${this.name}: cannot read the client registry: ${(error as Error).message}`);
+    });
+  }
+
+  private async refreshClientsNow(): Promise<void> {
+    if (this.closing !== undefined) return;
+    const registered = await registeredClients(this.redis);
+    const live = new Set(registered);
+    const time = now();
+    if (time - this.lastConnectionCheck >= DEAD_CLIENT_CHECK_INTERVAL) {
+      this.lastConnectionCheck = time;
+      const connected = await connectedClients(this.redis);
+      for (const id of registered) {
+        if (connected.has(id)) {
+          this.missingSince.delete(id);
+          continue;
+        }
+        const since = this.missingSince.get(id) ?? time;
+        this.missingSince.set(id, since);
+        if (time - since < this.options.deadClientGrace) continue;
+        // Registered, but none of its connections open for a while: it died without closing.
+        this.missingSince.delete(id);
+        live.delete(id);
+        this.log(`tsdask worker ${this.name}: client ${id} is gone without closing; removing its data`);
+        await unregisterClient(this.redis, id);
+        if (!this.served.has(id)) await sweepNamespace(this.redis, new Namespace(id));
+      }
+    }
+    for (const id of live) if (!this.served.has(id)) this.serve(id);
+    for (const id of [...this.served.keys()]) if (!live.has(id)) await this.stopServing(id, true);
+  }
+
+  private serve(clientId: string): void {
+    const namespace = new Namespace(clientId);
+    const store = new RedisStore(this.redis, namespace, { partSize: this.options.partSize });
+    const queue = new QueueWorker<TaskJobData, void>(TASK_QUEUE, (job) => this.runJob(store, job), {
+      // This worker's own connection: results are published on it, and BullMQ completes their
+      // jobs after them on it (it opens a connection of its own for its blocking waits).
+      connection: this.redis,
+      prefix: namespace.queuePrefix,
+      name: this.name,
+      concurrency: this.options.nthreads,
+      lockDuration: this.options.lockDuration * 1000,
+      stalledInterval: this.options.stalledInterval * 1000,
+      maxStalledCount: this.options.maxStalledCount,
+      removeOnComplete: { count: 0 },
+      removeOnFail: { count: 0 },
+    });
+    queue.on("error", (error) => {
+      if (this.closing === undefined) this.log(`tsdask worker ${this.name}: task queue of client ${clientId}: ${error.message}`);
+    });
+    // Failures decided by BullMQ rather than by a task (a job that stalled too often): tell the client.
+    queue.on("failed", (job, error) => {
+      if (job === undefined) return;
+      const entry: OutcomeEntry = {
+        jobId: job.id ?? "",
+        key: job.data.key,
+        worker: this.name,
+        status: "erred",
+        error: packError(new Error(lostTaskMessage(job.data.name, error.message, this.options.maxStalledCount))),
+        thread: 0,
+        startstops: [],
+        metrics: [],
+      };
+      store.pushOutcome(encodeOutcome(entry)).catch(() => {});
+    });
+    this.served.set(clientId, { namespace, store, queue });
+  }
+
+  private async stopServing(clientId: string, sweep: boolean): Promise<void> {
+    const client = this.served.get(clientId);
+    if (client === undefined) return;
+    this.served.delete(clientId);
+    await client.queue.close();
+    // The queue may have touched its keys since the client swept them; the client is gone, so nothing else will.
+    if (sweep) await sweepNamespace(this.redis, client.namespace);
+  }
+
+  // ---- Running tasks ----------------------------------------------------------------------
+
+  private async runJob(store: RedisStore, job: Job<TaskJobData, void>): Promise<void> {
+    const data = job.data;
+    const base = { jobId: job.id ?? "", key: data.key, worker: this.name };
+    try {
+      const entry = await this.execute(store, data, base);
+      if (entry !== undefined) await store.pushOutcome(encodeOutcome(entry));
+    } catch (error) {
+      // Redis failed us midway, or the task's data could not be read: the task errs, naming this worker.
+      const reason = error instanceof Error ? error.message : String(error);
+      const entry: OutcomeEntry = {
+        ...base,
+        status: "erred",
+        error: packError(new Error(`Task ${data.name} failed on worker ${this.name} before or after it ran: ${reason}`)),
+        thread: 0,
+        startstops: [],
+        metrics: [],
+      };
+      await store.pushOutcome(encodeOutcome(entry));
+    }
+  }
+
+  /**
+   * Reads the inputs, runs the task and publishes its result with its outcome. Returns an
+   * outcome still to be pushed (the task erred, or inputs were missing), or undefined.
+   */
+  private async execute(store: RedisStore, data: TaskJobData, base: Pick<OutcomeEntry, "jobId" | "key" | "worker">): Promise<OutcomeEntry | undefined> {
+    const gather = new MetricsLedger();
+    const received = this.clock.now();
+    let fetched: FetchResult = NOTHING_FETCHED;
+    let done = false;
+    // A task with inputs reads them, and whether an earlier run of its job (one that stalled)
+    // already published the result, in one round trip. A task without inputs just runs: a re-run
+    // is rare, and publishing only once keeps it harmless.
+    if (data.inputs.length > 0) {
+      this.fetching++;
+      try {
+        [fetched, [done]] = await Promise.all([store.fetch(data.inputs), store.has([data.key])]);
+      } finally {
+        this.fetching--;
+      }
+    }
+    // That run pushed its outcome in the same step as its result: nothing more to do.
+    if (done) return undefined;
+    if (fetched.missing.length > 0) return { ...base, status: "missing", missing: fetched.missing };
+    const fetchedAt = this.clock.now();
+    const inputs = new Map<string, unknown>();
+    for (const [key, frames] of fetched.frames) inputs.set(key, decodeValue(frames));
+    const task = "frames" in data.task ? decodeInlineTask(data.task.frames) : ((await store.getTask(data.key, data.task.stored)) as WireTask);
+    const decodedAt = this.clock.now();
+    const transferred = data.inputs.length > 0;
+    const startstops: StartStop[] = [];
+    const metrics: MetricRecord[] = [];
+    let transfer: TransferLogEntry | undefined;
+    if (transferred) {
+      this.recordTransfer(fetched.bytes, fetchedAt - received);
+      startstops.push({ action: "transfer", start: this.toRedis(received), stop: this.toRedis(decodedAt), source: "redis" });
+      gather.add("network", fetchedAt - received, "seconds");
+      gather.add("deserialize", decodedAt - fetchedAt, "seconds");
+      metrics.push(...gather.finalize().map((metric) => gatherDepRecord(metric)));
+      transfer = this.transferLogEntry(fetched, received, decodedAt);
+    }
+    const execute = new MetricsLedger();
+    const executeRecord = (metric: Metric): MetricRecord => ({ context: "execute", span: data.spanId, prefix: data.prefix, activity: metric[0], unit: metric[2], value: metric[1] });
+
+    const refusal = this.gate.refusal(data.functions, data.name);
+    if (refusal !== undefined) {
+      return { ...base, status: "erred", error: packError(refusal), thread: 0, startstops, metrics: [...metrics, ...execute.finalize("failed").map(executeRecord)] };
+    }
+    this.executing++;
+    let run: TaskRun;
+    try {
+      run = await new Promise<TaskRun>((resolve) => {
+        this.runner.defineFunctions(data.functions);
+        this.runner.run({ key: data.key, name: data.name, task, inputs }, resolve);
+      });
+    } finally {
+      this.executing--;
+    }
+    const thread = Math.max(0, run.thread);
+    // A task whose thread died before reporting has no compute phase to show.
+    if (run.ranOnThread) startstops.push({ action: "compute", start: this.toRedis(this.clock.fromMachine(run.start)), stop: this.toRedis(this.clock.fromMachine(run.end)) });
+    if (!run.ok) {
+      return { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...execute.finalize("failed").map(executeRecord)] };
+    }
+    for (const [activity, value, unit] of run.metrics) execute.add(activity, value, unit);
+    const serializing = performance.now();
+    const publication = store.publish(data.key, run.value, (info) => {
+      this.outgoingBytes += info.nbytes;
+      this.outgoingCount++;
+      execute.add("serialize", (performance.now() - serializing) / 1000, "seconds");
+      return encodeOutcome({
+        ...base,
+        status: "finished",
+        nbytes: info.nbytes,
+        type: info.type,
+        thread,
+        startstops,
+        metrics: [...metrics, ...execute.finalize().map(executeRecord)],
+        transfer,
+      });
+    });
+    // The job completes on the same connection after this command (see serve), so a small
+    // result needs no round trip of its own: Redis runs the two in order.
+    if (publication.issued) publication.result.catch((error: Error) => this.log(`tsdask worker ${this.name}: cannot store the result of ${data.name}: ${error.message}`));
+    else await publication.result;
+    return undefined;
+  }
+
+  private transferLogEntry(fetched: FetchResult, start: number, stop: number): TransferLogEntry {
+    const keys: Record<string, number> = {};
+    let total = 0;
+    for (const [key, size] of fetched.sizes) {
+      keys[formatKey(keyFromId(key))] = size;
+      total += size;
+    }
+    const duration = Math.max(0.001, stop - start);
+    return {
+      start: this.toRedis(start),
+      stop: this.toRedis(stop),
+      middle: this.toRedis((start + stop) / 2),
+      duration,
+      who: "redis",
+      keys,
+      total,
+      compressed: fetched.bytes,
+      bandwidth: total / duration,
+      types: [...new Set(fetched.types.values())],
+    };
+  }
+
+  private recordTransfer(bytes: number, seconds: number): void {
+    this.incomingBytes += bytes;
+    this.incomingCount++;
+    const observed = bytes / Math.max(0.001, seconds);
+    this.bandwidth = this.bandwidth === 0 ? observed : 0.9 * this.bandwidth + 0.1 * observed;
+  }
+
+  /** A time on this worker's clock, on the Redis server's. */
+  private toRedis(workerSeconds: number): number {
+    return this.clock.toScheduler(workerSeconds);
+  }
+
+  // ---- Heartbeats and leaving ---------------------------------------------------------------
+
+  private async heartbeat(): Promise<void> {
+    try {
+      await observeRedisTime(this.redis, this.clock);
+      const time = now();
+      const cpu = process.cpuUsage(this.lastCpu);
+      const elapsed = Math.max(1e-3, time - this.lastBeat);
+      this.lastCpu = process.cpuUsage();
+      this.lastBeat = time;
+      const metrics: WorkerMetrics = {
+        cpu: ((cpu.user + cpu.system) / 1e6 / elapsed) * 100,
+        memory: process.memoryUsage.rss(),
+        managedBytes: 0,
+        spilledBytes: { memory: 0, disk: 0 },
+        taskCounts: { executing: this.executing, fetching: this.fetching },
+        digests: [],
+        transfer: { incomingBytes: this.incomingBytes, outgoingBytes: this.outgoingBytes, incomingCount: this.incomingCount, outgoingCount: this.outgoingCount },
+        bandwidth: { total: this.bandwidth, workers: { redis: this.bandwidth }, types: {} },
+      };
+      this.incomingBytes = this.outgoingBytes = this.incomingCount = this.outgoingCount = 0;
+      this.bandwidth *= Math.pow(0.5, elapsed / BANDWIDTH_HALF_LIFE);
+      await this.registration.beat({ time: this.clock.schedulerNow(), seq: ++this.seq, status: this.status, clockOffset: this.clock.offset, metrics });
+    } catch (error) {
+      // Redis unreachable: the connection's reconnection is logged; the next beat tries again.
+      void error;
+    }
+  }
+
+  /** Stops taking jobs, lets running ones finish, leaves the registry and disconnects. */
+  close(): Promise<void> {
+    this.closing ??= this.closeNow();
+    return this.closing;
+  }
+
+  private async closeNow(): Promise<void> {
+    this.status = "closing";
+    clearInterval(this.heartbeatTimer);
+    await this.beating;
+    await this.refreshing;
+    await Promise.all([...this.served.keys()].map((id) => this.stopServing(id, false)));
+    await this.registration.leave().catch(() => {});
+    this.runner.close();
+    this.status = "closed";
+    await Promise.all([this.subscriber.quit().catch(() => {}), this.redis.quit().catch(() => {})]);
+    this.log(`tsdask worker ${this.name}: closed`);
+  }
+}
+
+function gatherDepRecord([activity, value, unit]: Metric): MetricRecord {
+  return { context: "gather-dep", activity, unit, value };
+}
+
+function lostTaskMessage(name: string, reason: string, maxStalledCount: number): string {
+  if (/stalled more than allowable limit/.test(reason)) {
+    return `Task ${name} was running on a worker that died or stopped answering, ${maxStalledCount + 1} times: it is given up (Dask's KilledWorker)`;
+  }
+  return `Task ${name} failed in its queue: ${reason}`;
+}

@@ -1,0 +1,76 @@
+// Workers on other "machines": redis-server and two workers each in a network namespace of their
+// own, on a private bridge the test makes; the client reaches them through its own interface. The
+// inputs and results really cross network interfaces (their byte counters say so), and the
+// results equal the local scheduler's. Where namespaces cannot be made, the test says why.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Redis } from "ioredis";
+import { RedisTransport } from "../../src/kernel/distributed/redis/transport";
+import { get } from "../../src/kernel/scheduler/get";
+import { ramp, total } from "../fixtures/cluster-tasks";
+import { add } from "../fixtures/tasks";
+import { type PrivateNetwork, createNetwork, namespacesUnavailable } from "../helpers/netns";
+import { planRunner } from "../helpers/redis-plan";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server";
+import { type WorkerProcess, startWorker } from "../helpers/redis-workers";
+
+// The skip reason (no `ip`, no CAP_NET_ADMIN) is printed with the skipped suite.
+const unavailable = namespacesUnavailable();
+
+describe("a Redis cluster across network namespaces", { skip: unavailable }, () => {
+  let network: PrivateNetwork;
+  let server: RedisServer;
+  const workers: WorkerProcess[] = [];
+  before(async () => {
+    network = createNetwork(["redis", "alpha", "beta"]);
+    server = await startRedisServer({ netns: network.namespace("redis"), host: network.address("redis"), port: 6379, password: "netpw" });
+    for (const name of ["alpha", "beta"]) workers.push(await startWorker(server.url, { name, nthreads: 1, netns: network.namespace(name) }));
+  });
+  after(async () => {
+    try {
+      await Promise.all(workers.map((worker) => worker.stop()));
+      await server?.stop();
+    } finally {
+      network?.destroy();
+    }
+  });
+
+  test("inputs and results cross the network; results equal the local scheduler's", async () => {
+    assert.match(server.url, new RegExp(`^redis://:netpw@${network.address("redis").replace(/\./g, "\\.")}:6379$`));
+    const before = { alpha: network.counters("alpha"), beta: network.counters("beta"), redis: network.counters("redis") };
+    const transport = await RedisTransport.connect(server.url);
+    try {
+      const runner = await planRunner(transport);
+      const graph: Record<string, unknown> = {};
+      const parts: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        graph[`block-${i}`] = [ramp, 250_000, i, false]; // 2 MB each, made on a worker
+        graph[`sum-${i}`] = [total, `block-${i}`]; // read back by a worker
+        parts.push(`sum-${i}`);
+      }
+      graph.sum = [add, ...parts.slice(0, 2)];
+      const keys = [parts, "sum", "block-3"];
+      const expected = await get(graph, keys, { scheduler: "sync" });
+      assert.deepEqual(await runner.compute(graph, keys), expected);
+      const hosts = new Set([...runner.record.finished.values()].map((record) => record.worker));
+      assert.deepEqual(hosts, new Set(["alpha", "beta"]), "both hosts ran tasks");
+      const alphaSent = network.counters("alpha").sent - before.alpha.sent;
+      const betaSent = network.counters("beta").sent - before.beta.sent;
+      const alphaReceived = network.counters("alpha").received - before.alpha.received;
+      const betaReceived = network.counters("beta").received - before.beta.received;
+      const redisReceived = network.counters("redis").received - before.redis.received;
+      // 8 blocks of 2 MB were written by the workers and read again by them; the client read one.
+      assert.ok(alphaSent + betaSent > 16e6, `workers sent ${alphaSent + betaSent} bytes`);
+      assert.ok(alphaReceived + betaReceived > 16e6, `workers received ${alphaReceived + betaReceived} bytes`);
+      assert.ok(redisReceived > 16e6, `redis received ${redisReceived} bytes`);
+    } finally {
+      await transport.close();
+    }
+    const check = new Redis(server.url);
+    try {
+      assert.deepEqual((await check.keys("*")).filter((key) => !key.startsWith("tsdask:worker")), [], "only the workers' registrations are left");
+    } finally {
+      check.disconnect();
+    }
+  });
+});

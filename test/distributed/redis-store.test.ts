@@ -1,0 +1,216 @@
+// RedisStore and Redis addresses against a real redis-server: frames as raw bytes, values cut
+// into parts, publish-once, the client-liveness guard, deletion and the sweep; connecting with
+// wrong credentials, to nothing, to a silent server and over TLS.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { type Server, type Socket, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import type { Redis } from "ioredis";
+import { RedisConnectError, connectRedis, parseRedisUrl } from "../../src/kernel/distributed/redis/connection";
+import { Namespace } from "../../src/kernel/distributed/redis/keys";
+import { RedisStore } from "../../src/kernel/distributed/redis/store";
+import { freePort } from "../helpers/net";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server";
+
+describe("Redis addresses", () => {
+  test("redis:// and rediss:// with user, password, port and database", () => {
+    assert.deepEqual(parseRedisUrl("redis://alice:s%40cret@example.org:6380/2"), {
+      host: "example.org",
+      port: 6380,
+      db: 2,
+      username: "alice",
+      password: "s@cret",
+      tls: false,
+      display: "redis://example.org:6380/2",
+    });
+    const tls = parseRedisUrl("rediss://:pw@[::1]");
+    assert.equal(tls.tls, true);
+    assert.equal(tls.host, "::1");
+    assert.equal(tls.port, 6379);
+    assert.equal(tls.password, "pw");
+    assert.equal(tls.username, undefined);
+    assert.equal(tls.display, "rediss://[::1]:6379", "no password in what is shown");
+  });
+
+  test("anything else is an error saying what is wrong", () => {
+    assert.throws(() => parseRedisUrl("localhost:6379"), /Not a Redis address: "localhost:6379"/);
+    assert.throws(() => parseRedisUrl("http://host:1"), /scheme must be redis:\/\/ or rediss:\/\//);
+    assert.throws(() => parseRedisUrl("redis://:secret@host:1/x"), (error: Error) => /"x" where a database number belongs/.test(error.message) && !error.message.includes("secret"));
+  });
+});
+
+describe("connecting to Redis", () => {
+  let server: RedisServer;
+  let silent: Server;
+  let silentPort: number;
+  const silentSockets = new Set<Socket>();
+  before(async () => {
+    server = await startRedisServer({ password: "right horse battery" });
+    // Accepts connections, never answers.
+    silent = createServer((socket) => {
+      silentSockets.add(socket);
+      socket.on("close", () => silentSockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    silentPort = (silent.address() as { port: number }).port;
+  });
+  after(async () => {
+    await server.stop();
+    for (const socket of silentSockets) socket.destroy();
+    await new Promise<void>((resolve) => silent.close(() => resolve()));
+  });
+
+  const connectError = async (url: string, timeout?: number): Promise<RedisConnectError> => {
+    try {
+      const redis = await connectRedis(parseRedisUrl(url), { connectTimeout: timeout });
+      redis.disconnect();
+    } catch (error) {
+      assert.ok(error instanceof RedisConnectError, String(error));
+      return error;
+    }
+    assert.fail(`connecting to ${url} succeeded`);
+  };
+
+  test("a wrong password, or none, is a clear error naming the host", async () => {
+    const wrong = await connectError(`redis://:wrong@127.0.0.1:${server.port}`);
+    assert.match(wrong.message, new RegExp(`^Cannot connect to Redis at redis://127\\.0\\.0\\.1:${server.port}: wrong user name or password`));
+    assert.ok(!wrong.message.includes("wrong@"), "the password is not repeated");
+    const none = await connectError(`redis://127.0.0.1:${server.port}`);
+    assert.match(none.message, /requires a password/);
+  });
+
+  test("nothing listening: refused at once", async () => {
+    const started = performance.now();
+    const refused = await connectError(`redis://127.0.0.1:${await freePort()}`);
+    assert.match(refused.message, /connection refused/);
+    assert.ok(performance.now() - started < 3000);
+  });
+
+  test("a server that never answers: an error within the connect timeout, not a hang", async () => {
+    const started = performance.now();
+    const timedOut = await connectError(`redis://127.0.0.1:${silentPort}`, 1000);
+    const elapsed = performance.now() - started;
+    assert.match(timedOut.message, new RegExp(`Redis at redis://127\\.0\\.0\\.1:${silentPort}: timed out`));
+    assert.ok(elapsed >= 900 && elapsed < 5000, `took ${elapsed} ms`);
+  });
+
+  test("the right password connects; the connection answers", async () => {
+    const redis = await connectRedis(parseRedisUrl(server.url));
+    assert.equal(await redis.ping(), "PONG");
+    await redis.quit();
+  });
+
+  test("rediss:// speaks TLS, with a private CA given as an option", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tsdask-tls-"));
+    try {
+      const openssl = (...args: string[]): void => void execFileSync("openssl", args, { cwd: dir, stdio: "ignore" });
+      openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=tsdask test CA", "-keyout", "ca.key", "-out", "ca.crt");
+      openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key", "-out", "server.csr");
+      const ext = join(dir, "ext.cnf");
+      execFileSync("sh", ["-c", `printf 'subjectAltName=IP:127.0.0.1\\n' > ${ext}`]);
+      openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1", "-extfile", ext, "-out", "server.crt");
+      const tlsServer = await startRedisServer({ tls: { cert: join(dir, "server.crt"), key: join(dir, "server.key"), ca: join(dir, "ca.crt") } });
+      try {
+        assert.match(tlsServer.url, /^rediss:\/\//);
+        const redis = await connectRedis(parseRedisUrl(tlsServer.url), { tls: { ca: readFileSync(join(dir, "ca.crt")) } });
+        assert.equal(await redis.ping(), "PONG");
+        await redis.quit();
+        const untrusted = await connectError(tlsServer.url);
+        assert.match(untrusted.message, /certificate/i);
+        const plain = await connectError(tlsServer.url.replace("rediss://", "redis://"), 1000);
+        assert.match(plain.message, /Cannot connect to Redis at redis:\/\/127\.0\.0\.1/);
+      } finally {
+        await tlsServer.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("RedisStore", () => {
+  let server: RedisServer;
+  let redis: Redis;
+  const namespace = new Namespace("storetest");
+  before(async () => {
+    server = await startRedisServer();
+    redis = await connectRedis(parseRedisUrl(server.url));
+    await redis.set(namespace.alive, "{}");
+  });
+  after(async () => {
+    await redis.quit();
+    await server.stop();
+  });
+
+  test("values round-trip; a typed array is stored as its raw bytes", async () => {
+    const store = new RedisStore(redis, namespace);
+    const block = new Float64Array(1000).map((_, i) => i * 0.5);
+    const value = { block, label: "x", nested: [1, new Map([["k", 2n]])] };
+    const { info, result } = await store.put("a", value);
+    assert.equal(result, "published");
+    assert.equal(info.type, "Object");
+    assert.ok(info.nbytes >= block.byteLength && info.nbytes < block.byteLength + 300);
+    const raw = await redis.hgetBuffer(namespace.value("a"), "1");
+    assert.ok(raw !== null);
+    assert.deepEqual(new Float64Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength)), block, "field 1 holds the block's bytes as they are");
+    const { values, missing } = await store.get(["a", "nope"]);
+    assert.deepEqual(missing, ["nope"]);
+    assert.deepEqual(values.get("a"), value);
+    assert.ok((values.get("a") as typeof value).block instanceof Float64Array);
+  });
+
+  test("a value larger than the part size is cut into parts and put together again", async () => {
+    const store = new RedisStore(redis, namespace, { partSize: 1000 });
+    const block = new Uint8Array(10_500).map((_, i) => (i * 7) % 251);
+    await store.put("big", { block, more: new Int32Array(3000).fill(-4) });
+    const fields = await redis.hkeys(namespace.value("big"));
+    // metadata, the skeleton, 11 parts of the first block, 12 of the second
+    assert.equal(fields.length, 1 + 1 + 11 + 12);
+    const lengths = await Promise.all(fields.filter((field) => field !== "m").map((field) => redis.hstrlen(namespace.value("big"), field)));
+    assert.ok(lengths.every((length) => length <= 1000), "no part is larger than partSize");
+    assert.equal(await redis.keys(`${namespace.prefix}:s:*`).then((keys) => keys.length), 0, "no staging key is left");
+    // A reader with another part size reads the writer's.
+    const reader = new RedisStore(redis, namespace);
+    const back = (await reader.get(["big"])).values.get("big") as { block: Uint8Array; more: Int32Array };
+    assert.deepEqual(back.block, block);
+    assert.deepEqual(back.more, new Int32Array(3000).fill(-4));
+  });
+
+  test("the first value published under a key stays: a second write changes nothing", async () => {
+    const store = new RedisStore(redis, namespace, { partSize: 64 });
+    const first = await store.put("once", new Float32Array(100).fill(1), () => Buffer.from("first"));
+    const second = await store.put("once", new Float32Array(200).fill(2), () => Buffer.from("second"));
+    assert.equal(first.result, "published");
+    assert.equal(second.result, "exists");
+    assert.deepEqual((await store.get(["once"])).values.get("once"), new Float32Array(100).fill(1));
+    const outcomes = (await redis.xrangeBuffer(namespace.outcomes, "-", "+")).map(([, fields]) => String(fields[1]));
+    assert.deepEqual(outcomes, ["1first", "0second"], "each write's outcome says whether it published");
+    assert.equal(await redis.keys(`${namespace.prefix}:s:*`).then((keys) => keys.length), 0, "the loser's staging key is gone");
+    await redis.del(namespace.outcomes);
+  });
+
+  test("nothing is written for a client that is gone", async () => {
+    const gone = new Namespace("gone");
+    const store = new RedisStore(redis, gone, { partSize: 10 });
+    assert.equal((await store.put("x", new Uint8Array(100))).result, "client-gone");
+    assert.equal(await store.pushOutcome(Buffer.from("late")), "client-gone");
+    assert.deepEqual(await redis.keys(`${gone.prefix}:*`), []);
+  });
+
+  test("deleted values are gone; the sweep leaves nothing of the namespace", async () => {
+    const store = new RedisStore(redis, namespace, { partSize: 100 });
+    await store.put("d1", 1);
+    await store.put("d2", "two");
+    await store.put("d3", new Uint8Array(1000));
+    await store.delete(["d1", "d2"]);
+    assert.deepEqual(await store.has(["d1", "d2", "d3"]), [false, false, true]);
+    await store.putTask("t", "tok", [Buffer.from("spec")]);
+    const removed = await store.sweep();
+    assert.ok(removed >= 2);
+    assert.deepEqual(await redis.keys(`${namespace.prefix}:*`), []);
+    assert.equal(await redis.exists(namespace.alive), 1, "the sweep touches only the namespace");
+  });
+});

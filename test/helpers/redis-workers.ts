@@ -1,0 +1,76 @@
+// Real `tsdask worker redis://…` processes for the Redis tests and benchmark (the CLI a user runs),
+// optionally inside a network namespace. Every worker started here is killed when the test
+// process ends (see ./children).
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { killOnExit } from "./children";
+
+export interface WorkerProcessOptions {
+  readonly name: string;
+  readonly nthreads?: number;
+  readonly allowSource?: boolean;
+  /** Run inside this network namespace (`ip netns exec`). */
+  readonly netns?: string;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly extraArgs?: readonly string[];
+}
+
+export interface WorkerProcess {
+  readonly name: string;
+  readonly pid: number;
+  /** Everything it printed so far. */
+  output(): string;
+  /** SIGTERM (it finishes running tasks and leaves); resolves when it exited. */
+  stop(): Promise<void>;
+  /** SIGKILL; resolves when it exited. */
+  kill(): Promise<void>;
+  readonly exited: Promise<number | null>;
+}
+
+/** The `tsdask` command, compiled with the tests (this file runs from build/test/helpers). */
+export const TSDASK_CLI = join(__dirname, "../../src/cli/index.js");
+
+/** Starts a worker and resolves once it serves (or rejects with what it printed). */
+export async function startWorker(url: string, options: WorkerProcessOptions): Promise<WorkerProcess> {
+  const args = [TSDASK_CLI, "worker", url, "--name", options.name, "--nthreads", String(options.nthreads ?? 1), ...(options.extraArgs ?? [])];
+  if (options.allowSource === true) args.push("--allow-source");
+  const [command, commandArgs] = options.netns === undefined ? [process.execPath, args] : ["ip", ["netns", "exec", options.netns, process.execPath, ...args]];
+  const child = spawn(command, commandArgs, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } });
+  killOnExit(child);
+  let output = "";
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`worker ${options.name} did not start within 30 s:\n${output}`));
+    }, 30_000);
+    const check = (): void => {
+      if (!output.includes(`tsdask worker ${options.name}: serving`)) return;
+      clearTimeout(timer);
+      resolve();
+    };
+    child.stderr!.on("data", check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker ${options.name} exited with code ${code}:\n${output}`));
+    });
+  });
+  const signal = async (name: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill(name);
+      // A worker a test froze (SIGSTOP) would never handle the signal otherwise.
+      child.kill("SIGCONT");
+    }
+    await exited;
+  };
+  return {
+    name: options.name,
+    pid: child.pid!,
+    output: () => output,
+    stop: () => signal("SIGTERM"),
+    kill: () => signal("SIGKILL"),
+    exited,
+  };
+}
