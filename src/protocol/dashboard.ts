@@ -3,6 +3,7 @@
 // every section is optional and present only when a source (a Client, a local computation) gives it.
 // It travels as an update_display_data of DASHBOARD_MIME_TYPE for a display id no cell shows.
 
+import type { FpmSource } from "./fpm";
 import type { ProgressGroup, ProgressState } from "./index";
 import type {
   BandwidthSummary,
@@ -71,6 +72,8 @@ export interface ClusterSummary {
 export interface MetricsSection {
   readonly metrics: readonly MetricRecord[];
   readonly spans?: readonly SpanRecord[];
+  /** Where the tasks ran ("LocalCluster 'local', 2 workers, 4 threads"), for the panel's summary. */
+  readonly source?: FpmSource;
 }
 
 /** The most recent task-stream records (the plot's window), oldest first. */

@@ -28,8 +28,9 @@ test("a cluster started in a notebook cell: its card, a re-run that leaks nothin
   assert.equal(payload.workers.length, 2);
   assert.equal(payload.threads, 2);
   assert.ok(payload.memory > 0);
-  assert.equal(payload.dashboardLink, "http://127.0.0.1:8787/status");
-  assert.match(text, /^LocalCluster\('local', workers=2, threads=2, memory=[\d.]+ [KMGT]iB, dashboard=http:\/\/127\.0\.0\.1:8787\/status\)$/);
+  // 8787 unless something else holds it (then a free port, with a warning, as in Dask).
+  assert.match(payload.dashboardLink ?? "", /^http:\/\/127\.0\.0\.1:\d+\/status$/);
+  assert.match(text, /^LocalCluster\('local', workers=2, threads=2, memory=[\d.]+ [KMGT]iB, dashboard=http:\/\/127\.0\.0\.1:\d+\/status\)$/);
   assert.match(first.stdout, /LocalCluster\('local', workers=2/, "the last expression's text too");
 
   assert.match(rerun.stdout, /Closing the earlier LocalCluster\('local'/);

@@ -546,6 +546,6 @@ describe("LocalCluster lifetime", () => {
     await assert.rejects(LocalCluster.start({ nWorkers: 1.5 }), /Option nWorkers must be a whole number ≥ 0, got 1.5/);
     await assert.rejects(LocalCluster.start({ threadsPerWorker: 0 }), /Option threadsPerWorker must be a whole number ≥ 1/);
     await assert.rejects(LocalCluster.start({ workers: 2 } as never), /Unknown LocalCluster option "workers"/);
-    await assert.rejects(LocalCluster.start({ dashboardAddress: "nowhere" }), /Option dashboardAddress must be "host:port" or null/);
+    await assert.rejects(LocalCluster.start({ dashboardAddress: "nowhere" }), /Option dashboardAddress must be "host:port", ":port", a port or null, got "nowhere"/);
   });
 });

@@ -6,6 +6,7 @@ import { describe, test } from "node:test";
 import { renderSVG } from "../../src/kernel/display/vega";
 import {
   DEFAULT_SELECTION,
+  FPM_MIN_WIDTH,
   type FpmData,
   MARK_NAMES,
   MAX_FUNCTIONS,
@@ -176,6 +177,19 @@ describe("the static charts", () => {
     // Filtered: no Send-data chart.
     const filtered = await renderSVG(fpmSpec(fpmModel(workload(), { ...DEFAULT_SELECTION, functions: ["x"] })));
     assert.ok(!filtered.includes("Send data, by activity"));
+  });
+
+  test("a narrow panel (a dashboard panel beside a notebook) stacks them: the bars above the donuts, nothing past its width", async () => {
+    const model = fpmModel(workload(), DEFAULT_SELECTION);
+    assert.ok("hconcat" in fpmSpec(model, { width: 1000 }), "one row when wide");
+    const narrow = fpmSpec(model, { width: FPM_MIN_WIDTH });
+    const rows = narrow.vconcat as Record<string, unknown>[];
+    assert.equal(rows.length, 2);
+    assert.equal(rows[0].title, "Task execution, by function");
+    assert.equal((rows[1].hconcat as unknown[]).length, 2, "both donuts side by side below");
+    const svg = await renderSVG(narrow);
+    const width = Number(/<svg[^>]* width="([\d.]+)"/.exec(svg)?.[1]);
+    assert.ok(width <= FPM_MIN_WIDTH, `drawn ${width} px wide in ${FPM_MIN_WIDTH}`);
   });
 
   test("on a local scheduler the Send-data chart says why it is empty", async () => {

@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { nowMs } from "../clock";
 import { type Clock, realClock } from "../display/live";
 import { kernelChannel, type OutputSlot } from "../display/tslab";
+import { threadCpuMs } from "../metrics/clock";
 import {
   DASHBOARD_LIMITS,
   DASHBOARD_MIME_TYPE,
@@ -60,6 +61,8 @@ export interface PublisherStats {
   readonly snapshots: number;
   /** Milliseconds spent building snapshots and handing them to the sinks (JSON encoding included for the kernel sink). */
   readonly busyMs: number;
+  /** This thread's CPU milliseconds in the same work: busyMs without the waits for a core on a loaded machine. */
+  readonly cpuMs: number;
   /** Times a sink was busy and the snapshot was retried later. */
   readonly retries: number;
   /** The last error a sink threw (other than busy), if any. */
@@ -87,7 +90,7 @@ export class DashboardPublisher {
   private lastSentAt = -Infinity;
   private cancelTimer: (() => void) | undefined;
   private last: DashboardSnapshot | undefined;
-  private readonly counters = { snapshots: 0, busyMs: 0, retries: 0 };
+  private readonly counters = { snapshots: 0, busyMs: 0, cpuMs: 0, retries: 0 };
   /** Sources in live mode: while any, the publisher keeps publishing every interval. */
   private liveSources = 0;
   /** News arrived while there was no sink to send it to. */
@@ -147,6 +150,12 @@ export class DashboardPublisher {
     return this.last;
   }
 
+  /** The current state: the last snapshot published, or a new one when news came while nobody listened. */
+  current(): DashboardSnapshot {
+    if (this.last === undefined || this.unsent) this.last = this.snapshot();
+    return this.last;
+  }
+
   get stats(): PublisherStats {
     return { ...this.counters, ...(this.lastError !== undefined && { lastError: this.lastError }) };
   }
@@ -195,6 +204,7 @@ export class DashboardPublisher {
     this.unsent = sinks.length === 0;
     if (this.unsent) return;
     const started = performance.now();
+    const startedCpu = threadCpuMs();
     const snapshot = this.snapshot();
     this.last = snapshot;
     let busy = false;
@@ -209,6 +219,7 @@ export class DashboardPublisher {
     }
     this.counters.snapshots++;
     this.counters.busyMs += performance.now() - started;
+    this.counters.cpuMs += threadCpuMs() - startedCpu;
     this.lastSentAt = this.clock.now();
     if (busy) {
       this.counters.retries++;

@@ -59,6 +59,7 @@ export async function serveDashboard(
     connectToOrigin: true,
   });
   const streams = new Set<ServerResponse>();
+  let unsubscribe: (() => void) | undefined;
   /** One encoding per snapshot, whatever the number of pages open. */
   const event = (snapshot: DashboardSnapshot): string => `id: ${snapshot.seq}\ndata: ${JSON.stringify(snapshot)}\n\n`;
   const broadcast = (snapshot: DashboardSnapshot): void => {
@@ -72,14 +73,22 @@ export async function serveDashboard(
     if (request.method !== "GET" && request.method !== "HEAD") return reply(response, 405, "text/plain; charset=utf-8", "Method not allowed\n");
     const path = new URL(request.url ?? "/", "http://dashboard").pathname;
     if (path === "/" || path === "/status") return reply(response, 200, "text/html; charset=utf-8", page);
-    if (path === "/snapshot.json") return reply(response, 200, "application/json", JSON.stringify(publisher.latest ?? null));
+    if (path === "/snapshot.json") return reply(response, 200, "application/json", JSON.stringify(publisher.current()));
     if (path === "/events") {
       response.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" });
       response.write("retry: 2000\n\n");
       const latest = publisher.latest;
       if (latest !== undefined) response.write(event(latest));
       streams.add(response);
-      request.on("close", () => streams.delete(response));
+      // Subscribed only while a page is open: with none, the publisher builds nothing.
+      unsubscribe ??= publisher.subscribe(broadcast);
+      request.on("close", () => {
+        streams.delete(response);
+        if (streams.size === 0) {
+          unsubscribe?.();
+          unsubscribe = undefined;
+        }
+      });
       return;
     }
     reply(response, 404, "text/plain; charset=utf-8", "Not found\n");
@@ -109,8 +118,6 @@ export async function serveDashboard(
     }
   }
   server.unref();
-  // Subscribed while serving, so /snapshot.json and a newly opened page get the current state.
-  const unsubscribe = publisher.subscribe(broadcast);
 
   const bound = server.address() as AddressInfo;
   const urlHost = isIP(bound.address) === 6 ? `[${bound.address}]` : bound.address;
@@ -120,7 +127,8 @@ export async function serveDashboard(
     port: bound.port,
     close: () =>
       new Promise<void>((resolve) => {
-        unsubscribe();
+        unsubscribe?.();
+        unsubscribe = undefined;
         for (const stream of streams) stream.end();
         streams.clear();
         server.close(() => resolve());

@@ -20,35 +20,52 @@ export interface FpmChartOptions {
 }
 
 const DONUT = 200;
+/** The smallest donut a narrow panel draws, and the room a donut takes beyond its size (its title and padding). */
+const MIN_DONUT = 140;
+const DONUT_MARGIN = 60;
 const GAP = 36;
 /** Room for the bar chart's function names. */
 const LABELS = 170;
+/** Narrower bars than this are hard to compare. */
+const MIN_BAR_WIDTH = 220;
 
 /** Names the charts' main marks (Vega names them `<name>_marks`), so tests and users can find them in the scene. */
 export const MARK_NAMES = { bars: "fpm_bars", activities: "fpm_activities", send: "fpm_send" } as const;
 
+/**
+ * The narrowest width the stacked charts fit in (bars above, donuts side by side below, the legend
+ * under them), measured with short function names; longer names make a narrow panel scroll.
+ */
+export const FPM_MIN_WIDTH = 500;
+
 export function fpmSpec(model: FpmModel, options: FpmChartOptions = {}): Spec {
   const width = options.width ?? 1000;
   const donuts = model.send === null ? 1 : 2;
-  const barWidth = Math.max(220, width - LABELS - donuts * (DONUT + GAP) - 40);
+  const besideWidth = width - LABELS - donuts * (DONUT + GAP) - 40;
+  // Too narrow for one row (a panel beside a notebook): the bars on top, the donuts below them.
+  const stacked = besideWidth < MIN_BAR_WIDTH;
+  const barWidth = stacked ? Math.max(MIN_BAR_WIDTH, width - LABELS - 40) : besideWidth;
+  // Stacked, the two donuts share the width (down to MIN_DONUT each).
+  const size = stacked ? Math.max(MIN_DONUT, Math.min(DONUT, Math.floor((width - GAP) / 2) - DONUT_MARGIN)) : DONUT;
   const color = {
     field: "activity",
     type: "nominal",
     title: "Activity",
     scale: { domain: model.legend.map((entry) => entry.activity), range: model.legend.map((entry) => entry.color) },
-    legend: { orient: "bottom", direction: "horizontal", columns: 6, symbolType: "square", labelLimit: 180 },
+    legend: { orient: "bottom", direction: "horizontal", columns: stacked ? 3 : 6, symbolType: "square", labelLimit: stacked ? 120 : 180 },
   };
-  const charts: Spec[] = [barChart(model, barWidth, color), donut("Task execution, by activity", model.activities, model, color, MARK_NAMES.activities)];
+  const rounds: Spec[] = [donut("Task execution, by activity", model.activities, model, color, MARK_NAMES.activities, size)];
   if (model.send !== null) {
-    charts.push(
+    rounds.push(
       model.send.length > 0
-        ? donut("Send data, by activity", model.send, model, color, MARK_NAMES.send)
-        : emptyChart("Send data, by activity", "Nothing sent between workers", options.transfers === false ? "(local schedulers have no workers to send to)" : ""),
+        ? donut("Send data, by activity", model.send, model, color, MARK_NAMES.send, size)
+        : emptyChart("Send data, by activity", "Nothing sent between workers", options.transfers === false ? "(local schedulers have no workers to send to)" : "", size),
     );
   }
+  const bars = barChart(model, barWidth, color);
   const spec: Spec = {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    hconcat: charts,
+    ...(stacked ? { vconcat: [bars, { hconcat: rounds, spacing: GAP, bounds: "flush" }] } : { hconcat: [bars, ...rounds] }),
     spacing: GAP,
     resolve: { scale: { color: "shared" } },
     config: { view: { stroke: null }, axis: { labelFontSize: 11, titleFontSize: 11, titleFontWeight: "normal" }, title: { fontSize: 13, anchor: "start" } },
@@ -59,7 +76,7 @@ export function fpmSpec(model: FpmModel, options: FpmChartOptions = {}): Spec {
 
 function barChart(model: FpmModel, width: number, color: Spec): Spec {
   if (model.segments.length === 0) {
-    return emptyChart("Task execution, by function", model.filtered ? "Nothing in this selection" : "No task has finished yet", "", width);
+    return emptyChart("Task execution, by function", model.filtered ? "Nothing in this selection" : "No task has finished yet", "", width, DONUT);
   }
   const max = Math.max(...model.functionTotals.map((total) => total.value));
   const { divisor, suffix } = axisStep(max, model.unit);
@@ -115,8 +132,8 @@ function barChart(model: FpmModel, width: number, color: Spec): Spec {
   };
 }
 
-function donut(title: string, slices: readonly FpmSlice[], model: FpmModel, color: Spec, name: string): Spec {
-  if (slices.length === 0) return emptyChart(title, "Nothing yet", "");
+function donut(title: string, slices: readonly FpmSlice[], model: FpmModel, color: Spec, name: string, size: number): Spec {
+  if (slices.length === 0) return emptyChart(title, "Nothing yet", "", size);
   const total = slices.reduce((sum, slice) => sum + slice.value, 0);
   const center = (text: string, dy: number, size: number, weight: string): Spec => ({
     data: { values: [{ text }] },
@@ -125,14 +142,14 @@ function donut(title: string, slices: readonly FpmSlice[], model: FpmModel, colo
   });
   return {
     title,
-    width: DONUT,
-    height: DONUT,
+    width: size,
+    height: size,
     layer: [
       {
         // Clockwise from 12 o'clock in the legend's order.
         name,
         data: { values: slices.map((slice, order) => ({ ...slice, order })) },
-        mark: { type: "arc", innerRadius: DONUT * 0.3, outerRadius: DONUT * 0.48, padAngle: 0.004, stroke: null },
+        mark: { type: "arc", innerRadius: size * 0.3, outerRadius: size * 0.48, padAngle: 0.004, stroke: null },
         encoding: {
           theta: { field: "value", type: "quantitative", stack: true },
           color,
@@ -150,13 +167,13 @@ function donut(title: string, slices: readonly FpmSlice[], model: FpmModel, colo
   };
 }
 
-function emptyChart(title: string, message: string, detail: string, width = DONUT): Spec {
+function emptyChart(title: string, message: string, detail: string, width: number, height = width): Spec {
   return {
     title,
     width,
-    height: DONUT,
+    height,
     data: { values: [{ text: detail === "" ? message : `${message}\n${detail}` }] },
     mark: { type: "text", fontSize: 12, color: "#888", align: "center", baseline: "middle", lineBreak: "\n", lineHeight: 18 },
-    encoding: { text: { field: "text" }, x: { value: width / 2 }, y: { value: DONUT / 2 } },
+    encoding: { text: { field: "text" }, x: { value: width / 2 }, y: { value: height / 2 } },
   };
 }

@@ -4,6 +4,7 @@
 // (or write a MountPanel on the whole snapshot). Kinds without a view yet show their empty state,
 // or say that their data arrived. The sidebar, palette, page and layout restore need nothing else.
 import type { DashboardSnapshot } from "../../protocol/dashboard";
+import { fpmData, mountFpmPanel } from "./fpm";
 import { ICONS } from "./icons";
 import { type PanelKind, sectionPanel } from "./kinds";
 import { mountMemoryPanel } from "./memory";
@@ -19,6 +20,7 @@ export const PANEL_KINDS: readonly PanelKind[] = [
     icon: ICONS.fpm,
     hasData: (s) => (s.metrics?.metrics.length ?? 0) > 0,
     empty: { text: "Fine Performance Metrics come from a cluster's workers. Connect a Client and run a computation:", code: CLUSTER },
+    mount: sectionPanel(fpmData, mountFpmPanel),
   },
   {
     id: "task-stream",

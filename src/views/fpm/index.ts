@@ -3,7 +3,7 @@
 // it; `update(data)` redraws in place keeping the selection (the dashboard feeds it live);
 // picking in the selectors redraws from the same data.
 
-import { type FpmData, type FpmOptions, type FpmSelection, DEFAULT_SELECTION, fpmModel, fpmOptions, fpmSpec, fpmSummary } from "../../protocol/fpm";
+import { type FpmData, type FpmOptions, type FpmSelection, DEFAULT_SELECTION, FPM_MIN_WIDTH, fpmModel, fpmOptions, fpmSpec, fpmSummary } from "../../protocol/fpm";
 import { PROTOCOL_VERSION } from "../../protocol";
 import { PlotView } from "../plot";
 import { MultiChoice, UnitChoice } from "./selectors";
@@ -31,8 +31,8 @@ export interface FpmHandle {
   dispose(): void;
 }
 
-/** Below this the charts would overlap; the panel scrolls instead. */
-const MIN_WIDTH = 640;
+/** Below this the charts would overlap (they stack when narrow); the panel scrolls instead. */
+const MIN_WIDTH = FPM_MIN_WIDTH + 24;
 
 export class FpmView implements FpmHandle {
   readonly node = document.createElement("div");

@@ -11,11 +11,13 @@ import { type Key, formatKey, keyPrefix } from "../../graph/keys";
 import { Graph } from "../../graph/graph";
 import { buildPlan } from "../../graph/plan";
 import { quote } from "../../graph/spec";
+import { dashboardPublisher } from "../../dashboard/publisher";
 import { type GraphRun, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
 import type { WireTask } from "../messages";
 import type { Scheduler } from "../scheduler/scheduler";
 import type { GraphSubmission } from "../scheduler/state";
 import type { WorkerView } from "../worker/view";
+import { clusterFeed } from "../dashboard";
 import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
 import type { ProfileNode, TaskStreamRecord } from "../../../protocol/records";
@@ -61,6 +63,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
   /** What seed 003's diagnostics read of the cluster (the default cluster for them while this client is open). */
   readonly diagnostics: ClusterDiagnostics;
   private readonly unregisterDiagnostics: () => void;
+  /** Takes the cluster off the notebook's dashboard feed. */
+  private readonly leaveDashboard: () => void;
 
   private constructor(
     readonly cluster: ClusterHandle,
@@ -72,6 +76,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
     setDefaultGraphScheduler(this);
     this.diagnostics = new ClusterDiagnostics(cluster.scheduler, this.description);
     this.unregisterDiagnostics = registerClusterSource(this.diagnostics);
+    // While open, the cluster feeds the kernel's dashboard (the JupyterLab panels, serveDashboard()).
+    this.leaveDashboard = clusterFeed(cluster).attach(dashboardPublisher, "Client");
   }
 
   /**
@@ -233,6 +239,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     this.closed = true;
     this.stopWatching();
     this.unregisterDiagnostics();
+    this.leaveDashboard();
     for (const hold of [...this.holds]) hold.release();
     const at = openClients.indexOf(this);
     if (at >= 0) openClients.splice(at, 1);

@@ -6,6 +6,9 @@ import { readFileSync } from "node:fs";
 import { availableParallelism, totalmem } from "node:os";
 import { inspect } from "node:util";
 import { DEFAULT_PROFILING, checkProfilingOptions } from "../../profiling/hub";
+import { DashboardPublisher } from "../../dashboard/publisher";
+import { DEFAULT_DASHBOARD_ADDRESS, type DashboardServer, parseDashboardAddress, serveDashboard } from "../../dashboard/server";
+import { clusterFeed } from "../dashboard";
 import type { WorkerStartConfig } from "../messages";
 import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { Scheduler, type SchedulerSettings } from "../scheduler/scheduler";
@@ -26,8 +29,12 @@ export interface LocalClusterOptions {
    * pause at 80 %, and are restarted at 95 %.
    */
   readonly memoryLimit?: number | string | null;
-  /** Where the dashboard will serve ("host:port"); null: no dashboard. Default "127.0.0.1:8787". */
-  readonly dashboardAddress?: string | null;
+  /**
+   * Where the dashboard page serves ("host:port", ":port" or a port; loopback unless a host is
+   * named); null: no dashboard. Default "127.0.0.1:8787"; a port in use falls back to a free one,
+   * with a warning, as in Dask.
+   */
+  readonly dashboardAddress?: string | number | null;
   /**
    * Starting a cluster closes an open one of the same name started in this process, so
    * re-running the notebook cell that starts it never leaks the old one's processes. Default "local".
@@ -64,7 +71,6 @@ const OPTION_NAMES = new Set([
   "taskStreamLength",
 ]);
 
-const DEFAULT_DASHBOARD = "127.0.0.1:8787";
 /** How long start waits for its workers to register. */
 const START_TIMEOUT_MS = 60_000;
 
@@ -73,6 +79,8 @@ const byName = new Map<string, LocalCluster>();
 
 export class LocalCluster implements AsyncDisposable {
   private closing: Promise<void> | undefined;
+  /** The dashboard page and how to take the cluster off its feed, while served. */
+  private dashboard: { readonly server: DashboardServer; readonly leave: () => void } | undefined;
 
   private constructor(
     readonly name: string,
@@ -81,8 +89,6 @@ export class LocalCluster implements AsyncDisposable {
     readonly threadsPerWorker: number,
     /** Bytes per worker; 0: no limit. */
     readonly memoryLimit: number,
-    /** "host:port" of the dashboard, or null. */
-    readonly dashboardAddress: string | null,
   ) {}
 
   /** Starts the scheduler and the workers; resolves once every worker has registered. */
@@ -108,11 +114,11 @@ export class LocalCluster implements AsyncDisposable {
       transport,
       settings.threadsPerWorker,
       settings.memoryLimit,
-      settings.dashboardAddress,
     );
     byName.set(settings.name, cluster);
     try {
       await scheduler.start();
+      if (settings.dashboardAddress !== null) await cluster.serveDashboard(settings.dashboardAddress);
       await cluster.scale(settings.nWorkers);
     } catch (error) {
       await cluster.close();
@@ -140,9 +146,16 @@ export class LocalCluster implements AsyncDisposable {
     return this.closing === undefined ? "running" : "closed";
   }
 
-  /** The dashboard's link, or null when there is none. */
+  /** The dashboard page's link (`http://127.0.0.1:8787/status`), or null when there is none. */
   get dashboardLink(): string | null {
-    return this.dashboardAddress === null ? null : `http://${this.dashboardAddress}/status`;
+    return this.dashboard === undefined ? null : `${this.dashboard.server.url}status`;
+  }
+
+  /** "host:port" the dashboard serves on (another port than asked if that one was taken), or null. */
+  get dashboardAddress(): string | null {
+    if (this.dashboard === undefined) return null;
+    const { host, port } = this.dashboard.server;
+    return `${host.includes(":") ? `[${host}]` : host}:${port}`;
   }
 
   get description(): string {
@@ -162,7 +175,10 @@ export class LocalCluster implements AsyncDisposable {
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (byName.get(this.name) === this) byName.delete(this.name);
-      await this.scheduler.close();
+      const dashboard = this.dashboard;
+      this.dashboard = undefined;
+      dashboard?.leave();
+      await Promise.all([this.scheduler.close(), dashboard?.server.close()]);
     })();
     return this.closing;
   }
@@ -195,6 +211,20 @@ export class LocalCluster implements AsyncDisposable {
   [inspect.custom](): string {
     showCluster("LocalCluster", this.summary());
     return this.toString();
+  }
+
+  /**
+   * Serves the dashboard page, fed by this cluster alone (its own publisher: several clusters in
+   * one process each show their own). It builds snapshots only while a page is open.
+   */
+  private async serveDashboard(address: string | number): Promise<void> {
+    const publisher = new DashboardPublisher({ notebook: false });
+    const server = await serveDashboard(address, publisher);
+    if (this.closing !== undefined) {
+      await server.close();
+      return;
+    }
+    this.dashboard = { server, leave: clusterFeed(this).attach(publisher, this.description) };
   }
 
   /** Resolves when `n` workers are registered; rejects if a worker fails to start. */
@@ -237,7 +267,7 @@ interface Settings {
   readonly nWorkers: number;
   readonly threadsPerWorker: number;
   readonly memoryLimit: number;
-  readonly dashboardAddress: string | null;
+  readonly dashboardAddress: string | number | null;
   readonly scheduler: SchedulerSettings;
   readonly profile: WorkerStartConfig["profile"];
 }
@@ -261,9 +291,16 @@ function checkOptions(options: LocalClusterOptions): Settings {
   else if (nWorkers === undefined) nWorkers = Math.max(1, Math.floor(cores / threadsPerWorker!));
   else if (threadsPerWorker === undefined) threadsPerWorker = Math.max(1, Math.floor(cores / Math.max(1, nWorkers)));
   const memoryLimit = memoryLimitOf(options.memoryLimit, Math.max(1, nWorkers));
-  const dashboardAddress = options.dashboardAddress === undefined ? DEFAULT_DASHBOARD : options.dashboardAddress;
-  if (dashboardAddress !== null && (typeof dashboardAddress !== "string" || !/^[^\s/]+:\d+$/.test(dashboardAddress))) {
-    throw new TypeError(`Option dashboardAddress must be "host:port" or null, got ${JSON.stringify(dashboardAddress)}`);
+  const dashboardAddress = options.dashboardAddress === undefined ? DEFAULT_DASHBOARD_ADDRESS : options.dashboardAddress;
+  if (dashboardAddress !== null) {
+    if (typeof dashboardAddress !== "string" && typeof dashboardAddress !== "number") {
+      throw new TypeError(`Option dashboardAddress must be "host:port", ":port", a port or null, got ${typeof dashboardAddress}`);
+    }
+    try {
+      parseDashboardAddress(dashboardAddress);
+    } catch {
+      throw new TypeError(`Option dashboardAddress must be "host:port", ":port", a port or null, got ${JSON.stringify(dashboardAddress)}`);
+    }
   }
   const name = options.name ?? "local";
   if (typeof name !== "string" || name === "") throw new TypeError(`Option name must be a non-empty string, got ${JSON.stringify(name)}`);

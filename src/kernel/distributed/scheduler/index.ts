@@ -23,7 +23,9 @@
 // (BandwidthSummary), `systemHistory(start, stop)` (cluster CPU and memory per heartbeat),
 // `profileWindows(range, workers)` (the workers' statistical profiles, pulled on request),
 // `workerRecords()` (WorkerRecord[]), `taskCounts()`, and the
-// "worker-joined" / "worker-left" events. `state.spanOf(slot)` is the one place spans plug in.
+// "worker-joined" / "worker-left" / "graph-submitted" / "heartbeat" events (the dashboard's
+// ClusterFeed follows computations and idle news with them). `state.spanOf(slot)` is the one
+// place spans plug in.
 export { Scheduler, type SchedulerSettings, type SchedulerEvents } from "./scheduler";
 export { ClusterState, type GraphSubmission, type TaskListener, type TaskFailure, type TaskStateName, type SchedulerOptions } from "./state";
 export { TaskStreamRing, type CollectOptions, DEFAULT_TASK_STREAM_LENGTH } from "./task-stream";

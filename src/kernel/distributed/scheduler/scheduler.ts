@@ -7,7 +7,7 @@ import { EventEmitter } from "node:events";
 import type { BandwidthSummary, ClusterMemory, MetricRecord, SystemSample, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
 import { now } from "../../clock";
 import { type FnSpec, type PackedError, unpackError } from "../../scheduler/pool/wire";
-import type { FromWorker, GatherReplyMessage, ProfileReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress } from "../messages";
+import type { FromWorker, GatherReplyMessage, ProfileReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress, WorkerMetrics } from "../messages";
 import { DEFAULT_PROFILING } from "../../profiling/hub";
 import { type ProfileWindow, unpackProfile } from "../../../protocol/profile";
 import { FunctionTable } from "../../scheduler/pool/ship";
@@ -21,6 +21,10 @@ export type SchedulerSettings = Omit<SchedulerOptions, "placement" | "functionSp
 export interface SchedulerEvents {
   "worker-joined": [worker: WorkerState];
   "worker-left": [address: WorkerAddress, reason: string];
+  /** A graph was added: its columns and each entry's slot (the dashboard counts computations from it). */
+  "graph-submitted": [graph: GraphSubmission, slots: Int32Array];
+  /** A worker's heartbeat was taken in; `worker` holds the new figures. Emitted only while someone listens. */
+  heartbeat: [worker: WorkerState, metrics: WorkerMetrics];
 }
 
 type Reply = GatherReplyMessage | RunReplyMessage | ProfileReplyMessage;
@@ -128,6 +132,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.checkOpen();
     const slots = this.state.submit(graph, listener);
     this.scheduleFlush();
+    this.emit("graph-submitted", graph, slots);
     return slots;
   }
 
@@ -293,6 +298,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
     this.state.handle(worker, forState ?? messages, now());
     this.scheduleFlush();
+    // One check per batch while nobody listens; the dashboard listens while it is shown.
+    if (this.listenerCount("heartbeat") > 0) this.reportHeartbeats(worker, messages);
+  }
+
+  private reportHeartbeats(worker: WorkerAddress, messages: readonly FromWorker[]): void {
+    const ws = this.state.workers.get(worker);
+    if (ws === undefined) return;
+    for (const message of messages) if (message.op === "heartbeat") this.emit("heartbeat", ws, message.metrics);
   }
 
   private workerLeft(worker: WorkerAddress, reason: string): void {
