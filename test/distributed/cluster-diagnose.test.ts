@@ -16,7 +16,7 @@ import type { ProfileNode, TaskStreamRecord } from "../../src/protocol/records";
 import { HOT_FILE, HOT_ID, HOT_LINE } from "../diagnostics/fixtures";
 import { combine, hotLoop, mostlyWaiting } from "../diagnostics/hot";
 import { inc } from "../fixtures/tasks";
-import { ramp, total } from "../fixtures/cluster-tasks";
+import { ramp, sleep, tile, total } from "../fixtures/cluster-tasks";
 
 const dir = mkdtempSync(join(tmpdir(), "tsdask-cluster-diagnose-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -226,6 +226,40 @@ describe("seed 003's diagnostics on a LocalCluster whose worker-1 runs 5 s ahead
     b.release();
   });
 
+  test("a transfer into the +5 s worker: its task-stream phase, its incoming log and the sender's outgoing log line up on the scheduler's clock", async () => {
+    const holder = (future: { key: unknown }): string => cluster.scheduler.state.whoHas(cluster.scheduler.state.slotOf(String(future.key))!)[0].address;
+    const t0 = now();
+    const a = client.submit(ramp, 1_000_000, 7, true);
+    const b = client.submit(ramp, 1_000_000, 8, true);
+    await client.gather([a, b]);
+    assert.notEqual(holder(a), holder(b), "the inputs were placed on different workers");
+    const [onSkewed, onOther] = holder(a) === skewed ? [a, b] : [b, a];
+    const sender = holder(onOther);
+    // The tiled input (32 MB) stays where it is made, on the skewed worker: the sum runs there and fetches the other 8 MB.
+    const ts = await getTaskStream(() => client.submit(total, client.submit(tile, onSkewed, 4), onOther).result());
+    const t1 = now();
+    const sum = ts.data.find((r) => r.prefix === "total")!;
+    assert.equal(sum.worker, skewed);
+    assert.deepEqual(actions(sum), ["transfer", "deserialize", "compute"]);
+    const transfer = sum.startstops[0];
+    assert.equal(transfer.source, sender);
+    assertWithin(ts.data, t0, t1);
+    const incoming = (await client.run((worker) => worker.incomingTransferLog))[skewed].filter((entry) => entry.stop >= t0);
+    const outgoing = (await client.run((worker) => worker.outgoingTransferLog))[sender].filter((entry) => entry.stop >= t0);
+    assert.equal(incoming.length, 1, "the skewed worker fetched once");
+    assert.equal(outgoing.length, 1, "its peer sent once");
+    const [received] = incoming;
+    const [sent] = outgoing;
+    assert.equal(received.who, sender);
+    assert.equal(sent.who, skewed);
+    for (const entry of [received, sent]) assert.ok(entry.start >= t0 - 0.05 && entry.stop <= t1 + 0.05, `a transfer ${(entry.start - t0).toFixed(3)} s into a ${(t1 - t0).toFixed(3)} s block`);
+    // One transfer seen from both ends and from the scheduler: the same moment, within the clocks' error.
+    assert.ok(Math.abs(received.start - transfer.start) < 0.05 && Math.abs(received.stop - transfer.stop) < 0.05, `log ${received.start - t0}–${received.stop - t0}, phase ${transfer.start - t0}–${transfer.stop - t0}`);
+    assert.ok(sent.start >= received.start - 0.05 && sent.stop <= received.stop + 0.05, `sent ${sent.start - t0}–${sent.stop - t0} within received ${received.start - t0}–${received.stop - t0}`);
+    a.release();
+    b.release();
+  });
+
   test("MemorySampler: the cluster's heartbeat memory by default, every measure, the first sample at once; align starts each series at 0", async () => {
     const ms = new MemorySampler();
     assert.match(ms.source.description, /heartbeats/);
@@ -283,6 +317,31 @@ describe("seed 003's diagnostics on a LocalCluster whose worker-1 runs 5 s ahead
     const stream = report.data.taskStream.data as { encoding: { x: { scale: { domain: [number, number] } } } };
     assert.ok(stream.encoding.x.scale.domain[1] <= t1 - t0 + 0.05, `the stream spans ${stream.encoding.x.scale.domain[1]} s`);
     assert.ok(existsSync(file));
+  });
+});
+
+describe("a cluster of 2 workers × 2 threads", () => {
+  test("the task-stream plot has one row per worker thread, named after its worker", async () => {
+    const cluster = await LocalCluster.start({ nWorkers: 2, threadsPerWorker: 2, dashboardAddress: null, name: "diagnose-threads" });
+    try {
+      const client = await Client.connect(cluster);
+      try {
+        // Eight 300 ms sleeps on four threads: every thread runs two.
+        const ts = await getTaskStream(() => client.gather(client.map(sleep, Array.from({ length: 8 }, (_, i) => 300 + i))), { plot: "save", filename: join(dir, "threads.html") });
+        const threads = new Set(ts.data.map((r) => `${r.worker} ${r.thread}`));
+        assert.equal(threads.size, 4, [...threads].join(", "));
+        const marks = (ts.figure!.spec.data as { values: { row: string; phase: string }[] }).values;
+        const rows = [...new Set(marks.map((m) => m.row))].sort();
+        const expected = ts.data.map((r) => `${cluster.workers.get(r.worker)!.name}-${r.thread}`);
+        assert.deepEqual(rows, [...new Set(expected)].sort());
+        assert.deepEqual(rows.map((row) => row.replace(/-\d+$/, "")), ["worker-0", "worker-0", "worker-1", "worker-1"]);
+        assert.equal((ts.figure!.spec.title as { subtitle: string }).subtitle, "8 tasks on 4 threads");
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await cluster.close();
+    }
   });
 });
 
