@@ -13,14 +13,11 @@
 import { readFileSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { type Browser, chromium } from "playwright-core";
 import { Client, LocalCluster, get, performanceReport } from "../src";
 import * as da from "../src/kernel/collections/array";
-import { DASK_PYTHON, ensureDistributed, printTable, runPython } from "./harness";
+import { DASK_PYTHON, type ReportOpened, ensureDistributed, launchChromium, openDaskReport, openReport, printTable, runPython } from "./harness";
 import { inc } from "../test/fixtures/tasks";
 
-const root = join(__dirname, "..", "..");
 const ROUNDS = Number(process.env.TSDASK_BENCH_ROUNDS ?? 4);
 const REPORT_TASKS = Number(process.env.TSDASK_REPORT_TASKS ?? 1_000_000);
 const DASK_REPORT_TASKS = Number(process.env.TSDASK_DASK_REPORT_TASKS ?? 20_000);
@@ -82,49 +79,6 @@ async function profilerOverhead(): Promise<Record<string, unknown>> {
   return { ours, dask: dask.runs };
 }
 
-interface Opened {
-  open: number;
-  taskStream: number;
-  rest: number;
-}
-
-async function openReport(browser: Browser, file: string): Promise<Opened> {
-  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-  try {
-    const t0 = performance.now();
-    await page.goto(pathToFileURL(file).href);
-    await page.locator("#panel-summary h1").waitFor({ timeout: 60_000 });
-    const t1 = performance.now();
-    const show = (tab: string): Promise<void> =>
-      page.evaluate((id) => (globalThis as unknown as { __tsdaskReport: { show(id: string): Promise<void> } }).__tsdaskReport.show(id), tab);
-    await show("task-stream");
-    const t2 = performance.now();
-    const tabs = await page.locator(".tsdask-report-tab").evaluateAll((buttons) => buttons.map((button) => button.id.slice("tab-".length)));
-    for (const tab of tabs) await show(tab);
-    const t3 = performance.now();
-    return { open: (t1 - t0) / 1000, taskStream: (t2 - t1) / 1000, rest: (t3 - t2) / 1000 };
-  } finally {
-    await page.close();
-  }
-}
-
-/** Dask's page draws everything at once: navigation to Bokeh's plots painted. */
-async function openDask(browser: Browser, file: string): Promise<number> {
-  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-  try {
-    const t0 = performance.now();
-    await page.goto(pathToFileURL(file).href, { timeout: 300_000 });
-    await page.waitForFunction("globalThis.Bokeh !== undefined && Object.keys(globalThis.Bokeh.index).length > 0", null, { timeout: 300_000, polling: 10 });
-    await page.evaluate(() => {
-      const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame.bind(globalThis);
-      return new Promise<void>((done) => frame(() => frame(done)));
-    });
-    return (performance.now() - t0) / 1000;
-  } finally {
-    await page.close();
-  }
-}
-
 /** A cluster run of `tasks` independent inc tasks, alone and in a report (fresh keys each). */
 async function clusterReport(client: Client, tasks: number, file: string): Promise<{ get: number; withReport: number; bytes: number; recorded: number }> {
   const graph = (prefix: string): Record<string, unknown> => {
@@ -147,8 +101,7 @@ async function clusterReport(client: Client, tasks: number, file: string): Promi
 
 async function reportTimings(): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), "tsdask-bench-cluster-report-"));
-  const setup = (await import(pathToFileURL(join(root, "scripts/setup/chromium.mjs")).href)) as { ensureChromium(): string; CHROMIUM_ARGS: string[] };
-  const browser = await chromium.launch({ executablePath: setup.ensureChromium(), args: setup.CHROMIUM_ARGS });
+  const browser = await launchChromium();
   const cluster = await LocalCluster.start({ nWorkers: 2, threadsPerWorker: 1, dashboardAddress: null, name: "bench-report" });
   const client = await Client.connect(cluster);
   try {
@@ -162,9 +115,9 @@ async function reportTimings(): Promise<Record<string, unknown>> {
       {},
       DASK_PYTHON,
     );
-    const daskOpened = dask.file === null ? null : await openDask(browser, dask.file);
+    const daskOpened = dask.file === null ? null : await openDaskReport(browser, dask.file);
     const mb = (bytes: number | null): string => (bytes === null ? "–" : `${(bytes / 1e6).toFixed(2)} MB`);
-    const all = (o: Opened): number => o.open + o.taskStream + o.rest;
+    const all = (o: ReportOpened): number => o.open + o.taskStream + o.rest;
     const orNone = (value: number | null): number | string => value ?? "–";
     console.log(`\nperformanceReport of a cluster run: ${REPORT_TASKS} and ${DASK_REPORT_TASKS} independent tasks on LocalCluster(2×1); Dask distributed ${dask.distributed}'s performance_report on ${DASK_REPORT_TASKS}; seconds`);
     printTable(

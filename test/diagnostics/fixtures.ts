@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { SchedulerName } from "../../src";
+import type { ProfileNode } from "../../src/protocol/records";
 import { add, mul, slowadd } from "./tasks";
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -43,3 +44,14 @@ const hotLines = readFileSync(HOT_FILE, "utf8").split("\n");
 export const HOT_DEFINITION_LINE = hotLines.findIndex((line) => line.includes("function hotLoop(")) + 1;
 export const HOT_LINE = hotLines.findIndex((line) => line.includes("// HOT LINE")) + 1;
 export const HOT_ID = `hotLoop;${HOT_FILE};${HOT_DEFINITION_LINE}`;
+
+/** The node of `identifier` anywhere below `tree` (the first found, depth first). */
+export function findFrame(tree: ProfileNode, identifier: string): ProfileNode | undefined {
+  const stack = [tree];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (node.identifier === identifier) return node;
+    stack.push(...Object.values(node.children));
+  }
+  return undefined;
+}

@@ -12,25 +12,14 @@ import { after, before, describe, test } from "node:test";
 import { Client, LocalCluster, type LocalClusterOptions, MemorySampler, getTaskStream, get, now, performanceReport } from "../../src";
 import { MEASURES } from "../../src/kernel/diagnostics/memory/measures";
 import { taskStreamSpec } from "../../src/kernel/diagnostics/taskstream/plot";
-import type { ProfileNode, TaskStreamRecord } from "../../src/protocol/records";
-import { HOT_FILE, HOT_ID, HOT_LINE } from "../diagnostics/fixtures";
+import type { TaskStreamRecord } from "../../src/protocol/records";
+import { HOT_FILE, HOT_ID, HOT_LINE, findFrame } from "../diagnostics/fixtures";
 import { combine, hotLoop, mostlyWaiting } from "../diagnostics/hot";
 import { inc } from "../fixtures/tasks";
 import { ramp, sleep, tile, total } from "../fixtures/cluster-tasks";
 
 const dir = mkdtempSync(join(tmpdir(), "tsdask-cluster-diagnose-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-/** The node of `identifier` anywhere below `tree`. */
-function find(tree: ProfileNode, identifier: string): ProfileNode | undefined {
-  const stack = [tree];
-  while (stack.length > 0) {
-    const node = stack.pop()!;
-    if (node.identifier === identifier) return node;
-    stack.push(...Object.values(node.children));
-  }
-  return undefined;
-}
 
 const actions = (record: TaskStreamRecord): string[] => record.startstops.map((s) => s.action);
 
@@ -147,7 +136,7 @@ describe("seed 003's diagnostics on a LocalCluster whose worker-1 runs 5 s ahead
 
     const burn = await client.profile({ key: "burn", start: t0, stop: t1 });
     assert.ok(burn.count >= 10, `${burn.count} samples under burn`);
-    const hot = find(burn, HOT_ID);
+    const hot = findFrame(burn, HOT_ID);
     assert.ok(hot !== undefined, `no ${HOT_ID} in ${Object.keys(burn.children).join(", ")}`);
     assert.ok(hot.count >= 0.8 * burn.count, `hotLoop has ${hot.count} of ${burn.count} samples`);
     assert.equal(burn.children[HOT_ID]?.count, hot.count, "the tree starts at the task's own function");
@@ -155,7 +144,7 @@ describe("seed 003's diagnostics on a LocalCluster whose worker-1 runs 5 s ahead
     assert.equal(hot.description.line_number, HOT_LINE);
     assert.match(hot.description.line, /Math\.sqrt\(i\) \/ i; \/\/ HOT LINE <img/);
     assert.equal((await client.profile({ key: "burn-2", start: t0, stop: t1 })).count, burn.count, "a key stands for its prefix");
-    assert.equal(find(await client.profile({ key: "wait", start: t0, stop: t1 }), HOT_ID), undefined, "hotLoop never ran under wait");
+    assert.equal(findFrame(await client.profile({ key: "wait", start: t0, stop: t1 }), HOT_ID), undefined, "hotLoop never ran under wait");
     assert.equal((await client.profile({ stop: t0 - 30 })).count, 0, "a window before the run is empty");
     const all = await client.profile({ start: t0, stop: t1 });
     assert.ok(all.count >= burn.count);
@@ -165,7 +154,7 @@ describe("seed 003's diagnostics on a LocalCluster whose worker-1 runs 5 s ahead
     assert.ok(bySkewed.count > 0 && byOther.count > 0, `worker-1 ${bySkewed.count}, worker-0 ${byOther.count}`);
     assert.equal(bySkewed.count + byOther.count, burn.count);
     const admin = await client.profile({ kind: "administrative", start: t0, stop: t1 });
-    assert.equal(find(admin, HOT_ID), undefined);
+    assert.equal(findFrame(admin, HOT_ID), undefined);
     await assert.rejects(client.profile({ workers: ["worker-9"] }), /No worker "worker-9"/);
     await assert.rejects(client.profile({ kind: "server" as never }), /kind must be "compute" or "administrative"/);
     // Windows of both workers fall in the block (one cycle either side), the +5 s worker's too.
