@@ -38,6 +38,8 @@ function cpuSeconds(pid: number): number {
 
 const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const percent = (value: number, base: number): string => `${(((value - base) / base) * 100).toFixed(1)} %`;
+/** The median over rounds of on / off − 1, each round's two runs taken back to back. */
+const paired = (runs: Record<"on" | "off", Run[]>, field: keyof Run): string => percent(median(runs.on.map((on, i) => on[field] / runs.off[i][field])), 1);
 
 /** One QR run on a fresh cluster, after a warm-up run, its profiler on or off. */
 async function qrRun(profile: boolean): Promise<Run> {
@@ -73,8 +75,11 @@ async function profilerOverhead(): Promise<Record<string, unknown>> {
     [
       ["wall s", med(ours, "off", "wall"), med(ours, "on", "wall"), percent(med(ours, "on", "wall"), med(ours, "off", "wall")), med(dask.runs, "off", "wall"), med(dask.runs, "on", "wall"), percent(med(dask.runs, "on", "wall"), med(dask.runs, "off", "wall"))],
       ["workers' CPU s", med(ours, "off", "cpu"), med(ours, "on", "cpu"), percent(med(ours, "on", "cpu"), med(ours, "off", "cpu")), med(dask.runs, "off", "cpu"), med(dask.runs, "on", "cpu"), percent(med(dask.runs, "on", "cpu"), med(dask.runs, "off", "cpu"))],
+      ["wall, paired", "", "", paired(ours, "wall"), "", "", paired(dask.runs, "wall")],
+      ["workers' CPU, paired", "", "", paired(ours, "cpu"), "", "", paired(dask.runs, "cpu")],
     ],
   );
+  console.log("(paired: the median over rounds of on / off within a round, whose two runs are back to back: less swayed by a load that drifts)");
   console.log(`(target ≤ 3 %; Dask distributed ${dask.distributed} samples its task threads every 10 ms from the event loop)`);
   return { ours, dask: dask.runs };
 }
