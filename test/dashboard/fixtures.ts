@@ -1,5 +1,5 @@
 // Cluster-shaped dashboard data for tests, as the Client will provide it (records.ts shapes): the
-// cluster, workers with memory and tasks, cluster memory. Worker names carry hostile text.
+// cluster, workers with memory and tasks, cluster memory, bandwidth. Names carry hostile text.
 import type { ClusterSummary, DashboardSections } from "../../src/protocol/dashboard";
 import type { ClusterMemory, WorkerRecord } from "../../src/protocol/records";
 
@@ -52,5 +52,19 @@ export function clusterSections(time: number): DashboardSections {
     threads: sum((w) => w.nthreads),
     memoryLimit: sum((w) => w.memoryLimit),
   };
-  return { cluster, workers, memory };
+  // Worker 1 has the hostile name: the matrix shows names, as text.
+  const [a, b, c] = workers.map((worker) => worker.address);
+  const bandwidth = {
+    total: 300 * 2 ** 20,
+    byType: [
+      { type: "Float64Array", bandwidth: 800 * 2 ** 20 },
+      { type: EVIL, bandwidth: 2 ** 20 },
+    ],
+    byWorkers: [
+      { source: a, destination: b, bandwidth: 512 * 2 ** 20 },
+      { source: b, destination: a, bandwidth: 256 * 2 ** 20 },
+      { source: c, destination: a, bandwidth: 2 ** 30 },
+    ],
+  };
+  return { cluster, workers, memory, bandwidth };
 }

@@ -1,6 +1,6 @@
 // The standalone dashboard page in real headless Chromium, served by serveDashboard and fed by a
 // real local computation (DashboardFeed) plus cluster-shaped sections from a provider (as the
-// Client will give them): live progress, workers, memory, empty states, no request elsewhere,
+// Client will give them): live progress, workers, memory, bandwidth, empty states, no request elsewhere,
 // hostile names as text, light and dark. Screenshots: test-output/dashboard-page*.png.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
@@ -74,7 +74,7 @@ test("a local computation's progress goes live on the page and ends finished", a
   assert.deepEqual(await progress.locator(".tsdask-progress-group-name").allTextContents(), ["slow", "total"]);
 });
 
-test("cluster sections fill the workers and memory panels; hostile names stay text", async () => {
+test("cluster sections fill the workers, memory and bandwidth panels; hostile names stay text", async () => {
   const source = publisher.provide({ name: "test cluster", sections: () => clusterSections(now()) });
   try {
     const rows = card("workers").locator("tbody tr");
@@ -87,11 +87,29 @@ test("cluster sections fill the workers and memory panels; hostile names stay te
     assert.equal(await memory.locator(".tsdask-memory-worker").count(), 4);
     const managedWidth = await memory.locator(".tsdask-memory-bar").first().locator(".tsdask-memory-managed").evaluate((el) => parseFloat(el.style.width));
     assert.ok(managedWidth > 0 && managedWidth < 100, `managed ${managedWidth}%`);
+    const bandwidth = card("bandwidth");
+    assert.match((await bandwidth.locator(".tsdask-dashboard-summary").textContent()) ?? "", /300\.00 MiB\/s/);
+    assert.deepEqual(await bandwidth.locator(".tsdask-bandwidth-row .tsdask-bandwidth-name").allTextContents(), ["Float64Array", EVIL]);
+    const fills = await bandwidth.locator(".tsdask-bandwidth-fill").evaluateAll((els) => els.map((el) => parseFloat((el as unknown as { style: { width: string } }).style.width)));
+    assert.deepEqual(fills, [100, 0.125], "bars by type scale to the largest");
+    // Senders are rows, receivers columns, by name (sorted as the workers table sorts them).
+    const byName = new Intl.Collator(undefined, { numeric: true }).compare;
+    const matrix = bandwidth.locator(".tsdask-bandwidth-matrix");
+    const receivers = ["worker-0", EVIL].sort(byName);
+    assert.deepEqual(await matrix.locator("thead th").allTextContents(), ["from \\ to", ...receivers]);
+    assert.deepEqual(await matrix.locator("tbody th").allTextContents(), ["worker-0", EVIL, "worker-2"].sort(byName));
+    const cells = async (sender: string): Promise<Record<string, string>> => {
+      const rows = await matrix.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => cell.textContent ?? "")));
+      const [, ...texts] = rows.find(([name]) => name === sender) ?? [];
+      return Object.fromEntries(receivers.map((receiver, i) => [receiver, texts[i]]));
+    };
+    assert.deepEqual(await cells("worker-0"), { "worker-0": "", [EVIL]: "512.00 MiB/s" });
+    assert.deepEqual(await cells("worker-2"), { "worker-0": "1.00 GiB/s", [EVIL]: "" });
     assert.equal(await page.locator('img[src="x"]').count(), 0);
     assert.equal(await page.evaluate(() => (window as { __xss?: unknown }).__xss), undefined);
     // Cards with data move to the front.
     const order = await page.locator(".tsdask-dashboard-card").evaluateAll((els) => els.map((el) => el.getAttribute("data-kind")));
-    assert.deepEqual(order.slice(0, 3), ["progress", "workers", "memory"]);
+    assert.deepEqual(order.slice(0, 4), ["progress", "workers", "memory", "bandwidth"]);
     assert.match((await card("fpm").textContent()) ?? "", /Fine Performance Metrics come from a cluster/);
     await page.screenshot({ path: join(SHOTS, "dashboard-page.png"), fullPage: true });
     await page.emulateMedia({ colorScheme: "dark" });

@@ -4,6 +4,7 @@
 // (or write a MountPanel on the whole snapshot). Kinds without a view yet show their empty state,
 // or say that their data arrived. The sidebar, palette, page and layout restore need nothing else.
 import type { DashboardSnapshot } from "../../protocol/dashboard";
+import { mountBandwidthPanel } from "./bandwidth";
 import { fpmData, mountFpmPanel } from "./fpm";
 import { ICONS } from "./icons";
 import { type PanelKind, sectionPanel } from "./kinds";
@@ -62,6 +63,7 @@ export const PANEL_KINDS: readonly PanelKind[] = [
     icon: ICONS.bandwidth,
     hasData: (s) => (s.bandwidth?.byType.length ?? 0) + (s.bandwidth?.byWorkers.length ?? 0) > 0,
     empty: { text: "Bandwidth shows once a cluster's workers have moved data between them: connect a Client and run a computation whose tasks share data:", code: CLUSTER },
+    mount: mountBandwidthPanel,
   },
   {
     id: "profile",
