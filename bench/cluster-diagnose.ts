@@ -36,7 +36,11 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
 const percent = (value: number, base: number): string => `${(((value - base) / base) * 100).toFixed(1)} %`;
 /** The median over rounds of on / off − 1, each round's two runs taken back to back. */
 const paired = (runs: Record<"on" | "off", Run[]>, field: keyof Run): string => percent(median(runs.on.map((on, i) => on[field] / runs.off[i][field])), 1);
