@@ -218,11 +218,12 @@ describe("seed 003's diagnostics on a LocalCluster whose worker-1 runs 5 s ahead
   test("a transfer into the +5 s worker: its task-stream phase, its incoming log and the sender's outgoing log line up on the scheduler's clock", async () => {
     const holder = (future: { key: unknown }): string => cluster.scheduler.state.whoHas(cluster.scheduler.state.slotOf(String(future.key))!)[0].address;
     const t0 = now();
-    const a = client.submit(ramp, 1_000_000, 7, true);
-    const b = client.submit(ramp, 1_000_000, 8, true);
-    await client.gather([a, b]);
-    assert.notEqual(holder(a), holder(b), "the inputs were placed on different workers");
-    const [onSkewed, onOther] = holder(a) === skewed ? [a, b] : [b, a];
+    // Four inputs over two idle workers: each worker holds some.
+    const inputs = [7, 8, 9, 10].map((start) => client.submit(ramp, 1_000_000, start, true));
+    await client.gather(inputs);
+    const onSkewed = inputs.find((input) => holder(input) === skewed);
+    const onOther = inputs.find((input) => holder(input) !== skewed);
+    assert.ok(onSkewed !== undefined && onOther !== undefined, `the inputs are on ${inputs.map(holder).join(", ")}`);
     const sender = holder(onOther);
     // The tiled input (32 MB) stays where it is made, on the skewed worker: the sum runs there and fetches the other 8 MB.
     const ts = await getTaskStream(() => client.submit(total, client.submit(tile, onSkewed, 4), onOther).result());
@@ -245,8 +246,7 @@ describe("seed 003's diagnostics on a LocalCluster whose worker-1 runs 5 s ahead
     // One transfer seen from both ends and from the scheduler: the same moment, within the clocks' error.
     assert.ok(Math.abs(received.start - transfer.start) < 0.05 && Math.abs(received.stop - transfer.stop) < 0.05, `log ${received.start - t0}–${received.stop - t0}, phase ${transfer.start - t0}–${transfer.stop - t0}`);
     assert.ok(sent.start >= received.start - 0.05 && sent.stop <= received.stop + 0.05, `sent ${sent.start - t0}–${sent.stop - t0} within received ${received.start - t0}–${received.stop - t0}`);
-    a.release();
-    b.release();
+    for (const input of inputs) input.release();
   });
 
   test("MemorySampler: the cluster's heartbeat memory by default, every measure, the first sample at once; align starts each series at 0", async () => {
