@@ -139,6 +139,11 @@ export interface TaskFinishedMessage {
   readonly thread: number;
   /** On the scheduler's clock (the worker applies its offset estimate). */
   readonly startstops: readonly StartStop[];
+  /**
+   * The task's own fine performance metrics, with span ids, from workers that report them with
+   * each task rather than with their heartbeats (Redis workers): counted as a heartbeat's digests.
+   */
+  readonly digests?: readonly MetricRecord[];
 }
 
 export interface TaskErredMessage {
@@ -147,6 +152,8 @@ export interface TaskErredMessage {
   readonly error: PackedError;
   readonly thread: number;
   readonly startstops: readonly StartStop[];
+  /** As TaskFinishedMessage's. */
+  readonly digests?: readonly MetricRecord[];
 }
 
 /**
@@ -159,6 +166,11 @@ export interface MissingDataMessage {
   readonly op: "missing-data";
   readonly key: string;
   readonly errantWorker: WorkerAddress;
+  /**
+   * Queue placement: the task that could not run without it (its job is over; the scheduler queues
+   * it again once the key is back in the store, recomputing the key if it was lost).
+   */
+  readonly task?: string;
 }
 
 /** The worker now also holds these keys (fetched from peers): the scheduler adds it to their holders. */

@@ -11,6 +11,12 @@ import { type Key, formatKey, keyPrefix } from "../../graph/keys";
 import { Graph } from "../../graph/graph";
 import { buildPlan } from "../../graph/plan";
 import { quote } from "../../graph/spec";
+import { currentSpan } from "../../metrics/spans";
+import { type FpmPanel, type FpmPanelOptions, showArrivingPanel } from "../../metrics/panel";
+import type { DisplayHandle } from "../../display";
+import type { FpmData } from "../../../protocol/fpm";
+import type { MetricRecord, SpanRecord } from "../../../protocol/records";
+import { now } from "../../clock";
 import { dashboardPublisher } from "../../dashboard/publisher";
 import { type GraphRun, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
 import type { WireTask } from "../messages";
@@ -23,6 +29,8 @@ import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
 import type { ProfileNode, TaskStreamRecord } from "../../../protocol/records";
 import type { BandwidthDetail } from "../../diagnostics/bandwidth";
 import { registerClusterSource } from "../../diagnostics/cluster-source";
+import type { RedisClusterOptions } from "../redis/cluster";
+import type { WorkerState } from "../scheduler/workers";
 import { computeGraph } from "./computation";
 import {
   type ClientBandwidthOptions,
@@ -35,7 +43,7 @@ import {
   clientTaskStream,
 } from "./diagnostics";
 import { Future, FutureHold } from "./future";
-import { planKeyIds, planSubmission } from "./submission";
+import { planKeyIds, planSpans, planSubmission } from "./submission";
 
 /** What a Client connects to: a cluster whose scheduler runs in this process. */
 export interface ClusterHandle {
@@ -82,9 +90,19 @@ export class Client implements GraphScheduler, AsyncDisposable {
 
   /**
    * Connects to `cluster`; with options (or nothing) instead, starts a LocalCluster of its own
-   * (Dask's `Client()`), closed with the client.
+   * (Dask's `Client()`), closed with the client. With a Redis address
+   * (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS), the workers are those that
+   * serve that Redis (`npx tsdask worker redis://…` on any machine); closing the client removes
+   * everything it stored there.
    */
-  static async connect(cluster?: ClusterHandle | LocalClusterOptions): Promise<Client> {
+  static async connect(cluster?: ClusterHandle | LocalClusterOptions): Promise<Client>;
+  static async connect(redisAddress: string, options?: RedisClusterOptions): Promise<Client>;
+  static async connect(cluster?: ClusterHandle | LocalClusterOptions | string, options?: RedisClusterOptions): Promise<Client> {
+    if (typeof cluster === "string") {
+      // Loaded on first use: BullMQ and ioredis take a quarter of a second to load, and most notebooks never need them.
+      const { RedisCluster } = require("../redis/cluster") as typeof import("../redis/cluster");
+      return new Client(await RedisCluster.connect(cluster, options), true);
+    }
     if (cluster !== undefined && isClusterHandle(cluster)) {
       if (cluster.scheduler.isClosed) throw new Error(`Cannot connect: ${cluster.description} is closed`);
       return new Client(cluster, false);
@@ -108,6 +126,11 @@ export class Client implements GraphScheduler, AsyncDisposable {
 
   get status(): "running" | "closed" {
     return this.closed ? "closed" : "running";
+  }
+
+  /** The workers connected now, by address (a Redis worker's address is its name). */
+  get workers(): ReadonlyMap<string, WorkerState> {
+    return this.scheduler.workers;
   }
 
   // ---- Futures ---------------------------------------------------------------------------------
@@ -152,7 +175,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     }
     const plan = buildPlan(Graph.from(graph), key);
     const keyIds = planKeyIds(plan);
-    const submission = planSubmission(plan, keyIds, this.scheduler.functions, () => false);
+    const submission = { ...planSubmission(plan, keyIds, this.scheduler.functions, () => false), ...planSpans(plan) };
     const slots = this.scheduler.submit(submission);
     const [output] = submission.wanted;
     return this.futureFor(plan.keys[output], keyIds[output], slots[output]);
@@ -231,6 +254,69 @@ export class Client implements GraphScheduler, AsyncDisposable {
     return clientBandwidth(this.diagnostics, options);
   }
 
+  // ---- Fine performance metrics and spans --------------------------------------------------------
+  // Workers send what they measure with their heartbeats (every 0.5 s); these calls first wait
+  // for one from each worker, begun after the call, so everything measured before it is in.
+
+  /**
+   * The cluster's fine performance metrics, Dask's `cumulative_worker_metrics`: every worker's
+   * digests summed since the cluster started, without span ids, as records
+   * `{ context, prefix?, activity, unit, value }` — context "execute" (per task prefix),
+   * "gather-dep" (fetching inputs from peers), "get-data" (serving them), "memory-monitor"
+   * (spilling under memory pressure). Per worker, with span ids: `client.run((w) => w.digestsTotal)`.
+   */
+  async metrics(): Promise<MetricRecord[]> {
+    this.checkOpen();
+    await this.scheduler.syncMetrics();
+    return this.scheduler.cumulativeWorkerMetrics();
+  }
+
+  /**
+   * Every span (Dask's `Span`s, in creation order): id, name, parent and children, enqueued /
+   * start / stop, done, task counts by state, `activeCpuSeconds` (wall × threads while active),
+   * `nbytesTotal`, and the execute metrics of its subtree with the idle time as
+   * ("N/A", "idle or other spans"). Tasks submitted outside any `span()` are in spans named ["default"].
+   */
+  async spans(): Promise<SpanRecord[]> {
+    this.checkOpen();
+    await this.scheduler.syncMetrics();
+    return this.scheduler.spans();
+  }
+
+  /** Everything the Fine Performance Metrics panel draws, as of now (synchronised as above). */
+  async metricsData(): Promise<FpmData> {
+    this.checkOpen();
+    await this.scheduler.syncMetrics();
+    return this.metricsSnapshot();
+  }
+
+  /**
+   * Shows Dask's Fine Performance Metrics panel for the cluster (the same as
+   * `FinePerformanceMetrics.visualize()`, with "Send data, by activity" from the workers'
+   * get-data): in a notebook, in the calling cell at once, from what the scheduler has; the same
+   * output is brought up to date once every worker's next heartbeat is in (≤ 0.5 s). Elsewhere it
+   * writes a standalone HTML file (`fpm.html`) from the up-to-date metrics. Awaiting the handle
+   * gives the up-to-date FpmPanel.
+   */
+  visualizeMetrics(options?: FpmPanelOptions): DisplayHandle<FpmPanel> {
+    this.checkOpen();
+    return showArrivingPanel(this.metricsSnapshot(), this.metricsData(), options);
+  }
+
+  /** The panel's data from what the scheduler has now. */
+  private metricsSnapshot(): FpmData {
+    const { workers } = this.scheduler;
+    let threads = 0;
+    for (const ws of workers.values()) threads += ws.nthreads;
+    const description = `${this.cluster.description}, ${workers.size} worker${workers.size === 1 ? "" : "s"}, ${threads} thread${threads === 1 ? "" : "s"}`;
+    return {
+      metrics: this.scheduler.cumulativeWorkerMetrics(),
+      spans: this.scheduler.spans(),
+      time: now(),
+      source: { description, transfers: true },
+    };
+  }
+
   // ---- Lifetime --------------------------------------------------------------------------------
 
   /** Releases this client's Futures and stops being the default scheduler; closes a cluster it started. */
@@ -296,6 +382,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
       dependencies: Int32Array.from(dependencies),
       order: Int32Array.from(keys, (_, i) => i),
       wanted: calling.map((_, i) => i),
+      span: currentSpan(),
     };
     const slots = this.scheduler.submit(submission);
     return calling.map((call, i) => this.futureFor(call.key, call.key, slots[i]));

@@ -17,7 +17,7 @@ import type { TaskFailure, TaskListener } from "../scheduler/state";
 import type { WorkerState } from "../scheduler/workers";
 import { failureError } from "./errors";
 import { ClusterResult } from "./results";
-import { planKeyIds, planSubmission } from "./submission";
+import { planKeyIds, planSpans, planSubmission } from "./submission";
 
 export interface GraphRequest {
   readonly graph: Graph;
@@ -49,7 +49,7 @@ export async function computeGraph(scheduler: Scheduler, request: GraphRequest):
       plan = buildPlan(graph, request.keys, { cache: held });
       keyIds = planKeyIds(plan);
     }
-    const submission = planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node]));
+    const submission = { ...planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node])), ...planSpans(plan) };
     computation = new Computation(scheduler, plan, keyIds, callbacks);
     for (const cb of callbacks) cb.startState?.(graph, computation.view!);
     await computation.run(submission, signal);
@@ -146,7 +146,7 @@ class Computation implements TaskListener {
         else reject(error);
       };
       signal?.addEventListener("abort", onAbort);
-      stopWatching = this.scheduler.onClose(() => this.settle?.(new Error("The cluster closed during the computation")));
+      stopWatching = this.scheduler.onClose(() => this.settle?.(this.scheduler.closedBy ?? new Error("The cluster closed during the computation")));
       const watchAll = this.mirror !== undefined;
       this.slots = this.scheduler.submit(submission, watchAll ? this : undefined);
       const state = this.scheduler.state;

@@ -3,6 +3,7 @@
 // functions are ids in the cluster's FunctionTable (checked here, before anything runs).
 
 import { type Key, formatKey, keyId, keyPrefix } from "../../graph/keys";
+import { type SpanPath, anyTaskTagged, currentSpan, spanOfSpec } from "../../metrics/spans";
 import type { Plan } from "../../graph/plan";
 import type { Expr } from "../../graph/spec";
 import type { WireTask } from "../messages";
@@ -109,4 +110,20 @@ const NO_IDS: readonly number[] = [];
 /** Key ids of a plan's nodes. */
 export function planKeyIds(plan: Plan): string[] {
   return plan.keys.map(keyId);
+}
+
+/**
+ * Where a plan's tasks belong (spans): the span active where it is submitted, and for tasks a
+ * collection built inside another span (delayed values, arrays), that one. Spread into the
+ * plan's submission.
+ */
+export function planSpans(plan: Plan): Pick<GraphSubmission, "span" | "taskSpans"> {
+  const span = currentSpan();
+  if (!anyTaskTagged()) return { span };
+  let taskSpans: (SpanPath | undefined)[] | undefined;
+  for (let node = 0; node < plan.keys.length; node++) {
+    const tagged = spanOfSpec(plan.graph.get(plan.keys[node]));
+    if (tagged !== undefined) (taskSpans ??= new Array<SpanPath | undefined>(plan.keys.length))[node] = tagged;
+  }
+  return { span, taskSpans };
 }

@@ -10,7 +10,7 @@ import { DashboardPublisher } from "../../dashboard/publisher";
 import { DEFAULT_DASHBOARD_ADDRESS, type DashboardServer, parseDashboardAddress, serveDashboard } from "../../dashboard/server";
 import { clusterFeed } from "../dashboard";
 import type { WorkerStartConfig } from "../messages";
-import { type ClusterSummary, clusterText, showCluster } from "../display";
+import { type ClusterSummary, clusterText, showCluster, workerInfos } from "../display";
 import { Scheduler, type SchedulerSettings } from "../scheduler/scheduler";
 import type { WorkerState } from "../scheduler/workers";
 import { makeClusterFolder, sweepStaleFolders } from "./folders";
@@ -193,13 +193,7 @@ export class LocalCluster implements AsyncDisposable {
       status: this.status,
       transport: this.transport.description,
       dashboardLink: this.dashboardLink,
-      workers: [...(this.closing === undefined ? this.scheduler.workers.values() : [])].map((ws) => ({
-        name: ws.name,
-        address: ws.address,
-        nthreads: ws.nthreads,
-        memoryLimit: ws.memoryLimit,
-        pid: ws.registration.pid,
-      })),
+      workers: this.closing === undefined ? workerInfos(this.scheduler.workers.values()) : [],
     };
   }
 
@@ -318,7 +312,8 @@ function checkOptions(options: LocalClusterOptions): Settings {
     threadsPerWorker: threadsPerWorker!,
     memoryLimit,
     dashboardAddress,
-    scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures, taskStreamLength },
+    // TSDASK_METRICS=off: no fine performance metrics (the workers read it too), to measure what they cost (bench/cluster-fpm.ts).
+    scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures, taskStreamLength, metrics: process.env.TSDASK_METRICS !== "off" },
     profile: profileOption(options.profile),
   };
 }

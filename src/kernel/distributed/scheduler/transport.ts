@@ -25,6 +25,14 @@ export interface TransportEvents {
    * With locality placement its tasks are rescheduled and results only it held are recomputed.
    */
   workerLeft(worker: WorkerAddress, reason: string): void;
+  /**
+   * The transport cannot go on (its server lost for too long, or it lost the cluster's data): the
+   * scheduler closes, and everything pending fails with `error`. Transports that cannot fail this
+   * way never call it.
+   */
+  failed?(error: Error): void;
+  /** Something the user should hear about while it lasts (tasks waiting for a worker, say). */
+  notice?(message: string): void;
 }
 
 /**

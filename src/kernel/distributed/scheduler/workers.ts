@@ -36,6 +36,10 @@ export class WorkerState {
   cpu = 0;
   readonly memory = new WorkerMemory();
   metrics: WorkerMetrics | undefined;
+  /** Heartbeats received so far. */
+  heartbeats = 0;
+  /** Its next heartbeat reply asks for the following heartbeat at once (a metrics sync waits for it). */
+  hurried = false;
   transferredIn = 0;
   transferredOut = 0;
 

@@ -37,6 +37,11 @@ export interface TaskRun {
   /** Whether start and end are the thread's own measurements; false when the task never ran on one or its thread died (both are then `arrived`). */
   readonly ranOnThread: boolean;
   /**
+   * Seconds after `submitted` the task waited while its thread was still busy with tasks handed
+   * over before it (their outcomes not back yet): time already accounted to those tasks.
+   */
+  readonly queued: number;
+  /**
    * Execute-layer metrics: thread-cpu and thread-noncpu (net of what the task metered itself,
    * when the pool reports that), the task's own meters and digests, and "executor" (waiting for
    * a thread, and the trips to and from it).
@@ -51,6 +56,8 @@ export class TaskRunner extends AdaptiveBatching {
   private readonly pool: WorkerPool;
   /** The scheduler's function ids → the pool's. */
   private readonly functionIds = new Map<number, number>();
+  /** Thread id → when the outcome of its latest task arrived (machine clock, epoch s). */
+  private readonly threadFreeAt = new Map<number, number>();
   private nextNode = 0;
 
   constructor(readonly nthreads: number) {
@@ -124,17 +131,26 @@ export class TaskRunner extends AdaptiveBatching {
   private toRun(outcome: TaskOutcome, submitted: number): TaskRun {
     const arrived = machineNow();
     const timing = outcome.timing;
+    const thread = typeof outcome.workerId === "number" ? outcome.workerId : -1;
+    // Tasks queued behind others on a thread (batches of short tasks) count their time from
+    // their predecessor's outcome on: the thread's time is never accounted to two tasks.
+    let queued = 0;
+    if (thread >= 0) {
+      queued = Math.max(0, Math.min(arrived, this.threadFreeAt.get(thread) ?? 0) - submitted);
+      this.threadFreeAt.set(thread, arrived);
+    }
     return {
       ok: outcome.ok,
       value: outcome.ok ? outcome.value : undefined,
       error: outcome.ok ? undefined : packError(outcome.error),
-      thread: typeof outcome.workerId === "number" ? outcome.workerId : -1,
+      thread,
       submitted,
       start: timing?.startTime ?? arrived,
       end: timing?.endTime ?? arrived,
       arrived,
       ranOnThread: timing !== undefined,
-      metrics: runMetrics(timing, submitted, arrived),
+      queued,
+      metrics: runMetrics(timing, submitted + queued, arrived),
     };
   }
 }
@@ -143,8 +159,8 @@ export class TaskRunner extends AdaptiveBatching {
  * The execute-layer metrics of one task from what its thread measured: the task's own list when
  * the pool reports one (thread-cpu and thread-noncpu net of the task's own meters, those meters,
  * the serialize time of handing it over), else thread-cpu and thread-noncpu from its CPU and wall
- * times; then "executor": the time between handing the task over and its outcome that no other
- * measurement explains (waiting for a thread, the trips to and from it).
+ * times; then "executor": the time between handing the task over (or its thread becoming free
+ * for it) and its outcome that no other measurement explains (the trips to and from the thread).
  */
 export function runMetrics(timing: TimingWithMetrics | undefined, submitted: number, arrived: number): Metric[] {
   if (timing === undefined) return [["executor", Math.max(0, arrived - submitted), "seconds"]];
@@ -180,6 +196,6 @@ export class RunningTask {
 /** The outcome of a task that could not be handed to a thread. */
 export function failedRun(error: unknown, submitted: number): TaskRun {
   const arrived = machineNow();
-  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: arrived, end: arrived, arrived, ranOnThread: false, metrics: [] };
+  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: arrived, end: arrived, arrived, ranOnThread: false, queued: 0, metrics: [] };
 }
 

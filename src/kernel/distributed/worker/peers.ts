@@ -135,8 +135,8 @@ export interface DataServerContext {
 
 /**
  * Answers one get-data request on `connection`: the values held (read back from disk if
- * spilled), the rest as missing. Digests ("get-data", serialize / network / memory-read /
- * disk-read…) and an outgoing transfer log entry once the reply has left.
+ * spilled), the rest as missing. Digests ("get-data", serialize / network seconds and bytes /
+ * memory-read / disk-read…) and an outgoing transfer log entry once the reply has left.
  */
 export function serveGetData(request: GetDataRequest, connection: Connection, context: DataServerContext): void {
   const { store, digests, transfers, clock } = context;
@@ -164,7 +164,9 @@ export function serveGetData(request: GetDataRequest, connection: Connection, co
   try {
     wireBytes = connection.sendFrames(parts, (error) => {
       meter.add("network", (performance.now() - sendStart) / 1000, "seconds");
-      if (error !== undefined || Object.keys(sizes).length === 0) return;
+      if (error !== undefined) return;
+      meter.add("network", wireBytes, "bytes");
+      if (Object.keys(sizes).length === 0) return;
       transfers.sent({
         start: clock.toScheduler(start),
         stop: clock.schedulerNow(),

@@ -29,7 +29,7 @@ import type {
   WorkerStartConfig,
 } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "./clock";
-import { Digests, MetricsLedger } from "./digests";
+import { Digests, IGNORING_LEDGER, MetricsLedger } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
 import { MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
 import { keyRepr, typeName } from "./names";
@@ -53,6 +53,8 @@ export class Worker {
   private readonly store: DataStore;
   private readonly peers = new PeerClient();
   private readonly digests = new Digests();
+  /** TSDASK_METRICS=off: tasks digest nothing (to measure what metrics cost, bench/cluster-fpm.ts). */
+  private readonly metricsOn = process.env.TSDASK_METRICS !== "off";
   private readonly transfers = new TransferStats();
   private readonly thresholds: MemoryThresholds;
   private readonly runner: TaskRunner;
@@ -214,7 +216,7 @@ export class Worker {
   // ---- Running tasks -----------------------------------------------------------------------------
 
   private execute(task: WorkerTask): void {
-    const ledger = new MetricsLedger();
+    const ledger = this.metricsOn ? new MetricsLedger() : IGNORING_LEDGER;
     const inputs = new Map<string, unknown>();
     let diskRead: { start: number; stop: number } | undefined;
     const { key, spanId, prefix } = task;
@@ -254,6 +256,7 @@ export class Worker {
     if (run.ranOnThread) {
       startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
     }
+    ledger.skip(run.queued);
     for (const [activity, value, unit] of run.metrics) ledger.add(activity, value, unit);
     if (run.ok) {
       const nbytes = sizeOf(run.value);
@@ -289,6 +292,7 @@ export class Worker {
     }
     if (this.closing !== undefined) return;
     ledger.add("network", Math.max(0, result.stop - result.start - result.deserializeSeconds), "seconds");
+    ledger.add("network", result.wireBytes, "bytes");
     ledger.add("deserialize", result.deserializeSeconds, "seconds");
     const received: { key: string; nbytes: number; type: string }[] = [];
     const sizes: Record<string, number> = {};
