@@ -561,6 +561,15 @@ describe("task-stream ring", () => {
     assert.deepEqual(ring.collect({ startIndex: 0, count: 1 }).map((r) => r.key), ["k15"]);
   });
 
+  test("a cleared ring takes new records (its columns start over, after any length it had grown to)", () => {
+    const ring = new TaskStreamRing(100_000);
+    for (let i = 1; i <= 5000; i++) ring.push(record(i));
+    ring.clear();
+    assert.equal(ring.length, 0);
+    for (let i = 1; i <= 3; i++) ring.push(record(i));
+    assert.deepEqual(ring.collect().map((r) => [r.key, r.startstops[0].stop]), [["k1", 1], ["k2", 2], ["k3", 3]]);
+  });
+
   test("a bad length is refused", () => {
     assert.throws(() => new TaskStreamRing(0), /task stream length must be a whole number/);
   });

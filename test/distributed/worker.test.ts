@@ -97,8 +97,7 @@ describe("cluster worker process", () => {
     assert.equal(finished[2].type, "number");
     assert.ok(phase(finished[0].startstops, "compute")!.stop - phase(finished[0].startstops, "compute")!.start >= 0.09);
 
-    worker.send({ op: "gather", requestId: 7, keys: ["sum", "later", "nope"] });
-    const reply = await worker.next("gather-reply", (m) => m.requestId === 7);
+    const reply = await worker.gather(["sum", "later", "nope"]);
     assert.deepEqual(reply.values, { sum: 111, later: 2 });
     assert.deepEqual(reply.missing, ["nope"]);
 
@@ -165,8 +164,7 @@ describe("cluster worker process", () => {
     const addKeys = await b.next("add-keys");
     assert.deepEqual([...addKeys.keys].sort(), ["plain-y", "shared-x"]);
 
-    b.send({ op: "gather", requestId: 1, keys: ["check-z", "shared-x", "plain-y"] });
-    const { values } = await b.next("gather-reply", (m) => m.requestId === 1);
+    const { values } = await b.gather(["check-z", "shared-x", "plain-y"]);
     assert.deepEqual(values["check-z"], [
       { type: "Float64Array", shared: true, length: BLOCK, first: 0, last: BLOCK - 1 },
       { type: "Float64Array", shared: false, length: BLOCK, first: 1, last: BLOCK },
@@ -247,8 +245,7 @@ describe("cluster worker process", () => {
       ),
     );
     const summed = await worker.next("task-finished", (m) => m.key === "total-all");
-    worker.send({ op: "gather", requestId: 2, keys: ["total-all", "b-0"] });
-    const reply = await worker.next("gather-reply", (m) => m.requestId === 2);
+    const reply = await worker.gather(["total-all", "b-0"]);
     assert.equal(reply.values["total-all"], expected);
     const b0 = reply.values["b-0"] as Float64Array;
     assert.ok(b0 instanceof Float64Array && b0[BLOCK - 1] === BLOCK - 1, "a spilled value comes back equal");

@@ -62,13 +62,6 @@ export interface FreeKeysMessage {
   readonly keys: readonly string[];
 }
 
-/** Sends the values of `keys` back to the client (Client.gather, results of get/compute). */
-export interface GatherMessage {
-  readonly op: "gather";
-  readonly requestId: number;
-  readonly keys: readonly string[];
-}
-
 /** Runs a self-contained function on the worker's main thread with a view of the worker (Client.run). */
 export interface RunMessage {
   readonly op: "run";
@@ -101,7 +94,6 @@ export type ToWorker =
   | ComputeTaskMessage
   | DefineFunctionsMessage
   | FreeKeysMessage
-  | GatherMessage
   | RunMessage
   | ProfileRequestMessage
   | HeartbeatReplyMessage
@@ -228,14 +220,6 @@ export interface WorkerMetrics {
   };
 }
 
-export interface GatherReplyMessage {
-  readonly op: "gather-reply";
-  readonly requestId: number;
-  /** keyId → value, for the keys it holds. */
-  readonly values: Readonly<Record<string, unknown>>;
-  readonly missing: readonly string[];
-}
-
 export interface RunReplyMessage {
   readonly op: "run-reply";
   readonly requestId: number;
@@ -262,11 +246,12 @@ export type FromWorker =
   | ReleaseWorkerDataMessage
   | WorkerStatusMessage
   | HeartbeatMessage
-  | GatherReplyMessage
   | RunReplyMessage
   | ProfileReplyMessage;
 
-// ---- Worker ↔ worker (peer data) ---------------------------------------------------------------
+// ---- Data connections: to a worker's listener, from peers and from the scheduler -------------
+// Replies come in request order. Values travel as frames on a connection of their own, whose
+// reading side (the asker) reads them straight into memory of their own.
 
 export interface GetDataRequest {
   readonly op: "get-data";
@@ -278,6 +263,19 @@ export interface GetDataRequest {
 export interface GetDataReply {
   readonly op: "data";
   /** keyId → value for the keys held; the others are missing. */
+  readonly values: Readonly<Record<string, unknown>>;
+  readonly missing: readonly string[];
+}
+
+/** The scheduler asks for results (Client.gather, results of get/compute): no transfer is logged. */
+export interface GatherMessage {
+  readonly op: "gather";
+  readonly keys: readonly string[];
+}
+
+export interface GatherReplyMessage {
+  readonly op: "gather-reply";
+  /** keyId → value, for the keys it holds; the others are missing. */
   readonly values: Readonly<Record<string, unknown>>;
   readonly missing: readonly string[];
 }

@@ -43,7 +43,7 @@ import {
   clientTaskStream,
 } from "./diagnostics";
 import { Future, FutureHold } from "./future";
-import { planKeyIds, planSpans, planSubmission } from "./submission";
+import { planSpans, planSubmission } from "./submission";
 
 /** What a Client connects to: a cluster whose scheduler runs in this process. */
 export interface ClusterHandle {
@@ -174,7 +174,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
       throw new TypeError(`client.compute takes Delayed values or tsdask/array arrays, got ${describe(collection)}`);
     }
     const plan = buildPlan(Graph.from(graph), key);
-    const keyIds = planKeyIds(plan);
+    const keyIds = plan.ids;
     const submission = { ...planSubmission(plan, keyIds, this.scheduler.functions, () => false), ...planSpans(plan) };
     const slots = this.scheduler.submit(submission);
     const [output] = submission.wanted;

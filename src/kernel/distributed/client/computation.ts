@@ -17,7 +17,7 @@ import type { TaskFailure, TaskListener } from "../scheduler/state";
 import type { WorkerState } from "../scheduler/workers";
 import { failureError } from "./errors";
 import { ClusterResult } from "./results";
-import { planKeyIds, planSpans, planSubmission } from "./submission";
+import { planSpans, planSubmission } from "./submission";
 
 export interface GraphRequest {
   readonly graph: Graph;
@@ -41,13 +41,13 @@ export async function computeGraph(scheduler: Scheduler, request: GraphRequest):
       started.push(cb);
     }
     let plan = buildPlan(graph, request.keys);
-    let keyIds = planKeyIds(plan);
+    let keyIds = plan.ids;
     // Keys the cluster already holds are taken as they are (Dask: a key names its value), and what
     // only they needed is not recomputed.
     const held = heldResults(scheduler, plan, keyIds);
     if (held.size > 0) {
       plan = buildPlan(graph, request.keys, { cache: held });
-      keyIds = planKeyIds(plan);
+      keyIds = plan.ids;
     }
     const submission = { ...planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node])), ...planSpans(plan) };
     computation = new Computation(scheduler, plan, keyIds, callbacks);

@@ -96,6 +96,8 @@ export class RedisWorker {
   /** The heartbeat in flight: leaving waits for it, or it would register the worker again. */
   private beating: Promise<void> = Promise.resolve();
   private executing = 0;
+  /** Tasks run to an outcome on a thread since the worker started (Dask's executed_count). */
+  private executed = 0;
   private fetching = 0;
   /** Reads of inputs from Redis (incoming, peer "redis") and writes of results to it (outgoing). */
   private readonly transfers = new TransferStats();
@@ -380,6 +382,7 @@ export class RedisWorker {
     } finally {
       this.executing--;
     }
+    this.executed++;
     const thread = Math.max(0, run.thread);
     // A task whose thread died before reporting has no compute phase to show.
     if (run.ranOnThread) startstops.push({ action: "compute", start: this.toRedis(this.clock.fromMachine(run.start)), stop: this.toRedis(this.clock.fromMachine(run.end)) });
@@ -476,6 +479,7 @@ export class RedisWorker {
       nbytes: () => undefined,
       memory: () => ({ process: process.memoryUsage.rss(), managed: 0, spilled: 0, spilledFileBytes: 0 }),
       tasks: () => this.taskCounts(),
+      executedCount: () => this.executed,
       incoming: () => this.transfers.incoming.entries(),
       outgoing: () => this.transfers.outgoing.entries(),
       bandwidth: () => this.transfers.bandwidth,

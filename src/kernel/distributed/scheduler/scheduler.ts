@@ -29,7 +29,7 @@ export interface SchedulerEvents {
   heartbeat: [worker: WorkerState, metrics: WorkerMetrics];
 }
 
-type Reply = GatherReplyMessage | RunReplyMessage | ProfileReplyMessage;
+type Reply = RunReplyMessage | ProfileReplyMessage;
 
 interface PendingRequest {
   readonly worker: WorkerAddress;
@@ -222,6 +222,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const release = this.hold();
     try {
       if (this.transport.placement === "queue") return await this.fetchFromStore(keys);
+      const transport = this.transport;
+      if (transport.gather === undefined) throw new Error(`The transport (${transport.description}) places tasks by locality but cannot gather results`);
+      const gatherFrom = (worker: WorkerAddress, workerKeys: readonly string[]): Promise<Pick<GatherReplyMessage, "values" | "missing"> | Error> =>
+        transport.gather!(worker, workerKeys).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
       const values = new Map<string, unknown>();
       let wanted = [...keys];
       for (let attempt = 0; wanted.length > 0; attempt++) {
@@ -234,14 +238,15 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           const failure = this.state.failureOf(slot);
           if (failure !== undefined) throw new Error(`Cannot gather ${this.state.nameOf(slot)}: it failed`);
           const holder = this.state.whoHas(slot)[0];
-          if (holder === undefined) waitFor.push(key);
-          else byWorker.set(holder.address, [...(byWorker.get(holder.address) ?? []), key]);
+          if (holder === undefined) {
+            waitFor.push(key);
+            continue;
+          }
+          const workerKeys = byWorker.get(holder.address);
+          if (workerKeys === undefined) byWorker.set(holder.address, [key]);
+          else workerKeys.push(key);
         }
-        const replies = await Promise.all(
-          [...byWorker].map(([worker, workerKeys]) =>
-            this.request(worker, (requestId) => ({ op: "gather", requestId, keys: workerKeys })) as Promise<GatherReplyMessage | Error>,
-          ),
-        );
+        const replies = await Promise.all([...byWorker].map(([worker, workerKeys]) => gatherFrom(worker, workerKeys)));
         const missing: string[] = [...waitFor];
         [...byWorker].forEach(([worker, workerKeys], i) => {
           const reply = replies[i];
@@ -341,7 +346,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     let forState: FromWorker[] | undefined;
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i];
-      if (message.op === "gather-reply" || message.op === "run-reply" || message.op === "profile-reply") {
+      if (message.op === "run-reply" || message.op === "profile-reply") {
         forState ??= messages.slice(0, i);
         const request = this.requests.get(message.requestId);
         if (request !== undefined) {

@@ -24,6 +24,7 @@ import type {
   WireTask,
   WorkerAddress,
 } from "../messages";
+import { type NumberColumn, grownColumn } from "./columns";
 import { BandwidthEstimate, CumulativeMetrics, SystemHistory, clusterMemory } from "./heartbeats";
 import { SlotHeap } from "./queue";
 import { TaskStreamRing } from "./task-stream";
@@ -598,11 +599,7 @@ export class ClusterState {
 
   private grow(): void {
     const capacity = Math.max(1024, this.capacity * 2);
-    const grown = <T extends Uint8Array | Int32Array | Float64Array>(old: T, make: new (n: number) => T): T => {
-      const next = new make(capacity);
-      next.set(old);
-      return next;
-    };
+    const grown = <T extends NumberColumn>(old: T, make: new (length: number) => T): T => grownColumn(old, make, capacity);
     this.state = grown(this.state, Uint8Array);
     this.waitingOn = grown(this.waitingOn, Int32Array);
     this.pendingDependents = grown(this.pendingDependents, Int32Array);

@@ -4,7 +4,7 @@
 // came from, so any worker kind (peer-to-peer, Redis) can run tasks with it.
 
 import { now as machineNow } from "../../clock";
-import { keyFromId } from "../../graph/keys";
+import { type Key, keyFromId } from "../../graph/keys";
 import type { TaskOutcome, TaskTiming } from "../../scheduler/executor";
 import { AdaptiveBatching } from "../../scheduler/pool/batching";
 import { type PoolJob, WorkerPool } from "../../scheduler/pool/pool";
@@ -52,6 +52,14 @@ export interface TaskRun {
 /** The pool's TaskTiming, with the task's own metrics list where the pool reports one. */
 type TimingWithMetrics = TaskTiming & { readonly metrics?: readonly (readonly [activity: string, value: number, unit: string])[] };
 
+/**
+ * The largest batch of tiny tasks a worker hands a thread: its threads sleep between batches
+ * (below), so every batch costs a wake-up and a message each way, and the worker's main thread
+ * has each batch's outcomes to handle anyway. Outcomes still come back every few ms (worker-main's
+ * REPORT_AFTER_MS), and a batch only grows this long for tasks of a few µs (TARGET_BATCH_MS).
+ */
+const WORKER_MAX_BATCH = 256;
+
 export class TaskRunner extends AdaptiveBatching {
   private readonly pool: WorkerPool;
   /** The scheduler's function ids → the pool's. */
@@ -61,8 +69,10 @@ export class TaskRunner extends AdaptiveBatching {
   private nextNode = 0;
 
   constructor(readonly nthreads: number) {
-    super();
-    this.pool = new WorkerPool("threads", nthreads);
+    super(WORKER_MAX_BATCH);
+    // A worker shares the machine's cores with the scheduler and other workers: its threads sleep
+    // between batches rather than wait awake.
+    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false });
   }
 
   /**
@@ -84,7 +94,7 @@ export class TaskRunner extends AdaptiveBatching {
 
   /** Starts `request` on a thread; `done` gets its outcome once. Returns a handle to cancel it. */
   run(request: TaskRequest, done: (run: TaskRun) => void): RunningTask {
-    const job: PoolJob = { node: this.nextNode++, key: keyFromId(request.key) };
+    const job = new TaskJob(this.nextNode++, request.key);
     const submitted = machineNow();
     const fnIds: number[] = [];
     let wire: WireExpr;
@@ -108,20 +118,24 @@ export class TaskRunner extends AdaptiveBatching {
       case "lit":
         return Array.isArray(task[1]) ? [LITERAL, task[1]] : task[1];
       case "ref": {
-        if (!request.inputs.has(task[1])) throw new Error(`Task ${request.name} refers to ${JSON.stringify(task[1])}, which is not among its inputs`);
         const value = request.inputs.get(task[1]);
+        if (value === undefined && !request.inputs.has(task[1])) {
+          throw new Error(`Task ${request.name} refers to ${JSON.stringify(task[1])}, which is not among its inputs`);
+        }
         return Array.isArray(value) ? [LITERAL, value] : value;
       }
       case "call": {
-        const [, id, ...args] = task;
-        const poolId = this.functionIds.get(id);
-        if (poolId === undefined) throw new Error(`Task ${request.name} calls function ${id}, which was never defined on this worker`);
+        const poolId = this.functionIds.get(task[1]);
+        if (poolId === undefined) throw new Error(`Task ${request.name} calls function ${task[1]}, which was never defined on this worker`);
         fnIds.push(poolId);
-        return [CALL, poolId, ...args.map((arg) => this.toPoolExpr(arg, request, fnIds))];
+        const expr: unknown[] = [CALL, poolId];
+        for (let i = 2; i < task.length; i++) expr.push(this.toPoolExpr(task[i] as WireTask, request, fnIds));
+        return expr;
       }
       case "list": {
-        const [, ...items] = task;
-        return [LIST, ...items.map((item) => this.toPoolExpr(item, request, fnIds))];
+        const expr: unknown[] = [LIST];
+        for (let i = 1; i < task.length; i++) expr.push(this.toPoolExpr(task[i] as WireTask, request, fnIds));
+        return expr;
       }
       default:
         throw new Error(`Task ${request.name} has a malformed expression (${JSON.stringify((task as unknown[])[0])})`);
@@ -178,6 +192,18 @@ export function runMetrics(timing: TimingWithMetrics | undefined, submitted: num
   for (const [, value, unit] of metrics) if (unit === "seconds") measured += value;
   metrics.push(["executor", Math.max(0, arrived - submitted - measured), "seconds"]);
   return metrics;
+}
+
+/** A task as the pool knows it: its key is only worked out from its id for an error message. */
+class TaskJob implements PoolJob {
+  constructor(
+    readonly node: number,
+    private readonly id: string,
+  ) {}
+
+  get key(): Key {
+    return keyFromId(this.id);
+  }
 }
 
 /** A task handed to the runner. */

@@ -13,6 +13,7 @@ import { packError } from "../../scheduler/pool/wire";
 import { type PackedProfile, packProfile } from "../../../protocol/profile";
 import type { StartStop, WorkerStatus } from "../../../protocol/records";
 import { checkProfilingOptions } from "../../profiling/hub";
+import { decodeBatch, encodeBatches } from "../batches";
 import { Connection, listen } from "../comm";
 import { encodeValue } from "../frames";
 import type {
@@ -136,7 +137,7 @@ export class Worker {
   // ---- Messages from the scheduler -------------------------------------------------------------
 
   private onSchedulerBatch(batch: unknown): void {
-    for (const message of (Array.isArray(batch) ? batch : [batch]) as ToWorker[]) {
+    for (const message of decodeBatch(batch) as ToWorker[]) {
       try {
         this.onSchedulerMessage(message);
       } catch (error) {
@@ -155,9 +156,6 @@ export class Worker {
         return;
       case "free-keys":
         this.apply({ type: "free-keys", keys: message.keys });
-        return;
-      case "gather":
-        this.send(this.gatherReply(message));
         return;
       case "run":
         void this.runFunction(message);
@@ -222,10 +220,13 @@ export class Worker {
     const { key, spanId, prefix } = task;
     try {
       for (const dependency of task.dependencies) {
-        const spilled = this.store.isSpilled(dependency.key);
-        const start = this.clock.now();
-        inputs.set(dependency.key, this.store.get(dependency.key, ledger));
-        if (spilled) diskRead = { start: diskRead?.start ?? start, stop: this.clock.now() };
+        if (this.store.isSpilled(dependency.key)) {
+          const start = this.clock.now();
+          inputs.set(dependency.key, this.store.get(dependency.key, ledger));
+          diskRead = { start: diskRead?.start ?? start, stop: this.clock.now() };
+        } else {
+          inputs.set(dependency.key, this.store.get(dependency.key, ledger));
+        }
       }
     } catch (error) {
       const reason = new Error(`Task ${task.name} cannot read its inputs on worker ${this.address}: ${(error as Error).message}`);
@@ -343,11 +344,24 @@ export class Worker {
         serveGetData(message, connection, { store: this.store, digests: this.digests, transfers: this.transfers, clock: this.clock });
         return;
       case "gather":
-        connection.send(this.gatherReply(message));
+        this.replyToGather(message, connection);
         return;
       default:
         throw new Error(`unexpected message ${JSON.stringify((message as { op?: unknown } | null)?.op)}`);
     }
+  }
+
+  /** Answers a gather on a data connection; values that cannot be encoded are reported missing. */
+  private replyToGather(message: GatherMessage, connection: Connection): void {
+    const reply = this.gatherReply(message);
+    let parts: Buffer[];
+    try {
+      parts = encodeValue(reply);
+    } catch (error) {
+      this.log(`cannot send gathered values: ${(error as Error).message}`);
+      parts = encodeValue({ ...reply, values: {}, missing: [...reply.missing, ...Object.keys(reply.values)] });
+    }
+    connection.sendFrames(parts);
   }
 
   /** The values of `message.keys` held here (read back from disk if spilled), for the client. */
@@ -359,7 +373,7 @@ export class Worker {
       if (this.store.has(key)) values[key] = this.store.get(key, meter);
       else missing.push(key);
     }
-    return { op: "gather-reply", requestId: message.requestId, values, missing };
+    return { op: "gather-reply", values, missing };
   }
 
   private async runFunction(message: RunMessage): Promise<void> {
@@ -397,8 +411,10 @@ export class Worker {
     this.outbox.push(message);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    queueMicrotask(() => this.flush());
+    setImmediate(this.flushNow);
   }
+
+  private readonly flushNow = (): void => this.flush();
 
   private flush(): void {
     this.flushScheduled = false;
@@ -406,20 +422,7 @@ export class Worker {
     this.outbox = [];
     const scheduler = this.scheduler;
     if (batch.length === 0 || scheduler === undefined || scheduler.closed) return;
-    try {
-      scheduler.send(batch);
-    } catch {
-      // A value in the batch cannot be encoded (gathered data): send the messages one by one.
-      for (const message of batch) {
-        try {
-          scheduler.send([message]);
-        } catch (error) {
-          if (message.op !== "gather-reply") throw error;
-          this.log(`cannot send gathered values for request ${message.requestId}: ${(error as Error).message}`);
-          scheduler.send([{ ...message, values: {}, missing: [...message.missing, ...Object.keys(message.values)] }]);
-        }
-      }
-    }
+    for (const frames of encodeBatches(batch)) scheduler.sendFrames(frames);
   }
 
   // ---- Heartbeats and memory ---------------------------------------------------------------------
@@ -563,6 +566,7 @@ export class Worker {
         spilledFileBytes: this.store.spilledDiskBytes,
       }),
       tasks: () => this.state.taskCounts(),
+      executedCount: () => this.state.executedCount,
       incoming: () => this.transfers.incoming.entries(),
       outgoing: () => this.transfers.outgoing.entries(),
       bandwidth: () => this.transfers.bandwidth,
