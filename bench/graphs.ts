@@ -14,37 +14,49 @@ export function noop(..._args: unknown[]): null {
   return null;
 }
 
-/** x0 ← x1 ← … ← x(n-1): each task depends on the one before. */
-export function chain(n: number): BenchGraph {
-  const graph: Record<string, unknown> = { "x-0": [noop] };
-  for (let i = 1; i < n; i++) graph[`x-${i}`] = [noop, `x-${i - 1}`];
-  return { name: `chain of ${n}`, graph, keys: [`x-${n - 1}`], tasks: n };
+/**
+ * A key name: `base`, or `base-<run>` when the graph is built for one run of several. A cluster
+ * keeps results while anything refers to them, so runs on one cluster need keys of their own to
+ * compute anything (the prefix, Dask's key_split, stays `base`).
+ */
+function named(base: string, run: number | undefined): string {
+  return run === undefined ? base : `${base}-${run}`;
+}
+
+/** x0 ← x1 ← … ← x(n-1): each task depends on the one before. `run`: see `named`. */
+export function chain(n: number, run?: number): BenchGraph {
+  const x = named("x", run);
+  const graph: Record<string, unknown> = { [`${x}-0`]: [noop] };
+  for (let i = 1; i < n; i++) graph[`${x}-${i}`] = [noop, `${x}-${i - 1}`];
+  return { name: `chain of ${n}`, graph, keys: [`${x}-${n - 1}`], tasks: n };
 }
 
 /** `width` independent chains of `depth` tasks, tuple keys ("x", level, i); all last levels requested. */
-export function independent(width: number, depth: number): BenchGraph {
+export function independent(width: number, depth: number, run?: number): BenchGraph {
+  const x = named("x", run);
   const graph = new Map<Key, unknown>();
   const keys: Key[] = [];
   for (let i = 0; i < width; i++) {
-    graph.set(["x", 0, i], [noop]);
-    for (let level = 1; level < depth; level++) graph.set(["x", level, i], [noop, ["x", level - 1, i]]);
-    keys.push(["x", depth - 1, i]);
+    graph.set([x, 0, i], [noop]);
+    for (let level = 1; level < depth; level++) graph.set([x, level, i], [noop, [x, level - 1, i]]);
+    keys.push([x, depth - 1, i]);
   }
   return { name: `${width}×${depth} independent`, graph, keys, tasks: width * depth };
 }
 
 /** A binary tree reduction over `leaves` leaf tasks. */
-export function treeReduction(leaves: number): BenchGraph {
+export function treeReduction(leaves: number, run?: number): BenchGraph {
+  const [leaf, sum] = [named("leaf", run), named("sum", run)];
   const graph: Record<string, unknown> = {};
   let level: string[] = [];
   for (let i = 0; i < leaves; i++) {
-    graph[`leaf-${i}`] = [noop];
-    level.push(`leaf-${i}`);
+    graph[`${leaf}-${i}`] = [noop];
+    level.push(`${leaf}-${i}`);
   }
   for (let depth = 0; level.length > 1; depth++) {
     const next: string[] = [];
     for (let i = 0; i < level.length; i += 2) {
-      const key = `sum-${depth}-${i / 2}`;
+      const key = `${sum}-${depth}-${i / 2}`;
       graph[key] = i + 1 < level.length ? [noop, level[i], level[i + 1]] : [noop, level[i]];
       next.push(key);
     }
@@ -53,4 +65,11 @@ export function treeReduction(leaves: number): BenchGraph {
   return { name: `tree reduction over ${leaves}`, graph, keys: level, tasks: Object.keys(graph).length };
 }
 
-export const STANDARD_GRAPHS = (): BenchGraph[] => [chain(10_000), independent(2000, 5), treeReduction(10_000)];
+/** Builders of the three graphs every scheduler benchmark measures; `run` gives a graph keys of its own (see `named`). */
+export const STANDARD_BUILDERS: readonly ((run?: number) => BenchGraph)[] = [
+  (run) => chain(10_000, run),
+  (run) => independent(2000, 5, run),
+  (run) => treeReduction(10_000, run),
+];
+
+export const STANDARD_GRAPHS = (): BenchGraph[] => STANDARD_BUILDERS.map((build) => build());

@@ -1,17 +1,18 @@
-// The Redis cluster against a bare BullMQ floor measured in the same run, on a redis-server of
-// its own: per-task latency (a chain, each task waiting for the one before) and throughput
-// (independent tasks) with 1, 2 and 4 worker processes (target: within 1.5× of the floor); and
-// a 100 000-task graph whose client memory must not grow with the tasks that finished.
+// A Redis cluster through the Client against a bare BullMQ floor measured in the same run, on a
+// redis-server of its own, and against LocalCluster: per-task latency (a chain, each task waiting
+// for the one before) and throughput (independent tasks) with 1, 2 and 4 worker processes of one
+// thread each (target: within 1.5× of the floor); a 100 000-task graph whose client memory must
+// not grow with the tasks that finished; the seeds' QR example.
 // Run: npm run bench -- redis   (or node --expose-gc build/bench/redis.js [chain] [tasks] after compiling)
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { Queue, QueueEvents } from "bullmq";
+import { Client, LocalCluster, get } from "../src";
+import * as da from "../src/kernel/collections/array";
 import { redisOptions, parseRedisUrl } from "../src/kernel/distributed/redis/connection";
-import { RedisTransport } from "../src/kernel/distributed/redis/transport";
 import { inc } from "../test/fixtures/tasks";
 import { killOnExit } from "../test/helpers/children";
-import { planRunner } from "../test/helpers/redis-plan";
 import { type RedisServer, startRedisServer } from "../test/helpers/redis-server";
 import { type WorkerProcess, startWorker } from "../test/helpers/redis-workers";
 import { printTable } from "./harness";
@@ -42,9 +43,9 @@ async function stopAll(children: readonly ChildProcess[]): Promise<void> {
 }
 
 /** Seconds per job, adding each job when the previous one completed. */
-async function floorLatency(url: string, jobs: number): Promise<number> {
-  const name = "floor-latency";
-  const workers = await startFloorWorkers(url, name, 1);
+async function floorLatency(url: string, jobs: number, workerCount: number): Promise<number> {
+  const name = `floor-latency-${workerCount}`;
+  const workers = await startFloorWorkers(url, name, workerCount);
   const queue = new Queue(name, { connection: redisOptions(parseRedisUrl(url)) });
   const events = new QueueEvents(name, { connection: redisOptions(parseRedisUrl(url)) });
   await events.waitUntilReady();
@@ -92,63 +93,76 @@ async function floorThroughput(url: string, workerCount: number, jobs: number): 
   }
 }
 
-// ---- tsdask on Redis -----------------------------------------------------------------------
+// ---- tsdask ---------------------------------------------------------------------------------
 
-async function withWorkers<T>(server: RedisServer, count: number, body: () => Promise<T>): Promise<T> {
+let run = 0;
+
+/** A chain of `length` tasks on keys no earlier run used: x-0 (data), x-1 = inc(x-0), … */
+function chain(length: number): { graph: Record<string, unknown>; last: string } {
+  const prefix = `c${run++}x`;
+  const graph: Record<string, unknown> = { [`${prefix}-0`]: 0 };
+  for (let i = 1; i <= length; i++) graph[`${prefix}-${i}`] = [inc, `${prefix}-${i - 1}`];
+  return { graph, last: `${prefix}-${length}` };
+}
+
+function independent(count: number): { graph: Record<string, unknown>; keys: string[] } {
+  const prefix = `t${run++}x`;
+  const graph: Record<string, unknown> = {};
+  for (let i = 0; i < count; i++) graph[`${prefix}-${i}`] = [inc, i];
+  return { graph, keys: Object.keys(graph) };
+}
+
+/** Seconds per task of a chain (after a warm-up chain), on whatever scheduler `get` uses now. */
+async function latency(length: number): Promise<number> {
+  const warm = chain(50);
+  await get(warm.graph, warm.last);
+  const { graph, last } = chain(length);
+  const start = performance.now();
+  const result = await get(graph, last);
+  if (result !== length) throw new Error(`chain ended at ${result}, expected ${length}`);
+  return (performance.now() - start) / 1000 / length;
+}
+
+/** Tasks per second, all submitted at once and every result gathered. */
+async function throughput(tasks: number): Promise<number> {
+  const warm = independent(200);
+  await get(warm.graph, warm.keys);
+  const { graph, keys } = independent(tasks);
+  const start = performance.now();
+  const results = (await get(graph, keys)) as number[];
+  const seconds = (performance.now() - start) / 1000;
+  if (results[tasks - 1] !== tasks) throw new Error(`last result ${results[tasks - 1]}, expected ${tasks}`);
+  return tasks / seconds;
+}
+
+/** Connects a Client to Redis with `count` one-thread workers serving it, for `body`. */
+async function onRedis<T>(server: RedisServer, count: number, body: (client: Client) => Promise<T>, options: { readonly taskStreamLength?: number } = {}): Promise<T> {
   const workers: WorkerProcess[] = [];
   try {
-    for (let i = 0; i < count; i++) workers.push(await startWorker(server.url, { name: `bench-${count}-${i}`, nthreads: CONCURRENCY }));
-    return await body();
+    for (let i = 0; i < count; i++) workers.push(await startWorker(server.url, { name: `bench-${count}-${i}`, nthreads: 1 }));
+    const client = await Client.connect(server.url, { name: "bench", ...options });
+    try {
+      return await body(client);
+    } finally {
+      await client.close();
+    }
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
   }
 }
 
-function chain(length: number): Record<string, unknown> {
-  const graph: Record<string, unknown> = { "x-0": 0 };
-  for (let i = 1; i <= length; i++) graph[`x-${i}`] = [inc, `x-${i - 1}`];
-  return graph;
-}
-
-function independent(count: number): { graph: Record<string, unknown>; keys: string[] } {
-  const graph: Record<string, unknown> = {};
-  for (let i = 0; i < count; i++) graph[`t-${i}`] = [inc, i];
-  return { graph, keys: Object.keys(graph) };
-}
-
-async function tsdaskLatency(server: RedisServer, length: number): Promise<number> {
-  return withWorkers(server, 1, async () => {
-    const transport = await RedisTransport.connect(server.url);
+async function onLocalCluster<T>(count: number, body: (client: Client) => Promise<T>): Promise<T> {
+  const cluster = await LocalCluster.start({ nWorkers: count, threadsPerWorker: 1, name: "bench-redis", dashboardAddress: null });
+  try {
+    const client = await Client.connect(cluster);
     try {
-      const runner = await planRunner(transport, { keepRecords: false });
-      await runner.compute(chain(50), "x-50");
-      const start = performance.now();
-      const result = await runner.compute(chain(length), `x-${length}`);
-      if (result !== length) throw new Error(`chain ended at ${result}, expected ${length}`);
-      return (performance.now() - start) / 1000 / length;
+      return await body(client);
     } finally {
-      await transport.close();
+      await client.close();
     }
-  });
-}
-
-async function tsdaskThroughput(server: RedisServer, workerCount: number, tasks: number): Promise<number> {
-  return withWorkers(server, workerCount, async () => {
-    const transport = await RedisTransport.connect(server.url);
-    try {
-      const runner = await planRunner(transport, { keepRecords: false });
-      const warm = independent(200);
-      await runner.compute(warm.graph, warm.keys);
-      const { graph, keys } = independent(tasks);
-      const start = performance.now();
-      const results = (await runner.compute(graph, keys)) as number[];
-      const seconds = (performance.now() - start) / 1000;
-      if (results[tasks - 1] !== tasks) throw new Error(`last result ${results[tasks - 1]}, expected ${tasks}`);
-      return tasks / seconds;
-    } finally {
-      await transport.close();
-    }
-  });
+  } finally {
+    await cluster.close();
+  }
 }
 
 interface MemorySample {
@@ -157,7 +171,7 @@ interface MemorySample {
 }
 
 /** A tree reduction of ~100 000 tasks; the client's live heap sampled as tasks finish. */
-async function bigGraph(server: RedisServer, leaves: number): Promise<{ tasks: number; seconds: number; samples: MemorySample[] }> {
+async function bigGraph(server: RedisServer, leaves: number, taskStreamLength: number | undefined): Promise<{ tasks: number; seconds: number; samples: MemorySample[] }> {
   const graph: Record<string, unknown> = {};
   let level = Array.from({ length: leaves }, (_, i) => {
     graph[`leaf-${i}`] = [inc, i];
@@ -173,28 +187,46 @@ async function bigGraph(server: RedisServer, leaves: number): Promise<{ tasks: n
     level = next;
   }
   const tasks = Object.keys(graph).length;
-  return withWorkers(server, 2, async () => {
-    const transport = await RedisTransport.connect(server.url);
-    const samples: MemorySample[] = [];
-    const gc = (globalThis as { gc?: () => void }).gc;
-    const sample = (): void => {
-      gc?.();
-      samples.push({ finished: runner.record.finishedCount, heapMB: process.memoryUsage().heapUsed / 2 ** 20 });
-    };
-    const runner = await planRunner(transport, { keepRecords: false });
-    const sampler = setInterval(sample, 2000);
-    try {
-      const start = performance.now();
-      const result = await runner.compute(graph, level[0]);
-      const seconds = (performance.now() - start) / 1000;
-      if (result !== leaves) throw new Error(`the reduction gave ${result}, expected ${leaves}`);
-      sample();
-      return { tasks, seconds, samples };
-    } finally {
-      clearInterval(sampler);
-      await transport.close();
-    }
-  });
+  return onRedis(
+    server,
+    2,
+    async (client) => {
+      const samples: MemorySample[] = [];
+      const gc = (globalThis as { gc?: () => void }).gc;
+      const sample = (): void => {
+        gc?.();
+        samples.push({ finished: client.scheduler.taskStream.index, heapMB: process.memoryUsage().heapUsed / 2 ** 20 });
+      };
+      const sampler = setInterval(sample, 2000);
+      try {
+        const start = performance.now();
+        const result = await get(graph, level[0]);
+        const seconds = (performance.now() - start) / 1000;
+        if (result !== leaves) throw new Error(`the reduction gave ${result}, expected ${leaves}`);
+        sample();
+        return { tasks, seconds, samples };
+      } finally {
+        clearInterval(sampler);
+      }
+    },
+    { taskStreamLength },
+  );
+}
+
+/** Live heap growth per finished task between 10 % and 95 % of the tasks done (all queued, the end's gathering not started). */
+function heapGrowth(samples: readonly MemorySample[], tasks: number): number {
+  const steady = samples.filter((sample) => sample.finished >= 0.1 * tasks && sample.finished <= 0.95 * tasks);
+  const [first, last] = [steady[0], steady[steady.length - 1]];
+  return first === undefined || last === first ? 0 : ((last.heapMB - first.heapMB) * 2 ** 20) / Math.max(1, last.finished - first.finished);
+}
+
+/** The seeds' QR example: qr of a 10000×1000 random array in 1000×1000 chunks, then q·r. */
+async function qrSeconds(): Promise<number> {
+  const a = da.random.random([10000, 1000], { chunks: [1000, 1000], seed: run++ });
+  const [q, r] = da.linalg.qr(a);
+  const start = performance.now();
+  await q.dot(r).compute();
+  return (performance.now() - start) / 1000;
 }
 
 async function main(): Promise<void> {
@@ -203,50 +235,63 @@ async function main(): Promise<void> {
   if ((globalThis as { gc?: unknown }).gc === undefined) console.log("(run with --expose-gc for live-heap samples)");
   const server = await startRedisServer();
   try {
-    const floorSecondsPerTask = await floorLatency(server.url, chainLength);
-    const tsdaskSecondsPerTask = await tsdaskLatency(server, chainLength);
-    console.log(`Redis ${server.url}, one worker process, ${CONCURRENCY} thread(s) / BullMQ concurrency per process`);
+    console.log(`Redis ${server.url}; every worker process has 1 thread, every BullMQ floor worker concurrency 1`);
+    const rows: { workers: number; floorLatency: number; redisLatency: number; localLatency: number; floor: number; redis: number; local: number }[] = [];
+    for (const workers of WORKER_COUNTS) {
+      const floorLatencySeconds = await floorLatency(server.url, chainLength, workers);
+      const floorRate = await floorThroughput(server.url, workers, taskCount);
+      const [redisLatency, redisRate] = await onRedis(server, workers, async () => [await latency(chainLength), await throughput(taskCount)]);
+      const [localLatency, localRate] = await onLocalCluster(workers, async () => [await latency(chainLength), await throughput(taskCount)]);
+      rows.push({ workers, floorLatency: floorLatencySeconds, redisLatency, localLatency, floor: floorRate, redis: redisRate, local: localRate });
+    }
     console.log(`\nlatency: a chain of ${chainLength} tasks, each waiting for the previous (ms per task)`);
     printTable(
-      ["", "ms/task", "× floor"],
+      ["worker processes", "BullMQ floor", "tsdask on Redis", "× floor", "LocalCluster", "Redis ÷ LocalCluster"],
+      rows.map((row) => [String(row.workers), row.floorLatency * 1e3, row.redisLatency * 1e3, row.redisLatency / row.floorLatency, row.localLatency * 1e3, row.redisLatency / row.localLatency]),
+    );
+    console.log(`\nthroughput: ${taskCount} independent tasks submitted at once, every result gathered (tasks per second)`);
+    printTable(
+      ["worker processes", "BullMQ floor /s", "tsdask on Redis /s", "floor ÷ Redis", "LocalCluster /s", "LocalCluster ÷ Redis"],
+      rows.map((row) => [String(row.workers), row.floor, row.redis, row.floor / row.redis, row.local, row.local / row.redis]),
+    );
+
+    const qr = {
+      threads: await (async () => {
+        await qrSeconds();
+        return Math.min(await qrSeconds(), await qrSeconds());
+      })(),
+      redis: await onRedis(server, 2, async () => {
+        await qrSeconds();
+        return Math.min(await qrSeconds(), await qrSeconds());
+      }),
+      local: await onLocalCluster(2, async () => {
+        await qrSeconds();
+        return Math.min(await qrSeconds(), await qrSeconds());
+      }),
+    };
+    console.log("\nthe seeds' QR example (qr of 10000×1000 in 1000×1000 chunks, then q·r), best of 2 after a warm-up");
+    printTable(
+      ["", "seconds", "× threads"],
       [
-        ["BullMQ add → completed (floor)", floorSecondsPerTask * 1e3, 1],
-        ["tsdask task on Redis", tsdaskSecondsPerTask * 1e3, tsdaskSecondsPerTask / floorSecondsPerTask],
+        ["threads scheduler (this process)", qr.threads, 1],
+        ["LocalCluster, 2 workers × 1 thread", qr.local, qr.local / qr.threads],
+        ["Redis, 2 workers × 1 thread", qr.redis, qr.redis / qr.threads],
       ],
     );
-    const throughput: { workers: number; floor: number; tsdask: number }[] = [];
-    for (const workers of WORKER_COUNTS) {
-      const floor = await floorThroughput(server.url, workers, taskCount);
-      const tsdask = await tsdaskThroughput(server, workers, taskCount);
-      throughput.push({ workers, floor, tsdask });
-    }
-    console.log(`\nthroughput: ${taskCount} independent tasks added at once (tasks per second; tsdask also gathers every result)`);
-    printTable(
-      ["worker processes", "BullMQ floor /s", "tsdask /s", "floor ÷ tsdask"],
-      throughput.map(({ workers, floor, tsdask }) => [String(workers), floor, tsdask, floor / tsdask]),
-    );
-    const big = await bigGraph(server, 99_000);
+
+    const big = await bigGraph(server, 99_000, undefined);
+    const growth = heapGrowth(big.samples, big.tasks);
     console.log(`\n${big.tasks} tasks (a tree reduction, fan-in 100) on 2 worker processes: ${big.seconds.toFixed(1)} s, ${(big.tasks / big.seconds).toFixed(0)} tasks/s`);
     printTable(
       ["tasks finished", "client live heap MB"],
       big.samples.map((sample) => [String(sample.finished), sample.heapMB]),
     );
-    // Between 10 % and 95 % of the tasks done: all jobs queued, the end's gathering not started.
-    const steady = big.samples.filter((sample) => sample.finished >= 0.1 * big.tasks && sample.finished <= 0.95 * big.tasks);
-    const [first, last] = [steady[0], steady[steady.length - 1]];
-    const growth = first === undefined || last === first ? 0 : ((last.heapMB - first.heapMB) * 2 ** 20) / Math.max(1, last.finished - first.finished);
-    console.log(`live heap growth per finished task (10–95 % done): ${growth.toFixed(1)} bytes`);
-    const ratios = [tsdaskSecondsPerTask / floorSecondsPerTask, ...throughput.map(({ floor, tsdask }) => floor / tsdask)];
+    console.log(`live heap growth per finished task (10–95 % done): ${growth.toFixed(1)} bytes (the task stream keeps the last 100 000 records, as Dask's)`);
+
+    const ratios = rows.flatMap((row) => [row.redisLatency / row.floorLatency, row.floor / row.redis]);
     const worst = Math.max(...ratios);
     console.log(`worst ratio to the floor ${worst.toFixed(2)} (target ≤ 1.5): ${worst <= 1.5 ? "met" : "NOT met"}`);
-    console.log(
-      JSON.stringify({
-        bench: "redis",
-        latency: { chain: chainLength, floorMs: floorSecondsPerTask * 1e3, tsdaskMs: tsdaskSecondsPerTask * 1e3 },
-        throughput,
-        big: { tasks: big.tasks, seconds: big.seconds, heapGrowthBytesPerTask: growth, samples: big.samples },
-      }),
-    );
+    console.log(JSON.stringify({ bench: "redis", chain: chainLength, tasks: taskCount, rows, qr, big: { tasks: big.tasks, seconds: big.seconds, heapGrowthBytesPerTask: growth, samples: big.samples } }));
   } finally {
     await server.stop();
   }

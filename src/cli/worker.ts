@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import bytes from "bytes-iec";
-import { RedisAddressError, RedisConnectError } from "../kernel/distributed/redis/connection";
+import { RedisAddressError, RedisConnectError } from "../kernel/distributed/redis/errors";
 import { WorkerNameTakenError } from "../kernel/distributed/redis/registry";
 import { RedisWorker } from "../kernel/distributed/redis/worker";
 import { UsageError } from "./install";

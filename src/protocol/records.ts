@@ -192,6 +192,17 @@ export interface WorkerRecord {
   readonly transferredOut: number;
 }
 
+/** The whole cluster's CPU and memory at one moment (Dask's SystemMonitor, summed over the workers). */
+export interface SystemSample {
+  /** Scheduler clock, epoch seconds: when a heartbeat brought news. */
+  readonly time: number;
+  /** % of one core, summed over the workers (each as of its latest heartbeat). */
+  readonly cpu: number;
+  /** Resident bytes of the worker processes. */
+  readonly memory: number;
+  readonly workers: number;
+}
+
 /** Bandwidth estimates (bytes/s), Dask's "Bandwidth Types" and "Bandwidth Workers". */
 export interface BandwidthSummary {
   readonly total: number;

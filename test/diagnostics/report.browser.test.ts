@@ -131,7 +131,7 @@ describe("a local computation's report", () => {
     // Hovering it shows its source line (which holds markup) as text.
     const hotFrame = panel.locator(".tsdask-icicle-cell", { has: page.locator("text", { hasText: /^hotLoop$/ }) }).first().locator("rect");
     await hotFrame.hover();
-    assert.match((await panel.locator(".tsdask-profile-detail").textContent()) ?? "", /^hotLoop — hot\.js:\d+ — .*HOT LINE <img src=x onerror=globalThis\.__xss=1>/);
+    assert.match((await panel.locator(".tsdask-profile-detail").textContent()) ?? "", /^hotLoop — hot\.ts:\d+ — .*HOT LINE <img src=x onerror=globalThis\.__xss=1>/);
     assert.equal(await panel.locator("img").count(), 0);
 
     // Click the hotLoop frame: it becomes the root and the breadcrumbs grow.

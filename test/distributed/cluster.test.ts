@@ -27,6 +27,7 @@ import { AbortError } from "../../src/kernel/scheduler/loop";
 import type { TaskStreamRecord, TransferLogEntry } from "../../src/protocol/records";
 import { fail, hog, killOwnProcess, processId, shout, slowInc, sumOfList } from "../fixtures/cluster-client-tasks";
 import { ramp, spin, total } from "../fixtures/cluster-tasks";
+import { withCluster } from "../helpers/cluster";
 
 const root = join(__dirname, "..", "..", "..");
 
@@ -72,16 +73,6 @@ async function capturing(stream: NodeJS.WriteStream, fn: (written: () => string)
     stream.write = write;
   }
   return chunks.join("");
-}
-
-/** A cluster and its client for one test, closed however the test ends. */
-async function withCluster(options: LocalClusterOptions, fn: (cluster: LocalCluster, client: Client) => Promise<void>): Promise<void> {
-  const cluster = await LocalCluster.start({ dashboardAddress: null, ...options });
-  try {
-    await fn(cluster, await Client.connect(cluster));
-  } finally {
-    await cluster.close();
-  }
 }
 
 describe("LocalCluster and Client", () => {
@@ -253,6 +244,7 @@ describe("LocalCluster and Client", () => {
       record.startstops.map((s) => [s.action, s.source]),
       [
         ["transfer", source],
+        ["deserialize", undefined],
         ["compute", undefined],
       ],
     );

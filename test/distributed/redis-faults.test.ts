@@ -1,41 +1,46 @@
-// Faults of a Redis cluster, with real processes and real signals: a worker killed (SIGKILL) or
-// frozen (SIGSTOP) mid-task, every worker gone, the connection to Redis cut, Redis frozen,
-// stopped, or restarted empty, a wrong password. Each ends in the right result counted once, or
-// in a clear error within a bounded time; nothing is left running or stored.
+// Faults of a Redis cluster through the Client, with real processes and real signals: a worker
+// killed (SIGKILL) or frozen (SIGSTOP) mid-task, every worker gone, the connection to Redis cut,
+// Redis frozen, stopped, or restarted empty, a wrong password or no server at all. Each ends in
+// the right result counted once, or in a clear error within a bounded time; nothing is left
+// running or stored.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { join } from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
-import { RedisConnectError } from "../../src/kernel/distributed/redis/connection";
-import { RedisConnectionLostError, RedisDataLostError, RedisTransport } from "../../src/kernel/distributed/redis/transport";
+import { Client, get } from "../../src";
+import { RedisConnectError, RedisConnectionLostError, RedisDataLostError } from "../../src/kernel/distributed/redis/errors";
+import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { inc, pair, sleep, slowly, stamp } from "../fixtures/redis-tasks";
 import { killOnExit } from "../helpers/children";
-import { type PlanRunner, planRunner } from "../helpers/redis-plan";
+import { freePort } from "../helpers/net";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
 import { TSDASK_CLI, type WorkerProcess, startWorker } from "../helpers/redis-workers";
 import { waitFor } from "../helpers/wait";
 
-const executing = (transport: RedisTransport, name: string): number =>
-  transport.registeredWorkers.find((worker) => worker.info.name === name)?.beat?.metrics.taskCounts.executing ?? 0;
+/** Tasks `name` said it was running in its last heartbeat. */
+const executing = (client: Client, name: string): number => client.workers.get(name)?.metrics?.taskCounts.executing ?? 0;
+
+/** How many task-stream records name `key` (a task run twice, or reported twice, would show twice). */
+const recordsOf = (client: Client, key: string): number => client.scheduler.getTaskStream().filter((record) => record.key === `'${key}'`).length;
 
 describe("Redis faults: workers", () => {
   let server: RedisServer;
   let redis: Redis;
-  let transport: RedisTransport;
-  let runner: PlanRunner;
+  let client: Client;
+  const notices: string[] = [];
   const workers: WorkerProcess[] = [];
   before(async () => {
     server = await startRedisServer();
     redis = new Redis(server.url);
-    transport = await RedisTransport.connect(server.url, { noWorkersTimeout: 1 });
-    runner = await planRunner(transport);
+    client = await Client.connect(server.url, { noWorkersTimeout: 1 });
+    client.scheduler.on("notice", (message) => notices.push(message));
   });
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((worker) => worker.stop()));
   });
   after(async () => {
-    await transport.close();
+    await client.close();
     await waitFor("Redis to be empty", async () => (await redis.dbsize()) === 0, 10);
     redis.disconnect();
     await server.stop();
@@ -45,8 +50,8 @@ describe("Redis faults: workers", () => {
     const doomed = await startWorker(server.url, { name: "doomed" });
     workers.push(doomed);
     // Long enough to be running when the worker's heartbeat shows it busy (up to ~2 s, more on a loaded machine).
-    const computing = runner.compute({ x: 1, slow: [slowly, 4000, "done"], both: [pair, "slow", "x"] }, "both");
-    await waitFor("the doomed worker to run the slow task", () => executing(transport, "doomed") > 0);
+    const computing = get({ x: 1, slow: [slowly, 4000, "done"], both: [pair, "slow", "x"] }, "both");
+    await waitFor("the doomed worker to run the slow task", () => executing(client, "doomed") > 0);
     workers.push(await startWorker(server.url, { name: "rescuer" }));
     const killedAt = performance.now();
     await doomed.kill();
@@ -54,42 +59,42 @@ describe("Redis faults: workers", () => {
     const recovery = (performance.now() - killedAt) / 1000;
     // Lock 5 s + stalled checks every 2 s + the 4 s task again: about 12 s; BullMQ's defaults would take 30 s or more.
     assert.ok(recovery < 25, `took ${recovery.toFixed(1)} s to recover`);
-    assert.equal(runner.record.finished.get("slow")?.worker, "rescuer");
-    assert.deepEqual(runner.record.duplicates, []);
-    await waitFor("the dead worker to be reported gone", () => runner.record.left.includes("doomed"), 15);
+    const slow = client.scheduler.getTaskStream().filter((record) => record.key === "'slow'");
+    assert.deepEqual(slow.map((record) => record.worker), ["rescuer"], "the rescuer's result, counted once");
+    await waitFor("the dead worker to be reported gone", () => !client.workers.has("doomed"), 15);
   });
 
   test("a frozen worker that comes back after its job was taken over: its late result changes nothing", async () => {
     const frozen = await startWorker(server.url, { name: "frozen", extraArgs: ["--part-size", "4 KiB"] });
     workers.push(frozen);
-    const computing = runner.compute({ made: [stamp, 4000, 100_000] }, "made", { keepOutputs: true });
-    await waitFor("the worker to run the task", () => executing(transport, "frozen") > 0);
+    const made = client.submit(stamp, 4000, 100_000);
+    await waitFor("the worker to run the task", () => executing(client, "frozen") > 0);
     process.kill(frozen.pid, "SIGSTOP");
     let rescuer: WorkerProcess;
     try {
       rescuer = await startWorker(server.url, { name: "rescuer2", extraArgs: ["--part-size", "4 KiB"] });
       workers.push(rescuer);
-      const made = (await computing) as Float64Array;
-      assert.ok(made.every((value) => value === rescuer.pid), "the rescuer's result, whole");
+      const result = await made.result();
+      assert.ok(result.every((value) => value === rescuer.pid), "the rescuer's result, whole");
     } finally {
       process.kill(frozen.pid, "SIGCONT");
     }
     // The thawed worker finishes its task and finds the result published: it writes nothing.
     await waitFor("the thawed worker to find its job gone", () => /Missing key for job/.test(frozen.output()), 15);
-    const stored = (await transport.fetch(["made"])).get("made") as Float64Array;
+    const stored = await made.result();
     assert.ok(stored.every((value) => value === rescuer.pid), "the stored value is still the rescuer's, not a mix");
-    assert.deepEqual(runner.record.duplicates, []);
-    transport.forget(["made"]);
+    assert.equal(recordsOf(client, String(made.key)), 1, "counted once");
+    made.release();
   });
 
   test("a client killed without closing: the workers remove its data", async () => {
     const sweeper = await startWorker(server.url, { name: "sweeper", env: { TSDASK_DEAD_CLIENT_GRACE: "1" } });
     workers.push(sweeper);
-    const client = spawn(process.execPath, [join(__dirname, "../helpers/abandoned-client.js"), server.url], { stdio: ["ignore", "pipe", "inherit"] });
-    killOnExit(client);
-    const clientId = await new Promise<string>((resolve) => client.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString().trim())));
-    assert.ok((await redis.keys(`tsdask:${clientId}:*`)).length > 0, "the client stored data");
-    client.kill("SIGKILL");
+    const abandoned = spawn(process.execPath, [join(__dirname, "../helpers/abandoned-client.js"), server.url], { stdio: ["ignore", "pipe", "inherit"] });
+    killOnExit(abandoned);
+    const clientId = await new Promise<string>((resolve) => abandoned.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString().trim())));
+    assert.ok((await redis.keys(`tsdask:${clientId}:v:*`)).length > 0, "the client holds a result in Redis");
+    abandoned.kill("SIGKILL");
     await waitFor("the dead client's namespace to be swept", async () => (await redis.keys(`tsdask:${clientId}*`)).length === 0 && (await redis.sismember("tsdask:clients", clientId)) === 0, 30);
     assert.match(sweeper.output(), new RegExp(`client ${clientId} is gone without closing; removing its data`));
   });
@@ -97,18 +102,29 @@ describe("Redis faults: workers", () => {
   test("every worker gone: the computation waits, says so, and resumes when a worker joins", async () => {
     const only = await startWorker(server.url, { name: "only" });
     workers.push(only);
-    const notices = runner.record.notices.length;
+    const before = notices.length;
     // The first task outlasts the wait for the worker's heartbeat to show it running (up to 2 s).
-    const computing = runner.compute({ a: [slowly, 3000, 1], b: [inc, "a"], c: [inc, "b"] }, "c");
-    await waitFor("the worker to run the first task", () => executing(transport, "only") > 0);
+    const computing = get({ a: [slowly, 3000, 1], b: [inc, "a"], c: [inc, "b"] }, "c");
+    await waitFor("the worker to run the first task", () => executing(client, "only") > 0);
     // SIGTERM: it finishes the running task, then leaves; the next tasks have nobody to run them.
     await only.stop();
-    await waitFor("a notice that no worker is there", () => runner.record.notices.length > notices, 15);
-    const notice = runner.record.notices[notices];
-    assert.match(notice, new RegExp(`No tsdask worker is connected to redis://127\\.0\\.0\\.1:${server.port}: 1 task\\(s\\) wait in its queue\\. Start one .*npx tsdask worker redis://127\\.0\\.0\\.1:${server.port}`));
+    await waitFor("a notice that no worker is there", () => notices.length > before, 15);
+    const port = server.port;
+    assert.match(notices[before], new RegExp(`No tsdask worker is connected to redis://127\\.0\\.0\\.1:${port}: 1 task\\(s\\) wait in its queue\\. Start one .*npx tsdask worker redis://127\\.0\\.0\\.1:${port}`));
+    assert.equal(client.workers.size, 0);
     workers.push(await startWorker(server.url, { name: "latecomer" }));
     assert.equal(await computing, 3);
-    await waitFor("a notice that work resumed", () => runner.record.notices.some((text) => /A worker joined/.test(text)), 5);
+    await waitFor("a notice that work resumed", () => notices.slice(before).some((text) => /A worker joined/.test(text)), 5);
+  });
+
+  test("no worker at all when tasks are submitted: they wait in the queue and run when one joins", async () => {
+    await waitFor("no worker to be connected", () => client.workers.size === 0, 5);
+    const waiting = client.submit(inc, 41);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(waiting.status, "pending");
+    workers.push(await startWorker(server.url, { name: "late" }));
+    assert.equal(await waiting.result(), 42);
+    waiting.release();
   });
 });
 
@@ -125,31 +141,38 @@ describe("Redis faults: the connection and the server", () => {
   });
 
   test("connections cut mid-computation: everything reconnects and the result is right", async () => {
-    const transport = await RedisTransport.connect(server.url);
+    const client = await Client.connect(server.url);
     try {
-      const runner = await planRunner(transport);
       const graph: Record<string, unknown> = { x0: 0 };
       for (let i = 1; i <= 40; i++) graph[`x${i}`] = [slowly, 25, [inc, `x${i - 1}`]];
-      const computing = runner.compute(graph, "x40");
+      const computing = get(graph, "x40");
       await new Promise((resolve) => setTimeout(resolve, 300));
       const admin = new Redis(server.url);
       const killed = await admin.call("CLIENT", "KILL", "TYPE", "normal");
       admin.disconnect();
       assert.ok(Number(killed) >= 3, `killed ${killed} connections`);
       assert.equal(await computing, 40);
-      assert.deepEqual(runner.record.duplicates, []);
+      for (let i = 1; i <= 40; i++) assert.equal(recordsOf(client, `x${i}`), 1, `x${i} counted once`);
     } finally {
-      await transport.close();
+      await client.close();
     }
   });
 
-  test("a wrong password: a clear error at connect, from the client and from a worker", async () => {
+  test("a wrong password, or no Redis there: a clear error at connect, from the client and from a worker", async () => {
     const wrong = server.url.replace(":pw@", ":nope@");
-    await assert.rejects(RedisTransport.connect(wrong), (error: Error) => {
+    await assert.rejects(Client.connect(wrong), (error: Error) => {
       assert.ok(error instanceof RedisConnectError);
       assert.match(error.message, new RegExp(`^Cannot connect to Redis at redis://127\\.0\\.0\\.1:${server.port}: wrong user name or password$`));
       return true;
     });
+    const nobody = await freePort();
+    await assert.rejects(Client.connect(`redis://127.0.0.1:${nobody}`), (error: Error) => {
+      assert.ok(error instanceof RedisConnectError);
+      assert.match(error.message, new RegExp(`^Cannot connect to Redis at redis://127\\.0\\.0\\.1:${nobody}: connection refused`));
+      return true;
+    });
+    await assert.rejects(Client.connect("http://127.0.0.1:6379"), /the scheme must be redis:\/\/ or rediss:\/\//);
+    await assert.rejects(Client.connect(server.url, { colour: "blue" } as never), /Unknown option "colour" for a Redis cluster/);
     const run = (): string => {
       try {
         execFileSync(process.execPath, [TSDASK_CLI, "worker", wrong, "--name", "intruder"], { stdio: "pipe", timeout: 20_000 });
@@ -163,11 +186,11 @@ describe("Redis faults: the connection and the server", () => {
     assert.equal(run(), `tsdask worker: Cannot connect to Redis at redis://127.0.0.1:${server.port}: wrong user name or password\n`);
   });
 
-  test("Redis frozen: the computation fails with an error naming the server, within the bound", async () => {
-    const transport = await RedisTransport.connect(server.url, { connectionLostTimeout: 2 });
+  test("Redis frozen: the computation fails with an error naming the server, within the bound; so do the client's Futures", async () => {
+    const client = await Client.connect(server.url, { connectionLostTimeout: 2 });
     try {
-      const runner = await planRunner(transport);
-      const computing = runner.compute({ a: [sleep, 3000] }, "a");
+      const computing = get({ a: [sleep, 3000] }, "a");
+      const future = client.submit(sleep, 3001);
       await new Promise((resolve) => setTimeout(resolve, 300));
       const frozenAt = performance.now();
       server.freeze(true);
@@ -179,20 +202,32 @@ describe("Redis faults: the connection and the server", () => {
         });
         const elapsed = (performance.now() - frozenAt) / 1000;
         assert.ok(elapsed >= 1.5 && elapsed < 8, `failed after ${elapsed.toFixed(1)} s`);
+        await assert.rejects(future.result(), RedisConnectionLostError);
+        assert.equal(client.status, "closed", "the client closed with its cluster");
       } finally {
         server.freeze(false);
       }
     } finally {
-      await transport.close();
+      await client.close();
     }
   });
 
   test("Redis restarted empty: a clear error naming the lost keys", async () => {
-    const transport = await RedisTransport.connect(server.url);
+    const client = await Client.connect(server.url);
     try {
-      const runner = await planRunner(transport);
-      const computing = runner.compute({ input: 41, slow: [slowly, 5000, "input"], last: [inc, "slow"] }, "last");
-      await waitFor("the slow task to run", () => executing(transport, "steady") > 0);
+      const computing = get({ input: 41, slow: [slowly, 5000, "input"], last: [inc, "slow"] }, "last");
+      // Its job active in this client's queue (the worker may still be busy with an earlier test's task).
+      const prefix = `tsdask:${(client.scheduler.transport as RedisTransport).clientId}`;
+      const check = new Redis(server.url);
+      try {
+        await waitFor("the slow task to run", async () => {
+          const active = await check.lrange(`${prefix}:tasks:active`, 0, -1);
+          const names = await Promise.all(active.map((id) => check.hget(`${prefix}:tasks:${id}`, "name")));
+          return names.includes("slow");
+        });
+      } finally {
+        check.disconnect();
+      }
       await server.restartEmpty();
       await assert.rejects(computing, (error: Error) => {
         assert.ok(error instanceof RedisDataLostError, String(error));
@@ -208,15 +243,14 @@ describe("Redis faults: the connection and the server", () => {
         return names.includes("steady");
       });
     } finally {
-      await transport.close();
+      await client.close();
     }
   });
 
   test("Redis gone for good: the computation fails within the bound, naming the server", async () => {
-    const transport = await RedisTransport.connect(server.url, { connectionLostTimeout: 2 });
+    const client = await Client.connect(server.url, { connectionLostTimeout: 2 });
     try {
-      const runner = await planRunner(transport);
-      const computing = runner.compute({ a: [sleep, 5000] }, "a");
+      const computing = get({ a: [sleep, 5000] }, "a");
       await new Promise((resolve) => setTimeout(resolve, 300));
       const stoppedAt = performance.now();
       await server.stop();
@@ -228,8 +262,27 @@ describe("Redis faults: the connection and the server", () => {
       const elapsed = (performance.now() - stoppedAt) / 1000;
       assert.ok(elapsed < 8, `failed after ${elapsed.toFixed(1)} s`);
     } finally {
-      await transport.close();
+      await client.close();
       await server.restartEmpty(); // for the workers' clean exit in after()
+    }
+  });
+});
+
+// Every transport's connections are gone after close (checked by the Redis server's own list).
+describe("Redis: a closed client leaves no connection open", () => {
+  test("CLIENT LIST has none of the client's connections after close()", async () => {
+    const server = await startRedisServer();
+    const admin = new Redis(server.url);
+    try {
+      const client = await Client.connect(server.url);
+      const id = (client.scheduler.transport as RedisTransport).clientId;
+      const mine = async (): Promise<number> => ((await admin.client("LIST")) as string).split("\n").filter((line) => line.includes(`name=tsdask-client-${id}`)).length;
+      assert.ok((await mine()) >= 2);
+      await client.close();
+      await waitFor("the client's connections to close", async () => (await mine()) === 0, 5);
+    } finally {
+      admin.disconnect();
+      await server.stop();
     }
   });
 });

@@ -1,16 +1,14 @@
 // Workers on other "machines": redis-server and two workers each in a network namespace of their
-// own, on a private bridge the test makes; the client reaches them through its own interface. The
+// own, on a private bridge the test makes; the Client reaches them through its own interface. The
 // inputs and results really cross network interfaces (their byte counters say so), and the
 // results equal the local scheduler's. Where namespaces cannot be made, the test says why.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
-import { RedisTransport } from "../../src/kernel/distributed/redis/transport";
-import { get } from "../../src/kernel/scheduler/get";
+import { Client, get } from "../../src";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { add } from "../fixtures/tasks";
 import { type PrivateNetwork, createNetwork, namespacesUnavailable } from "../helpers/netns";
-import { planRunner } from "../helpers/redis-plan";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
 import { type WorkerProcess, startWorker } from "../helpers/redis-workers";
 
@@ -38,9 +36,8 @@ describe("a Redis cluster across network namespaces", { skip: unavailable }, () 
   test("inputs and results cross the network; results equal the local scheduler's", async () => {
     assert.match(server.url, new RegExp(`^redis://:netpw@${network.address("redis").replace(/\./g, "\\.")}:6379$`));
     const before = { alpha: network.counters("alpha"), beta: network.counters("beta"), redis: network.counters("redis") };
-    const transport = await RedisTransport.connect(server.url);
+    const client = await Client.connect(server.url);
     try {
-      const runner = await planRunner(transport);
       const graph: Record<string, unknown> = {};
       const parts: string[] = [];
       for (let i = 0; i < 8; i++) {
@@ -51,8 +48,8 @@ describe("a Redis cluster across network namespaces", { skip: unavailable }, () 
       graph.sum = [add, ...parts.slice(0, 2)];
       const keys = [parts, "sum", "block-3"];
       const expected = await get(graph, keys, { scheduler: "sync" });
-      assert.deepEqual(await runner.compute(graph, keys), expected);
-      const hosts = new Set([...runner.record.finished.values()].map((record) => record.worker));
+      assert.deepEqual(await get(graph, keys), expected);
+      const hosts = new Set(client.scheduler.getTaskStream().map((record) => record.worker));
       assert.deepEqual(hosts, new Set(["alpha", "beta"]), "both hosts ran tasks");
       const alphaSent = network.counters("alpha").sent - before.alpha.sent;
       const betaSent = network.counters("beta").sent - before.beta.sent;
@@ -64,7 +61,7 @@ describe("a Redis cluster across network namespaces", { skip: unavailable }, () 
       assert.ok(alphaReceived + betaReceived > 16e6, `workers received ${alphaReceived + betaReceived} bytes`);
       assert.ok(redisReceived > 16e6, `redis received ${redisReceived} bytes`);
     } finally {
-      await transport.close();
+      await client.close();
     }
     const check = new Redis(server.url);
     try {

@@ -1,6 +1,6 @@
 // RedisStore and Redis addresses against a real redis-server: frames as raw bytes, values cut
 // into parts, publish-once, the client-liveness guard, deletion and the sweep; connecting with
-// wrong credentials, to nothing, to a silent server and over TLS.
+// wrong credentials, to nothing, to a silent server and over TLS (a Client and a worker too).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -9,11 +9,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Redis } from "ioredis";
-import { RedisConnectError, connectRedis, parseRedisUrl } from "../../src/kernel/distributed/redis/connection";
+import { Client, get } from "../../src";
+import { connectRedis, parseRedisUrl } from "../../src/kernel/distributed/redis/connection";
+import { RedisConnectError } from "../../src/kernel/distributed/redis/errors";
 import { Namespace } from "../../src/kernel/distributed/redis/keys";
 import { RedisStore } from "../../src/kernel/distributed/redis/store";
 import { freePort } from "../helpers/net";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
+import { startWorker } from "../helpers/redis-workers";
+import { inc } from "../fixtures/tasks";
 
 describe("Redis addresses", () => {
   test("redis:// and rediss:// with user, password, port and database", () => {
@@ -122,6 +126,19 @@ describe("connecting to Redis", () => {
         assert.match(untrusted.message, /certificate/i);
         const plain = await connectError(tlsServer.url.replace("rediss://", "redis://"), 1000);
         assert.match(plain.message, /Cannot connect to Redis at redis:\/\/127\.0\.0\.1/);
+        // A Client and a worker over TLS, end to end.
+        const worker = await startWorker(tlsServer.url, { name: "tls", extraArgs: ["--tls-ca", join(dir, "ca.crt")] });
+        try {
+          const client = await Client.connect(tlsServer.url, { tls: { ca: readFileSync(join(dir, "ca.crt")) } });
+          try {
+            assert.deepEqual([...client.workers.keys()], ["tls"]);
+            assert.equal(await get({ a: 1, b: [inc, "a"] }, "b"), 2);
+          } finally {
+            await client.close();
+          }
+        } finally {
+          await worker.stop();
+        }
       } finally {
         await tlsServer.stop();
       }

@@ -1,21 +1,25 @@
-// The Redis cluster end to end: real redis-server, real `tsdask worker` processes, the Redis
-// transport driven by a small plan loop. Results equal the local scheduler's; diagnostics
-// (transfer from "redis", compute, metrics, transfer logs) come back on the client's clock even
-// from a worker whose clock is off; functions are run only as the worker allows; values larger
-// than a part travel in parts; nothing is left in Redis afterwards.
+// A Redis cluster end to end through the Client: real redis-server, real `tsdask worker` processes.
+// Results equal the local schedulers' (raw graphs, delayed values, arrays, Futures); the
+// diagnostics a user reads (task stream with the read from "redis", metrics, callbacks, the
+// workers' transfer logs) land on the client's clock even from a worker whose clock is off;
+// functions run only as the worker allows; values larger than a part travel in parts; nothing is
+// left in Redis afterwards.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
-import { now } from "../../src/kernel/clock";
-import { RedisTransport } from "../../src/kernel/distributed/redis/transport";
-import { get } from "../../src/kernel/scheduler/get";
+import { CacheProfiler, Client, Profiler, ProgressBar, delayed, get, nbytes, span, withCallbacks } from "../../src";
 import { parseWorkerArgs } from "../../src/cli/worker";
+import * as da from "../../src/kernel/collections/array";
+import { now } from "../../src/kernel/clock";
+import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { ramp, total } from "../fixtures/cluster-tasks";
+import { describeWorker } from "../fixtures/redis-tasks";
+import { clusterFeed } from "../../src/kernel/distributed/dashboard";
 import { add, burn, fill, inc, mul, pair, sha1, sleep, throwMine } from "../fixtures/tasks";
-import { planRunner } from "../helpers/redis-plan";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
 import { type WorkerProcess, startWorker } from "../helpers/redis-workers";
 import { waitFor } from "../helpers/wait";
@@ -45,10 +49,13 @@ describe("tsdask worker: command line", () => {
   });
 });
 
-describe("a Redis cluster", () => {
+describe("a Redis cluster through the Client", () => {
   let server: RedisServer;
   let redis: Redis;
+  let client: Client;
   const workers: WorkerProcess[] = [];
+  const clientId = (of: Client): string => (of.scheduler.transport as RedisTransport).clientId;
+
   before(async () => {
     server = await startRedisServer({ password: "pw" });
     redis = new Redis(server.url);
@@ -56,8 +63,10 @@ describe("a Redis cluster", () => {
     // Small parts: results larger than 64 KiB are cut into parts by the workers too.
     workers.push(await startWorker(server.url, { name: "w1", nthreads: 2, extraArgs: ["--memory-limit", "1 GiB", "--part-size", "64 KiB"] }));
     workers.push(await startWorker(server.url, { name: "w2", nthreads: 1, extraArgs: ["--part-size", "64 KiB"], env: { TSDASK_CLOCK_OFFSET: "1000" } }));
+    client = await Client.connect(server.url, { name: "tests" });
   });
   after(async () => {
+    await client?.close();
     await Promise.all(workers.map((worker) => worker.stop()));
     // BullMQ's stalled-check marker of a worker that stopped before it saw the last client leave
     // expires by itself within the stalled interval (2 s).
@@ -68,139 +77,223 @@ describe("a Redis cluster", () => {
     await server.stop();
   });
 
-  test("results equal the local scheduler's, and each task counts once", async () => {
-    const transport = await RedisTransport.connect(server.url);
-    try {
-      const runner = await planRunner(transport);
-      const block = new Float64Array(100_000).map((_, i) => i / 7);
-      const graph = {
-        a: 1,
-        b: [inc, "a"],
-        c: [add, "a", "b"],
-        d: [mul, "c", 10],
-        text: [sha1, "hello"],
-        ints: [fill, new Int32Array(1000), 7],
-        block,
-        both: [pair, "d", ["text", "ints"]],
-        slow: [sleep, 30],
-        burn: [burn, 100_000],
-      };
-      const keys = [["both", "slow"], "burn", "block", "c"];
-      const expected = await get(graph, keys, { scheduler: "sync" });
-      const actual = await runner.compute(graph, keys);
-      assert.deepEqual(actual, expected);
-      assert.ok((actual as unknown[])[2] instanceof Float64Array);
-      assert.deepEqual(runner.record.duplicates, []);
-      assert.equal(runner.record.finished.size, 8, "one report per task");
-      const tupleGraph = new Map<unknown, unknown>([
-        [["x", 0], 2],
-        [["x", 1], [inc, ["x", 0]]],
-        [["y", 0], [add, ["x", 0], ["x", 1]]],
-      ]);
-      assert.deepEqual(await runner.compute(tupleGraph as never, [["y", 0]]), [5]);
-    } finally {
-      await transport.close();
-    }
-    assert.deepEqual(await redis.keys(`tsdask:${transport.clientId}*`), [], "the client's namespace is empty after close");
+  test("connect: client.workers lists the Redis workers with their threads and memory limit", () => {
+    assert.deepEqual([...client.workers.keys()].sort(), ["w1", "w2"]);
+    const w1 = client.workers.get("w1")!;
+    assert.equal(w1.nthreads, 2);
+    assert.equal(w1.memoryLimit, 2 ** 30);
+    assert.equal(client.workers.get("w2")!.nthreads, 1);
+    assert.match(String(client), /^Client\('tests', workers=2, threads=3, memory=/);
+    assert.equal(client.cluster.description, `RedisCluster 'tests' at redis://127.0.0.1:${server.port}`);
+    assert.doesNotMatch(client.cluster.description, /pw/, "no password in what is shown");
   });
 
-  test("keys computed again right after they were forgotten keep their new values", async () => {
-    const transport = await RedisTransport.connect(server.url);
-    try {
-      const runner = await planRunner(transport);
-      const graph = (n: number, offset: number): Record<string, unknown> =>
-        Object.fromEntries(Array.from({ length: n }, (_, i) => [`t-${i}`, [add, i, offset]]));
-      const first = Object.keys(graph(200, 0));
-      assert.deepEqual(await runner.compute(graph(200, 0), first), first.map((_, i) => i));
-      const second = Object.keys(graph(1000, 1));
-      assert.deepEqual(await runner.compute(graph(1000, 1), second), second.map((_, i) => i + 1));
-    } finally {
-      await transport.close();
-    }
+  test("results equal the local schedulers': raw graphs, tuple keys, delayed values, arrays; each task counts once", async () => {
+    const before = client.scheduler.taskStream.index;
+    const block = new Float64Array(100_000).map((_, i) => i / 7);
+    const graph = {
+      a: 1,
+      b: [inc, "a"],
+      c: [add, "a", "b"],
+      d: [mul, "c", 10],
+      text: [sha1, "hello"],
+      ints: [fill, new Int32Array(1000), 7],
+      block,
+      both: [pair, "d", ["text", "ints"]],
+      slow: [sleep, 30],
+      burn: [burn, 100_000],
+    };
+    const keys = [["both", "slow"], "burn", "block", "c"];
+    const expected = await get(graph, keys, { scheduler: "sync" });
+    // The open Client is the default scheduler.
+    const actual = await get(graph, keys);
+    assert.deepEqual(actual, expected);
+    assert.ok((actual as unknown[])[2] instanceof Float64Array);
+    const records = client.scheduler.getTaskStream({ startIndex: before });
+    assert.equal(records.length, Object.keys(graph).length, "one record per task: none ran twice, none was reported twice");
+    assert.equal(new Set(records.map((record) => record.key)).size, records.length);
+
+    const tupleGraph = new Map<unknown, unknown>([
+      [["x", 0], 2],
+      [["x", 1], [inc, ["x", 0]]],
+      [["y", 0], [add, ["x", 0], ["x", 1]]],
+    ]);
+    assert.deepEqual(await get(tupleGraph as never, [["y", 0]]), [5]);
+
+    const double = delayed(mul, { name: "double" });
+    const result = delayed(add)(double(delayed(inc)(1), 2), 10);
+    assert.equal(await result.compute(), 14);
+    const future = client.compute(result);
+    assert.equal(await future.result(), 14);
+    future.release();
+
+    const a = da.random.random([400, 300], { chunks: [100, 100], seed: 7 });
+    const b = a.dot(a.T).sum({ axis: 0 }).add(1);
+    const threads = await b.compute({ scheduler: "threads" });
+    const onRedis = await b.compute();
+    assert.deepEqual(onRedis.shape, threads.shape);
+    assert.ok(Buffer.from(onRedis.data.buffer).equals(Buffer.from(threads.data.buffer)), "bit for bit the threads scheduler's values");
+  });
+
+  test("Futures: submit, map, gather, Futures as arguments; results stay in Redis while held", async () => {
+    const a = client.submit(inc, 1);
+    const b = client.submit(add, a, 10);
+    const parts = [client.submit(ramp, 4, 1, false), client.submit(ramp, 5, 1, false)];
+    const sum = client.submit(total, ...parts);
+    const mapped = client.map(inc, [10, 20, 30]);
+    assert.equal(await b.result(), 12);
+    assert.equal(a.status, "finished");
+    assert.equal(await sum.result(), 1 + 2 + 3 + 4 + 1 + 2 + 3 + 4 + 5);
+    assert.deepEqual(await client.gather(mapped), [11, 21, 31]);
+    assert.deepEqual(await client.gather({ first: a, rest: [b, 7] }), { first: 2, rest: [12, 7] });
+    const stored = async (): Promise<number> => (await redis.keys(`tsdask:${clientId(client)}:v:*`)).length;
+    assert.ok((await stored()) >= 4, "held results are in Redis");
+    for (const future of [a, b, sum, ...parts, ...mapped]) future.release();
+    await waitFor("released results to leave Redis", async () => (await stored()) === 0, 5).catch(async (error: Error) => {
+      throw new Error(`${error.message}; left: ${(await redis.keys(`tsdask:${clientId(client)}:v:*`)).join(", ")}`);
+    });
   });
 
   test("task errors come back as the task's own error", async () => {
-    const transport = await RedisTransport.connect(server.url);
-    try {
-      const runner = await planRunner(transport);
-      await assert.rejects(runner.compute({ x: [throwMine, "boom"] }, "x"), (error: Error) => error.name === "MyError" && error.message === "boom" && (error as Error & { code: string }).code === "E_MINE");
-    } finally {
-      await transport.close();
-    }
+    await assert.rejects(get({ x: [throwMine, "boom"] }, "x"), (error: Error) => error.name === "MyError" && error.message === "boom" && (error as Error & { code: string }).code === "E_MINE");
+    const failed = client.submit(throwMine, "again");
+    await assert.rejects(failed.result(), /again/);
+    assert.equal(failed.status, "error");
+    assert.equal(await get({ y: [inc, 1] }, "y"), 2, "the cluster is still usable");
   });
 
-  test("diagnostics: transfer from redis, compute, metrics and transfer logs, on the client's clock", async () => {
-    const transport = await RedisTransport.connect(server.url);
-    try {
-      const runner = await planRunner(transport);
-      const start = now();
-      const graph: Record<string, unknown> = { data: new Float64Array(200_000).fill(0.5) };
-      for (let i = 0; i < 6; i++) graph[`total-${i}`] = [total, "data"];
-      await runner.compute(graph, Object.keys(graph).filter((key) => key.startsWith("total-")));
-      const stop = now();
-      const records = [...runner.record.finished.values()];
-      assert.equal(records.length, 6);
-      assert.deepEqual(new Set(records.map((record) => record.worker)), new Set(["w1", "w2"]), "both workers took tasks");
-      for (const record of records) {
-        const [transfer, compute] = record.startstops;
-        assert.equal(transfer.action, "transfer");
-        assert.equal(transfer.source, "redis");
-        assert.equal(compute.action, "compute");
-        for (const time of [transfer.start, transfer.stop, compute.start, compute.stop]) {
-          assert.ok(time >= start - 0.05 && time <= stop + 0.05, `${record.worker}: ${time} is outside [${start}, ${stop}]`);
-        }
-        assert.ok(transfer.start <= transfer.stop && transfer.stop <= compute.start + 0.01 && compute.start <= compute.stop);
-        assert.equal(record.type, "number");
-        const cpu = record.metrics.find((metric) => metric.context === "execute" && metric.activity === "thread-cpu");
-        assert.ok(cpu !== undefined && cpu.span === "default" && cpu.prefix === "total" && cpu.unit === "seconds");
-        assert.ok(record.metrics.some((metric) => metric.context === "gather-dep" && metric.activity === "network"));
-        assert.ok(record.transfer !== undefined);
-        assert.equal(record.transfer.who, "redis");
-        assert.deepEqual(Object.keys(record.transfer.keys), ["'data'"]);
-        assert.ok(record.transfer.total >= 1_600_000 && record.transfer.total < 1_601_000);
-        assert.deepEqual(record.transfer.types, ["Float64Array"]);
+  test("diagnostics: the task stream (a read from redis, then compute) and the metrics, on the client's clock; callbacks", async () => {
+    const before = client.scheduler.taskStream.index;
+    const start = now();
+    // Made by a task (the local schedulers' callbacks see no literal data key either).
+    const graph: Record<string, unknown> = { data: [ramp, 200_000, 0.5, false] };
+    for (let i = 0; i < 6; i++) graph[`total-${i}`] = [total, "data"];
+    const out = new PassThrough();
+    let text = "";
+    out.on("data", (chunk: Buffer) => (text += chunk.toString()));
+    const profiler = new Profiler();
+    const cache = new CacheProfiler({ metric: nbytes });
+    const totals = Object.keys(graph).filter((key) => key.startsWith("total-"));
+    await withCallbacks([new ProgressBar({ out, dt: 0.05 }), profiler, cache], () => get(graph, totals));
+    const stop = now();
+    assert.match(text, /\[#{40}\] \| 100% Completed \|/);
+    assert.deepEqual(profiler.results.map((record) => record.key).sort(), ["data", ...totals].sort());
+    for (const record of profiler.results) {
+      assert.match(String(record.workerId), /^w[12]#\d+$/);
+      assert.ok(record.startTime >= start - 0.05 && record.endTime <= stop + 0.05, `${record.key}: its compute phase on the client's clock`);
+    }
+    const measured = cache.results.find((record) => record.key === "data")?.metric;
+    assert.ok(measured !== undefined && measured >= 1_600_000 && measured < 1_601_000, `the data's size, measured where it was made: ${measured}`);
+
+    const records = client.scheduler.getTaskStream({ startIndex: before }).filter((record) => record.prefix === "total");
+    assert.equal(records.length, 6);
+    assert.deepEqual(new Set(records.map((record) => record.worker)), new Set(["w1", "w2"]), "both workers took tasks");
+    for (const record of records) {
+      const [transfer, compute] = record.startstops;
+      assert.equal(transfer.action, "transfer");
+      assert.equal(transfer.source, "redis");
+      assert.equal(compute.action, "compute");
+      for (const time of [transfer.start, transfer.stop, compute.start, compute.stop]) {
+        assert.ok(time >= start - 0.05 && time <= stop + 0.05, `${record.worker}: ${time} is outside [${start}, ${stop}]`);
       }
-    } finally {
-      await transport.close();
+      assert.ok(transfer.start <= transfer.stop && transfer.stop <= compute.start + 0.01 && compute.start <= compute.stop);
+      assert.equal(record.type, "number");
+    }
+    const metrics = client.scheduler.cumulativeWorkerMetrics();
+    const cpu = metrics.find((metric) => metric.context === "execute" && metric.prefix === "total" && metric.activity === "thread-cpu");
+    assert.ok(cpu !== undefined && cpu.unit === "seconds" && cpu.value > 0, "execute metrics per prefix");
+    assert.ok(metrics.some((metric) => metric.context === "gather-dep" && metric.activity === "network" && metric.value > 0), "the reads from Redis as gather-dep");
+
+    // Each worker's own logs, through client.run (a module export: no --allow-source needed).
+    await waitFor("heartbeats with the clock offsets", () => Math.abs((client.scheduler.workers.get("w2")?.clockOffset ?? 0) - 1000) < 0.5, 10);
+    const seen = await client.run(describeWorker);
+    assert.deepEqual(Object.keys(seen).sort(), ["w1", "w2"]);
+    const reads = Object.values(seen).flatMap((worker) => worker.incoming.filter((entry) => entry.keys.includes("'data'")));
+    assert.ok(reads.length >= 6, "every read of the data is in a worker's incoming transfer log");
+    assert.ok(reads.every((entry) => entry.who === "redis" && entry.total >= 1_600_000));
+    assert.ok(Object.values(seen).every((worker) => worker.outgoing > 0), "results written to Redis are in the outgoing logs");
+    assert.ok(Object.values(seen).some((worker) => worker.executeCpuSeconds > 0));
+    assert.ok(Math.abs(seen.w2.clockOffset - 1000) < 0.5, `w2's offset against Redis's clock: ${seen.w2.clockOffset}`);
+    assert.ok(Math.abs(seen.w1.clockOffset) < 0.5);
+  });
+
+  test("spans: the tasks of a span() and the metrics the Redis workers sent with them are counted in that span", async () => {
+    let spanId = "";
+    const result = await span("on redis", async (id) => {
+      spanId = id;
+      return get({ series: [ramp, 100_000, 1, false], summed: [total, "series"] }, "summed");
+    });
+    assert.equal(result, (100_000 * 100_001) / 2);
+    const mine = (await client.spans()).find((record) => record.id === spanId);
+    assert.ok(mine !== undefined, `span ${spanId} among the client's spans`);
+    assert.deepEqual(mine.name, ["on redis"]);
+    assert.ok(mine.done && mine.start > 0 && mine.stop >= mine.start);
+    for (const prefix of ["series", "summed"]) {
+      assert.ok(
+        // A task of well under a millisecond may show no thread-cpu at the clock's resolution: its time is all there.
+        mine.metrics.some((metric) => metric.context === "execute" && metric.prefix === prefix && ["thread-cpu", "thread-noncpu"].includes(metric.activity) && metric.value > 0),
+        `${prefix}: its execute metrics in the span`,
+      );
     }
   });
 
-  test("the registry: workers with their threads and memory limit, and their heartbeats", async () => {
-    const transport = await RedisTransport.connect(server.url);
-    try {
-      const runner = await planRunner(transport);
-      const w1 = runner.record.joined.find((registration) => registration.name === "w1");
-      assert.ok(w1 !== undefined, "w1 is reported at start");
-      assert.equal(w1.nthreads, 2);
-      assert.equal(w1.memoryLimit, 2 ** 30);
-      assert.equal(w1.address, "w1");
-      assert.ok(w1.globals.includes("Math"));
-      assert.deepEqual(transport.registeredWorkers.map((worker) => worker.info.name).sort(), ["w1", "w2"]);
-      await waitFor("a heartbeat", () => transport.registeredWorkers.every((worker) => worker.beat !== undefined && worker.beat.seq >= 2));
-      const extra = await startWorker(server.url, { name: "w3" });
-      await waitFor("w3 to be reported", () => runner.record.joined.some((registration) => registration.name === "w3"));
-      await extra.stop();
-      await waitFor("w3 to be reported gone", () => runner.record.left.includes("w3"), 5);
-      const duplicate = await startWorker(server.url, { name: "w1" }).then(
-        () => assert.fail("a second w1 started"),
-        (error: Error) => error.message,
-      );
-      assert.match(duplicate, /A worker named "w1" is already registered: the worker on host .* \(pid \d+\)/);
-    } finally {
-      await transport.close();
-    }
+  test("the dashboard: the notebook's feed shows the Redis workers, the task stream with its reads from redis, the metrics and the computation", async () => {
+    // The Client put its cluster on the notebook's feed when it connected; this is that feed.
+    const feed = clusterFeed({ scheduler: client.scheduler, description: "", dashboardLink: null });
+    const graph: Record<string, unknown> = { base: [ramp, 10_000, 1, false] };
+    // A prefix of its own: the task stream also holds earlier tests' records.
+    for (let i = 0; i < 4; i++) graph[`feedsum-${i}`] = [total, "base"];
+    await get(graph, ["feedsum-0", "feedsum-1", "feedsum-2", "feedsum-3"]);
+    await new Promise((resolve) => setTimeout(resolve, 250)); // past the feed's reuse window
+    const sections = feed.sections();
+    assert.equal(sections.cluster?.workers, 2);
+    assert.equal(sections.cluster?.threads, 3);
+    assert.match(sections.cluster?.scheduler ?? "", new RegExp(`redis://127\\.0\\.0\\.1:${server.port}`));
+    assert.deepEqual(sections.workers?.map((worker) => worker.name).sort(), ["w1", "w2"]);
+    const sums = sections.taskStream?.records.filter((record) => record.prefix === "feedsum") ?? [];
+    assert.equal(sums.length, 4);
+    assert.ok(sums.every((record) => record.startstops.some((startstop) => startstop.action === "transfer" && startstop.source === "redis")));
+    assert.ok(sections.metrics?.metrics.some((metric) => metric.context === "execute" && metric.prefix === "feedsum"));
+    assert.equal(sections.metrics?.source?.transfers, false, "no worker-to-worker transfers: data goes through Redis");
+    assert.ok(sections.progress?.some((computation) => computation.total >= 5), "the computation's progress");
+  });
+
+  test("a worker joining and leaving shows in client.workers; a second worker of the same name is refused", async () => {
+    const extra = await startWorker(server.url, { name: "w3" });
+    await waitFor("w3 to join", () => client.workers.has("w3"), 5);
+    assert.equal(await get({ m: [Math.max, 3, 9] }, "m"), 9);
+    await extra.stop();
+    await waitFor("w3 to leave", () => !client.workers.has("w3"), 5);
+    const duplicate = await startWorker(server.url, { name: "w1" }).then(
+      () => assert.fail("a second w1 started"),
+      (error: Error) => error.message,
+    );
+    assert.match(duplicate, /A worker named "w1" is already registered: the worker on host .* \(pid \d+\)/);
   });
 
   test("values larger than a part travel in parts, both ways", async () => {
-    const transport = await RedisTransport.connect(server.url, { partSize: 4096 });
+    const parted = await Client.connect(server.url, { partSize: 4096 });
     try {
-      const runner = await planRunner(transport);
       const data = new Float64Array(50_000).map((_, i) => i % 13);
-      const result = await runner.compute({ data, sum: [total, "data"], made: [ramp, 300_000, 1, false], madeSum: [total, "made"] }, ["sum", "made", "madeSum"]);
+      const result = await get({ data, sum: [total, "data"], made: [ramp, 300_000, 1, false], madeSum: [total, "made"] }, ["sum", "made", "madeSum"]);
       assert.deepEqual(result, [total(data), ramp(300_000, 1, false), total(ramp(300_000, 1, false))]);
     } finally {
-      await transport.close();
+      await parted.close();
     }
+    assert.deepEqual(await redis.keys(`tsdask:${clientId(parted)}*`), [], "the closed client's namespace is empty");
+  });
+
+  test("the seeds' QR example on Redis workers equals the threads scheduler's result", async () => {
+    const a = da.random.random([10000, 1000], { chunks: [1000, 1000], seed: 42 });
+    const [q, r] = da.linalg.qr(a);
+    const product = q.dot(r);
+    const threads = await product.compute({ scheduler: "threads" });
+    const before = client.scheduler.taskStream.index;
+    const onRedis = await product.compute();
+    assert.deepEqual(onRedis.shape, [10000, 1000]);
+    assert.ok(Buffer.from(onRedis.data.buffer).equals(Buffer.from(threads.data.buffer)), "bit for bit the same values");
+    const workersUsed = new Set(client.scheduler.getTaskStream({ startIndex: before }).map((record) => record.worker));
+    assert.deepEqual(workersUsed, new Set(["w1", "w2"]));
   });
 
   test("a module missing on the worker is an error naming the module and the worker", async () => {
@@ -210,38 +303,26 @@ describe("a Redis cluster", () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { triple } = require(path) as { triple: (x: number) => number };
     rmSync(dir, { recursive: true, force: true }); // the client has it loaded; no worker can load it
-    const transport = await RedisTransport.connect(server.url);
-    try {
-      const runner = await planRunner(transport);
-      await assert.rejects(runner.compute({ x: [triple, 2] }, "x"), (error: Error) => {
-        assert.match(error.message, /Function "triple" of task 'x' is exported by module .*only-here\.js, which does not exist on worker w[12] \(host /);
-        return true;
-      });
-    } finally {
-      await transport.close();
-    }
+    await assert.rejects(get({ x: [triple, 2] }, "x"), (error: Error) => {
+      assert.match(error.message, /Function "triple" of task 'x' is exported by module .*only-here\.js, which does not exist on worker w[12] \(host /);
+      return true;
+    });
   });
 
-  test("source text runs only on workers started with --allow-source", async () => {
+  test("source text runs only on workers started with --allow-source, tasks and client.run alike", async () => {
     const double = (x: number): number => x * 2;
     const graph = { x: [double, 21] };
-    const transport = await RedisTransport.connect(server.url);
-    try {
-      const runner = await planRunner(transport);
-      await assert.rejects(runner.compute(graph, "x"), /Function `\(x\) => x \* 2` of task 'x' travels as source text, and worker w[12] .* does not run shipped source: .*--allow-source/);
-    } finally {
-      await transport.close();
-    }
+    await assert.rejects(get(graph, "x"), /Function `\(x\) => x \* 2` of task 'x' travels as source text, and worker w[12] .* does not run shipped source: .*--allow-source/);
+    await assert.rejects(client.run((worker) => worker.name), /of client\.run travels as source text, and worker w[12] .* does not run shipped source/);
     // Only a worker that allows source serves this Redis now.
     await Promise.all(workers.splice(0).map((worker) => worker.stop()));
     workers.push(await startWorker(server.url, { name: "open", allowSource: true }));
-    const again = await RedisTransport.connect(server.url);
-    try {
-      const runner = await planRunner(again);
-      assert.equal(await runner.compute(graph, "x"), 42);
-      assert.equal(await runner.compute({ m: [Math.max, 3, 9] }, "m"), 9, "built-ins run everywhere");
-    } finally {
-      await again.close();
-    }
+    await waitFor("only the open worker to be connected", () => client.workers.size === 1 && client.workers.has("open"), 5);
+    assert.equal(await get(graph, "x"), 42);
+    assert.deepEqual(await client.run((worker) => worker.nthreads), { open: 1 });
+    assert.equal(await get({ m: [Math.max, 3, 9] }, "m"), 9, "built-ins run everywhere");
+    const id = clientId(client);
+    await client.close();
+    assert.deepEqual(await redis.keys(`tsdask:${id}*`), [], "nothing of the client is left after close()");
   });
 });

@@ -412,8 +412,121 @@ describe("cluster scheduler state", () => {
       nbytes: 8,
       type: "number",
       startstops: [{ action: "compute", start: 5, stop: 6 }],
-      span: "default",
+      span: state.spans.idsByName(["default"])[0],
     });
+  });
+});
+
+describe("cluster scheduler spans", () => {
+  const load = { names: ["load"], ids: ["load-id"] };
+  const parse = { names: ["load", "parse"], ids: ["load-id", "parse-id"] };
+
+  /** Runs every task sent to worker a at time `at`, one after the other, until none is left. */
+  function runAll(state: ClusterState, at: number): void {
+    for (let tasks = computeTasks(sent(state).a); tasks.length > 0; tasks = computeTasks(sent(state).a)) {
+      state.handle("unix://a", tasks.map((task, i) => finished(task.key, 8, at + i, at + i + 0.5)), at + tasks.length);
+    }
+  }
+
+  test("a submission's tasks join its span, tagged tasks theirs; compute-task and the task stream carry the span id", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    const submission = graph({ "read-1": [], "parse-1": ["read-1"], "sum-1": ["parse-1"] });
+    state.submit({ ...submission, span: load, taskSpans: [undefined, parse, undefined] }, undefined, 10);
+    const tasks = computeTasks(sent(state).a);
+    assert.deepEqual(
+      tasks.map((task) => [task.key, task.spanId]),
+      [["read-1", "load-id"], ["parse-1", "parse-id"], ["sum-1", "load-id"]],
+    );
+    state.handle("unix://a", [finished("read-1", 8, 11, 12), finished("parse-1", 16, 12, 13), finished("sum-1", 24, 13, 14)], 14);
+    assert.deepEqual(state.taskStream.collect().map((record) => record.span), ["load-id", "parse-id", "load-id"]);
+    const spans = state.spans.records(20);
+    assert.deepEqual(spans.map((span) => [span.id, span.name, span.parent, span.children]), [
+      ["load-id", ["load"], null, ["parse-id"]],
+      ["parse-id", ["load", "parse"], "load-id", []],
+    ]);
+    const [loadSpan, parseSpan] = spans;
+    // The parent's counts, times and bytes cover its subtree (inputs stay released while a dependent holds them).
+    assert.deepEqual(loadSpan.states, { memory: 1, released: 2 });
+    assert.deepEqual(parseSpan.states, { released: 1 });
+    assert.deepEqual([loadSpan.enqueued, loadSpan.start, loadSpan.stop, loadSpan.done], [10, 11, 14, true]);
+    assert.deepEqual([parseSpan.start, parseSpan.stop, parseSpan.nbytesTotal, loadSpan.nbytesTotal], [12, 13, 16, 48]);
+  });
+
+  test("a task group stays in the span of its first task; tasks outside any span share the default span until it is done", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ "inc-1": [], "dec-1": [] }, ["inc-1", "dec-1"]), undefined, 1);
+    // Submitted inside "load" while inc-1 lives: inc-2 joins inc's group, in the default span.
+    state.submit({ ...graph({ "inc-2": [], "other-1": [] }, ["inc-2", "other-1"]), span: load }, undefined, 2);
+    const spanOf = (key: string): string => state.spanOf(state.slotOf(key)!);
+    const [first] = state.spans.idsByName(["default"]);
+    assert.deepEqual([spanOf("inc-1"), spanOf("dec-1"), spanOf("inc-2"), spanOf("other-1")], [first, first, first, "load-id"]);
+    // A second submission outside any span while the first default span has work: the same span.
+    state.submit(graph({ "more-1": [] }), undefined, 3);
+    assert.equal(spanOf("more-1"), first);
+    runAll(state, 4);
+    for (const key of ["inc-1", "dec-1", "inc-2", "other-1", "more-1"]) state.unwant(state.slotOf(key)!);
+    assert.equal(state.taskCount, 0);
+    // Everything done: the next submission outside any span opens a new default span.
+    state.submit(graph({ "inc-3": [] }), undefined, 20);
+    const defaults = state.spans.idsByName(["default"]);
+    assert.equal(defaults.length, 2);
+    assert.equal(spanOf("inc-3"), defaults[1]);
+    assert.deepEqual(state.spans.get(first, 30)!.states, { forgotten: 4 });
+  });
+
+  test("a span's thread budget follows workers joining and leaving; execute digests from heartbeats land in their spans", () => {
+    const state = newState();
+    state.addWorker(registration("a", 2), 0);
+    sent(state);
+    state.submit({ ...graph({ "slow-1": [] }), span: load }, undefined, 10);
+    sent(state);
+    state.addWorker(registration("b", 3), 12);
+    state.removeWorker("unix://b", "test", 15);
+    state.handle("unix://a", [finished("slow-1", 8, 10, 20)], 20);
+    // Later changes do not touch a span that is done.
+    state.addWorker(registration("c", 4), 25);
+    const [span] = state.spans.records(30);
+    assert.deepEqual(span.intervals, [
+      [10, 12, 2],
+      [12, 15, 5],
+      [15, 20, 2],
+    ]);
+    assert.equal(span.activeCpuSeconds, 2 * 2 + 3 * 5 + 5 * 2);
+    const metrics: WorkerMetrics = {
+      cpu: 0,
+      memory: 0,
+      managedBytes: 0,
+      spilledBytes: { memory: 0, disk: 0 },
+      taskCounts: {},
+      digests: [
+        { context: "execute", span: "load-id", prefix: "slow", activity: "thread-cpu", unit: "seconds", value: 6 },
+        { context: "execute", span: "load-id", prefix: "slow", activity: "memory-read", unit: "count", value: 3 },
+        { context: "get-data", activity: "network", unit: "seconds", value: 1 },
+      ],
+      transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 },
+      bandwidth: { total: 0, workers: {}, types: {} },
+    };
+    state.handle("unix://a", [{ op: "heartbeat", now: 21, metrics }], 21);
+    assert.deepEqual(state.spans.records(30)[0].metrics, [
+      { context: "execute", prefix: "slow", activity: "thread-cpu", unit: "seconds", value: 6 },
+      { context: "execute", prefix: "slow", activity: "memory-read", unit: "count", value: 3 },
+      { context: "execute", prefix: "N/A", activity: "idle or other spans", unit: "seconds", value: 29 - 6 },
+    ]);
+  });
+
+  test("no-worker tasks count as queued in their span; erred ones as erred", () => {
+    const state = newState({ sendAhead: false });
+    state.submit({ ...graph({ "bad-1": [], "after-1": ["bad-1"] }), span: load }, undefined, 1);
+    assert.deepEqual(state.spans.records(2)[0].states, { queued: 1, waiting: 1 });
+    state.addWorker(registration("a"), 3);
+    sent(state);
+    state.handle("unix://a", [{ op: "task-erred", key: "bad-1", error: { kind: "error", className: "Error", name: "Error", message: "no", stack: undefined, props: {} }, thread: 1, startstops: [] }], 4);
+    assert.deepEqual(state.spans.records(5)[0].states, { erred: 2 });
+    assert.equal(state.spans.records(5)[0].done, true);
   });
 });
 
@@ -446,6 +559,15 @@ describe("task-stream ring", () => {
     assert.deepEqual(ring.collect({ start: 3, stop: 6 }).map((r) => r.key), ["k3", "k4", "k5"]);
     assert.deepEqual(ring.collect({ count: 2 }).map((r) => r.key), ["k14", "k15"]);
     assert.deepEqual(ring.collect({ startIndex: 0, count: 1 }).map((r) => r.key), ["k15"]);
+  });
+
+  test("a cleared ring takes new records (its columns start over, after any length it had grown to)", () => {
+    const ring = new TaskStreamRing(100_000);
+    for (let i = 1; i <= 5000; i++) ring.push(record(i));
+    ring.clear();
+    assert.equal(ring.length, 0);
+    for (let i = 1; i <= 3; i++) ring.push(record(i));
+    assert.deepEqual(ring.collect().map((r) => [r.key, r.startstops[0].stop]), [["k1", 1], ["k2", 2], ["k3", 3]]);
   });
 
   test("a bad length is refused", () => {

@@ -97,8 +97,7 @@ describe("cluster worker process", () => {
     assert.equal(finished[2].type, "number");
     assert.ok(phase(finished[0].startstops, "compute")!.stop - phase(finished[0].startstops, "compute")!.start >= 0.09);
 
-    worker.send({ op: "gather", requestId: 7, keys: ["sum", "later", "nope"] });
-    const reply = await worker.next("gather-reply", (m) => m.requestId === 7);
+    const reply = await worker.gather(["sum", "later", "nope"]);
     assert.deepEqual(reply.values, { sum: 111, later: 2 });
     assert.deepEqual(reply.missing, ["nope"]);
 
@@ -150,22 +149,22 @@ describe("cluster worker process", () => {
     );
     const done = await b.next("task-finished", (m) => m.key === "check-z");
     const received = now();
-    // One transfer (both keys in one request), shown before the compute.
+    // One transfer (both keys in one request), then decoding its reply, shown before the compute.
     assert.deepEqual(
       done.startstops.map((s) => s.action),
-      ["transfer", "compute"],
+      ["transfer", "deserialize", "compute"],
     );
-    const transfer = done.startstops[0];
+    const [transfer, deserialize, compute] = done.startstops;
     assert.equal(transfer.source, a.address);
-    const compute = done.startstops[1];
     assert.ok(sent - FRESH_CLOCK_SLACK <= transfer.start, `transfer starts ${transfer.start - sent} s after sending`);
-    assert.ok(transfer.stop <= compute.start, `compute starts ${compute.start - transfer.stop} s after the transfer`);
+    assert.equal(deserialize.start, transfer.stop, "decoding follows the bytes' arrival");
+    assert.ok(deserialize.stop > deserialize.start);
+    assert.ok(deserialize.stop <= compute.start, `compute starts ${compute.start - deserialize.stop} s after the decoding`);
     assert.ok(compute.stop <= received + FRESH_CLOCK_SLACK, `compute ends ${compute.stop - received} s after the scheduler heard of it`);
     const addKeys = await b.next("add-keys");
     assert.deepEqual([...addKeys.keys].sort(), ["plain-y", "shared-x"]);
 
-    b.send({ op: "gather", requestId: 1, keys: ["check-z", "shared-x", "plain-y"] });
-    const { values } = await b.next("gather-reply", (m) => m.requestId === 1);
+    const { values } = await b.gather(["check-z", "shared-x", "plain-y"]);
     assert.deepEqual(values["check-z"], [
       { type: "Float64Array", shared: true, length: BLOCK, first: 0, last: BLOCK - 1 },
       { type: "Float64Array", shared: false, length: BLOCK, first: 1, last: BLOCK },
@@ -246,8 +245,7 @@ describe("cluster worker process", () => {
       ),
     );
     const summed = await worker.next("task-finished", (m) => m.key === "total-all");
-    worker.send({ op: "gather", requestId: 2, keys: ["total-all", "b-0"] });
-    const reply = await worker.next("gather-reply", (m) => m.requestId === 2);
+    const reply = await worker.gather(["total-all", "b-0"]);
     assert.equal(reply.values["total-all"], expected);
     const b0 = reply.values["b-0"] as Float64Array;
     assert.ok(b0 instanceof Float64Array && b0[BLOCK - 1] === BLOCK - 1, "a spilled value comes back equal");

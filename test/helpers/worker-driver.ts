@@ -8,8 +8,10 @@ import type { Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { now } from "../../src/kernel/clock";
+import { decodeBatch, encodeBatch } from "../../src/kernel/distributed/batches";
 import { Connection, listen } from "../../src/kernel/distributed/comm";
-import type { FromWorker, ToWorker, WorkerStartConfig } from "../../src/kernel/distributed/messages";
+import type { FromWorker, GatherReplyMessage, ToWorker, WorkerStartConfig } from "../../src/kernel/distributed/messages";
+import { PeerClient } from "../../src/kernel/distributed/worker/peers";
 import { workerEntryPath } from "../../src/kernel/distributed/worker";
 import type { FnSpec } from "../../src/kernel/scheduler/pool/wire";
 
@@ -47,7 +49,7 @@ export class WorkerHandle {
   }
 
   send(...messages: ToWorker[]): void {
-    this.connection!.send(messages);
+    this.connection!.sendFrames(encodeBatch(messages));
   }
 
   /** Resolves with the first message (already received or to come) with `op` that satisfies `match`. */
@@ -73,6 +75,17 @@ export class WorkerHandle {
 
   all<O extends Op>(op: O): MessageOf<O>[] {
     return this.received.filter((message) => message.op === op) as MessageOf<O>[];
+  }
+
+  /** Gathers results as the scheduler does: over a connection to the worker's data listener. */
+  async gather(keys: readonly string[]): Promise<GatherReplyMessage> {
+    const data = new PeerClient();
+    try {
+      const { value } = await data.request(this.address, { op: "gather", keys });
+      return value as GatherReplyMessage;
+    } finally {
+      data.close();
+    }
   }
 
   /** Runs `source` (a self-contained function of the worker view) on the worker; its result. */
@@ -139,7 +152,7 @@ export class FakeScheduler {
       this.pending.set(name, (connection, first) => {
         handle.connection = connection;
         connection.on("message", (batch) => {
-          for (const message of batch as FromWorker[]) handle.onMessage(message);
+          for (const message of decodeBatch(batch) as FromWorker[]) handle.onMessage(message);
         });
         for (const message of first) handle.onMessage(message);
         resolve();
@@ -153,7 +166,7 @@ export class FakeScheduler {
   /** Connections are matched to workers by the name in their register message. */
   private accept(connection: Connection): void {
     connection.once("message", (batch) => {
-      const messages = batch as FromWorker[];
+      const messages = decodeBatch(batch) as FromWorker[];
       const register = messages[0];
       if (register?.op !== "register") throw new Error(`The first message of a worker was ${JSON.stringify(register?.op)}`);
       const adopt = this.pending.get(register.name);

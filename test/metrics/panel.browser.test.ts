@@ -10,9 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { type Browser, type Page, chromium } from "playwright-core";
+import { type Browser, chromium } from "playwright-core";
 import { FinePerformanceMetrics, type FpmData, array as da, closePools, get, span, withCallbacks } from "../../src";
 import { readLike } from "../fixtures/metered-tasks";
+import { waitForBars } from "../helpers/fpm-page";
 import { watchPage } from "../helpers/page-log";
 
 const root = join(__dirname, "../../..");
@@ -29,48 +30,6 @@ after(async () => {
   closePools();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** What the test reads back from the page. */
-interface PanelState {
-  titles: string[];
-  bars: string[];
-  slices: number;
-  legend: string[];
-  unit: string;
-  chips: string[];
-}
-
-/** Charts and selectors as drawn: chart titles, the bars' and legend's activities, the selection. */
-function readPanel(page: Page): Promise<PanelState> {
-  return page.evaluate(() => {
-    interface El {
-      textContent: string | null;
-      getAttribute(name: string): string | null;
-      querySelectorAll(selector: string): ArrayLike<El>;
-    }
-    const doc = (globalThis as unknown as { document: El & { querySelector(s: string): (El & { value: string }) | null } }).document;
-    const all = (selector: string): El[] => Array.from(doc.querySelectorAll(selector));
-    return {
-      titles: all(".role-title-text").map((t) => t.textContent ?? ""),
-      // Vega labels each bar "…; activity: thread-cpu; …" for screen readers.
-      bars: all(".fpm_bars_marks path").map((p) => /Activity: ([^;]*)/.exec(p.getAttribute("aria-label") ?? "")?.[1] ?? "?"),
-      slices: all(".fpm_activities_marks path").length,
-      legend: all(".role-legend-label text").map((t) => t.textContent ?? ""),
-      unit: doc.querySelector(".tsdask-fpm-unit-select")?.value ?? "",
-      chips: all(".tsdask-fpm-chip-text").map((t) => t.textContent ?? ""),
-    };
-  });
-}
-
-async function waitForBars(page: Page, check: (state: PanelState) => boolean, what: string): Promise<PanelState> {
-  const end = Date.now() + 15_000;
-  for (;;) {
-    const state = await readPanel(page);
-    if (check(state)) return state;
-    if (Date.now() > end) throw new Error(`Timed out waiting for ${what}; the panel shows ${JSON.stringify(state)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 test("the panel: three charts offline, selectors that work, values readable, HTML in names as text", async () => {
   const fpm = new FinePerformanceMetrics();

@@ -1,5 +1,5 @@
-// The fine performance metrics API as a notebook cell would use it, type-checked by tslab's own
-// TypeScript 5.0.4 against the shipped dist/*.d.ts.
+// The fine performance metrics API as a notebook cell would use it (local schedulers and a
+// cluster), type-checked by tslab's own TypeScript 5.0.4 against the shipped dist/*.d.ts.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { cellDiagnostics, inUserProject } from "../helpers/tslab-cell";
@@ -27,4 +27,27 @@ main();
 
 test("a tslab cell using contextMeter, span and FinePerformanceMetrics compiles with TypeScript 5.0", async () => {
   assert.deepEqual(await inUserProject((dir) => cellDiagnostics(dir, cell)), []);
+});
+
+const clusterCell = `
+import { Client, LocalCluster, span, type MetricRecord, type SpanRecord, type FpmPanel, type FpmData, type WorkerView } from "tsdask";
+async function main() {
+  const cluster = await LocalCluster.start({ nWorkers: 2, threadsPerWorker: 1 });
+  const client = await Client.connect(cluster);
+  await span("load", () => client.submit((x: number) => x + 1, 1).result());
+  const metrics: MetricRecord[] = await client.metrics();
+  const spans: SpanRecord[] = await client.spans();
+  const idle: number = spans[0].metrics.filter((m) => m.activity === "idle or other spans")[0].value;
+  const data: FpmData = await client.metricsData();
+  const panel: FpmPanel = await client.visualizeMetrics({ selection: { spans: ["load"] }, filename: "cluster-fpm.html" });
+  const perWorker = await client.run((worker: WorkerView) => worker.digestsTotal.filter((d) => d.span !== undefined).length);
+  const now: MetricRecord[] = client.scheduler.cumulativeWorkerMetrics();
+  const live: SpanRecord[] = client.scheduler.spans();
+  return [metrics, idle, data.time, String(panel), perWorker, now, live];
+}
+main();
+`;
+
+test("a tslab cell reading a cluster's metrics and spans compiles with TypeScript 5.0", async () => {
+  assert.deepEqual(await inUserProject((dir) => cellDiagnostics(dir, clusterCell)), []);
 });

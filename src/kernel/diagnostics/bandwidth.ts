@@ -87,6 +87,13 @@ export function bandwidthSummary(logs: TransferLogs, options: BandwidthOptions =
   };
 }
 
+/** The logs with workers (log owners and peers) shown by name: cluster workers are known by long addresses. */
+export function nameTransferLogs(logs: TransferLogs, workers: readonly { readonly address: string; readonly name: string }[]): TransferLogs {
+  const names = new Map(workers.map((w) => [w.address, w.name]));
+  const name = (address: string): string => names.get(address) ?? address;
+  return Object.fromEntries(Object.entries(logs).map(([worker, log]) => [name(worker), log.map((entry) => ({ ...entry, who: name(entry.who) }))]));
+}
+
 const rateText = (bytesPerSecond: number): string => `${formatBytes(bytesPerSecond)}/s`;
 
 /** Dask's "Bandwidth Types": a bar per data type. */

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { formatBytes } from "../../protocol/format";
 import { type ClusterPayload, type ClusterWorkerInfo, MIME_TYPE, PROTOCOL_VERSION } from "../../protocol";
 import { display, inNotebook } from "../display";
+import type { WorkerState } from "./scheduler/workers";
 
 /** What a card shows, without its title. */
 export interface ClusterSummary {
@@ -14,6 +15,11 @@ export interface ClusterSummary {
   readonly transport: string;
   readonly dashboardLink: string | null;
   readonly workers: readonly ClusterWorkerInfo[];
+}
+
+/** What a cluster's card shows of each of its workers. */
+export function workerInfos(workers: Iterable<WorkerState>): ClusterWorkerInfo[] {
+  return [...workers].map((ws) => ({ name: ws.name, address: ws.address, nthreads: ws.nthreads, memoryLimit: ws.memoryLimit, pid: ws.registration.pid }));
 }
 
 function totals(summary: ClusterSummary): { threads: number; memory: number } {

@@ -4,6 +4,7 @@
 // batch encoded with `encodeValue` (./frames), so typed arrays inside travel as raw bytes.
 
 import type { FnSpec, PackedError } from "../scheduler/pool/wire";
+import type { PackedProfile } from "../../protocol/profile";
 import type { MetricRecord, StartStop, WorkerStatus } from "../../protocol/records";
 
 /** Where a worker is reached: `unix://<socket path>` for LocalCluster workers; its name for Redis workers. */
@@ -61,18 +62,19 @@ export interface FreeKeysMessage {
   readonly keys: readonly string[];
 }
 
-/** Sends the values of `keys` back to the client (Client.gather, results of get/compute). */
-export interface GatherMessage {
-  readonly op: "gather";
-  readonly requestId: number;
-  readonly keys: readonly string[];
-}
-
 /** Runs a self-contained function on the worker's main thread with a view of the worker (Client.run). */
 export interface RunMessage {
   readonly op: "run";
   readonly requestId: number;
   readonly fn: FnSpec;
+}
+
+/** Sends back the worker's statistical profile windows overlapping [start, stop) (scheduler clock; Client.profile). */
+export interface ProfileRequestMessage {
+  readonly op: "profile";
+  readonly requestId: number;
+  readonly start?: number;
+  readonly stop?: number;
 }
 
 export interface HeartbeatReplyMessage {
@@ -92,8 +94,8 @@ export type ToWorker =
   | ComputeTaskMessage
   | DefineFunctionsMessage
   | FreeKeysMessage
-  | GatherMessage
   | RunMessage
+  | ProfileRequestMessage
   | HeartbeatReplyMessage
   | CloseWorkerMessage;
 
@@ -115,6 +117,8 @@ export interface RegisterMessage {
   readonly globals: readonly string[];
   /** The worker's clock when it sent this (for the first offset estimate). */
   readonly now: number;
+  /** Resident set size of the worker process (the cluster's memory is known before the first heartbeat). */
+  readonly memory?: number;
 }
 
 export interface TaskFinishedMessage {
@@ -127,6 +131,11 @@ export interface TaskFinishedMessage {
   readonly thread: number;
   /** On the scheduler's clock (the worker applies its offset estimate). */
   readonly startstops: readonly StartStop[];
+  /**
+   * The task's own fine performance metrics, with span ids, from workers that report them with
+   * each task rather than with their heartbeats (Redis workers): counted as a heartbeat's digests.
+   */
+  readonly digests?: readonly MetricRecord[];
 }
 
 export interface TaskErredMessage {
@@ -135,6 +144,8 @@ export interface TaskErredMessage {
   readonly error: PackedError;
   readonly thread: number;
   readonly startstops: readonly StartStop[];
+  /** As TaskFinishedMessage's. */
+  readonly digests?: readonly MetricRecord[];
 }
 
 /**
@@ -147,6 +158,11 @@ export interface MissingDataMessage {
   readonly op: "missing-data";
   readonly key: string;
   readonly errantWorker: WorkerAddress;
+  /**
+   * Queue placement: the task that could not run without it (its job is over; the scheduler queues
+   * it again once the key is back in the store, recomputing the key if it was lost).
+   */
+  readonly task?: string;
 }
 
 /** The worker now also holds these keys (fetched from peers): the scheduler adds it to their holders. */
@@ -204,20 +220,21 @@ export interface WorkerMetrics {
   };
 }
 
-export interface GatherReplyMessage {
-  readonly op: "gather-reply";
-  readonly requestId: number;
-  /** keyId → value, for the keys it holds. */
-  readonly values: Readonly<Record<string, unknown>>;
-  readonly missing: readonly string[];
-}
-
 export interface RunReplyMessage {
   readonly op: "run-reply";
   readonly requestId: number;
   readonly ok: boolean;
   readonly value?: unknown;
   readonly error?: PackedError;
+}
+
+export interface ProfileReplyMessage {
+  readonly op: "profile-reply";
+  readonly requestId: number;
+  /** The windows (source: the worker's address, times on the scheduler's clock); none when the worker does not profile. */
+  readonly profile: PackedProfile;
+  /** False when the worker was started without profiling. */
+  readonly enabled: boolean;
 }
 
 export type FromWorker =
@@ -229,10 +246,12 @@ export type FromWorker =
   | ReleaseWorkerDataMessage
   | WorkerStatusMessage
   | HeartbeatMessage
-  | GatherReplyMessage
-  | RunReplyMessage;
+  | RunReplyMessage
+  | ProfileReplyMessage;
 
-// ---- Worker ↔ worker (peer data) ---------------------------------------------------------------
+// ---- Data connections: to a worker's listener, from peers and from the scheduler -------------
+// Replies come in request order. Values travel as frames on a connection of their own, whose
+// reading side (the asker) reads them straight into memory of their own.
 
 export interface GetDataRequest {
   readonly op: "get-data";
@@ -244,6 +263,19 @@ export interface GetDataRequest {
 export interface GetDataReply {
   readonly op: "data";
   /** keyId → value for the keys held; the others are missing. */
+  readonly values: Readonly<Record<string, unknown>>;
+  readonly missing: readonly string[];
+}
+
+/** The scheduler asks for results (Client.gather, results of get/compute): no transfer is logged. */
+export interface GatherMessage {
+  readonly op: "gather";
+  readonly keys: readonly string[];
+}
+
+export interface GatherReplyMessage {
+  readonly op: "gather-reply";
+  /** keyId → value, for the keys it holds; the others are missing. */
   readonly values: Readonly<Record<string, unknown>>;
   readonly missing: readonly string[];
 }
@@ -264,6 +296,11 @@ export interface WorkerStartConfig {
   readonly localDirectory: string;
   /** Seconds added to the worker's own clock, to test clock correction (or TSDASK_CLOCK_OFFSET). */
   readonly clockOffset?: number;
+  /**
+   * The statistical profiler (Dask's distributed.worker.profile): seconds between samples and per
+   * window; false turns it off. Default { interval: 0.01, cycle: 1 }.
+   */
+  readonly profile?: { readonly interval: number; readonly cycle: number } | false;
   /**
    * Dask's memory thresholds as fractions of memoryLimit (distributed.worker.memory.target,
    * .spill, .pause; false turns one off). Defaults 0.6, 0.7, 0.8.

@@ -1,6 +1,6 @@
 // A read-only view over a user's graph (a plain object or a Map) that looks keys up by value.
 
-import { type Key, keyId } from "./keys";
+import { type Key, type KeyPart, keyId } from "./keys";
 
 /** What `get` accepts: a plain object with string keys, or a Map with any keys (tuples too). */
 export type GraphInput = Readonly<Record<string, unknown>> | ReadonlyMap<Key, unknown> | Graph;
@@ -14,8 +14,8 @@ const hasOwn = Object.prototype.hasOwnProperty;
 export class Graph {
   private readonly object: Readonly<Record<string, unknown>> | undefined;
   private readonly map: ReadonlyMap<Key, unknown> | undefined;
-  /** For Maps: value id → the Map's own key instance. */
-  private readonly canonical: Map<string, Key> | undefined;
+  /** For Maps: the tuple keys, found by value without building a string per lookup. */
+  private readonly tuples: TupleIndex | undefined;
   /** Whether some key is a number or a tuple, so bare numbers and arrays may be references. */
   readonly hasNumberKeys: boolean;
   readonly hasTupleKeys: boolean;
@@ -23,16 +23,15 @@ export class Graph {
   private constructor(input: Readonly<Record<string, unknown>> | ReadonlyMap<Key, unknown>) {
     if (input instanceof Map) {
       this.map = input as ReadonlyMap<Key, unknown>;
-      this.canonical = new Map();
       let numbers = false;
-      let tuples = false;
+      let tuples: TupleIndex | undefined;
       for (const key of this.map.keys()) {
         if (typeof key === "number") numbers = true;
-        else if (typeof key !== "string") tuples = true;
-        this.canonical.set(keyId(key), key);
+        else if (typeof key !== "string") (tuples ??= new TupleIndex()).add(key);
       }
+      this.tuples = tuples;
       this.hasNumberKeys = numbers;
-      this.hasTupleKeys = tuples;
+      this.hasTupleKeys = tuples !== undefined;
     } else {
       this.object = input as Readonly<Record<string, unknown>>;
       this.hasNumberKeys = false;
@@ -53,10 +52,9 @@ export class Graph {
     if (this.object !== undefined) {
       return typeof key === "string" && hasOwn.call(this.object, key) ? key : undefined;
     }
-    if (typeof key === "string" && key.charCodeAt(0) !== 0) {
-      return this.map!.has(key) ? key : undefined;
-    }
-    return this.canonical!.get(keyId(key));
+    // Strings and numbers are their own instances (a Map compares them by value).
+    if (typeof key !== "object") return this.map!.has(key) ? key : undefined;
+    return this.tuples?.find(key);
   }
 
   has(key: Key): boolean {
@@ -66,12 +64,12 @@ export class Graph {
   /** The task spec (or literal) stored under `key`. */
   get(key: Key): unknown {
     if (this.object !== undefined) return typeof key === "string" ? this.object[key] : undefined;
-    // Callbacks pass the graph's own key instances: an identity hit skips building the key's id.
+    // Callbacks pass the graph's own key instances: an identity hit needs no search.
     const map = this.map!;
     const value = map.get(key);
-    if (value !== undefined || map.has(key)) return value;
+    if (value !== undefined || typeof key !== "object" || map.has(key)) return value;
     const own = this.canonicalKey(key);
-    return own === undefined ? undefined : this.map!.get(own);
+    return own === undefined ? undefined : map.get(own);
   }
 
   get size(): number {
@@ -89,6 +87,49 @@ export class Graph {
   [Symbol.iterator](): IterableIterator<[Key, unknown]> {
     return this.entries();
   }
+}
+
+/**
+ * Tuple keys by their elements, one level per element: a key is found by value with a Map lookup
+ * per element instead of a string built for it. Tuples nested in a key fall back to `keyId`.
+ */
+class TupleIndex {
+  /** Element → the keys that continue past it. */
+  private children: Map<string | number, TupleIndex> | undefined;
+  /** Last element → the key that ends with it. */
+  private ends: Map<string | number, Key> | undefined;
+  /** Keys with a tuple inside, by id. */
+  private nested: Map<string, Key> | undefined;
+
+  add(key: readonly KeyPart[]): void {
+    if (!isFlat(key)) {
+      (this.nested ??= new Map()).set(keyId(key), key);
+      return;
+    }
+    let node: TupleIndex = this;
+    const last = key.length - 1;
+    for (let i = 0; i < last; i++) {
+      const element = key[i] as string | number;
+      let next = node.children?.get(element);
+      if (next === undefined) (node.children ??= new Map()).set(element, (next = new TupleIndex()));
+      node = next;
+    }
+    (node.ends ??= new Map()).set(key[last] as string | number, key);
+  }
+
+  find(key: readonly KeyPart[]): Key | undefined {
+    if (!isFlat(key)) return this.nested?.get(keyId(key));
+    let node: TupleIndex | undefined = this;
+    const last = key.length - 1;
+    for (let i = 0; i < last && node !== undefined; i++) node = node.children?.get(key[i] as string | number);
+    return node?.ends?.get(key[last] as string | number);
+  }
+}
+
+/** A tuple of strings and numbers only. */
+function isFlat(key: readonly KeyPart[]): boolean {
+  for (let i = 0; i < key.length; i++) if (typeof key[i] === "object") return false;
+  return key.length > 0;
 }
 
 export function describe(value: unknown): string {

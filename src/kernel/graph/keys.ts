@@ -41,7 +41,11 @@ export function isKey(value: unknown): value is Key {
 
 /** Dask's repr of a key: `'x'` for strings, `('x', 0, 1)` for tuples. */
 export function formatKey(key: Key): string {
-  if (typeof key === "string") return `'${key.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+  if (typeof key === "string") {
+    // Most keys need no escaping: skip the two replacements then.
+    if (key.indexOf("\\") < 0 && key.indexOf("'") < 0) return `'${key}'`;
+    return `'${key.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+  }
   if (typeof key === "number") return String(key);
   const parts = key.map((part) => formatKey(part));
   return parts.length === 1 ? `(${parts[0]},)` : `(${parts.join(", ")})`;

@@ -14,6 +14,8 @@ export interface Plan {
   readonly graph: Graph;
   /** Node index → key (the graph's own instance). */
   readonly keys: readonly Key[];
+  /** Node index → `keyId` of its key. */
+  readonly ids: readonly string[];
   /** Node index → compiled task, or undefined for a data node. */
   readonly exprs: readonly (Expr | undefined)[];
   /** Node index → value of a data node (a literal in the graph, or a cache entry). */
@@ -47,6 +49,7 @@ export function buildPlan(input: Graph, requested: Key | readonly unknown[], opt
 
 class PlanBuilder {
   private readonly keys: Key[] = [];
+  private readonly ids: string[] = [];
   private readonly exprs: (Expr | undefined)[] = [];
   private readonly dataValues: unknown[] = [];
   private readonly nodeDependencies: number[][] = [];
@@ -95,6 +98,7 @@ class PlanBuilder {
     return {
       graph: this.graph,
       keys: this.keys,
+      ids: this.ids,
       exprs: this.exprs,
       dataValues: this.dataValues,
       dependencyStart,
@@ -128,6 +132,7 @@ class PlanBuilder {
     return this.graph.canonicalKey(key);
   }
 
+  /** The node of `key`, one of the graph's (or cache's) own key instances. */
   private nodeOf(key: Key): number {
     const id = keyId(key);
     let index = this.indexById.get(id);
@@ -135,6 +140,7 @@ class PlanBuilder {
       index = this.keys.length;
       this.indexById.set(id, index);
       this.keys.push(key);
+      this.ids.push(id);
       this.exprs.push(undefined);
       this.dataValues.push(undefined);
       this.nodeDependencies.push(EMPTY);

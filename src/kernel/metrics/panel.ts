@@ -8,8 +8,9 @@ import { resolve } from "node:path";
 import { inspect } from "node:util";
 import { type FpmData, type FpmModel, type FpmSelection, DEFAULT_SELECTION, IDLE_PREFIX, formatMetric, fpmModel, fpmSpec, fpmSummary } from "../../protocol/fpm";
 import { type FpmPayload, MIME_TYPE, type MimeBundle, PROTOCOL_VERSION } from "../../protocol";
-import type { DisplayHandle } from "../display";
+import { DisplayHandle, displayNow } from "../display/handle";
 import { present } from "../display/figure";
+import { kernelChannel } from "../display/tslab";
 import { standalonePage } from "../display/page";
 import { staticImage } from "../display/plot";
 
@@ -33,10 +34,20 @@ export class FpmPanel {
   file: string | undefined;
 
   constructor(
-    readonly data: FpmData,
+    private shown: FpmData,
     readonly selection: FpmSelection,
     private readonly width: number,
   ) {}
+
+  /** The records and spans it draws. */
+  get data(): FpmData {
+    return this.shown;
+  }
+
+  /** Draws `data` from now on (a cluster's panel, once the workers' latest metrics are in); the selection stays. */
+  update(data: FpmData): void {
+    this.shown = data;
+  }
 
   /** One line saying what the panel shows. */
   get summary(): string {
@@ -87,6 +98,11 @@ export class FpmPanel {
     return { [MIME_TYPE]: payload, "text/plain": metricsTable(this.data, this.selection) };
   }
 
+  /** The breakdown it shows, as a text table (functions by activity, in the selection's unit). */
+  toString(): string {
+    return metricsTable(this.data, this.selection);
+  }
+
   [inspect.custom](): string {
     return `FpmPanel { ${this.summary}${this.file === undefined ? "" : `, saved to ${this.file}`} }`;
   }
@@ -101,14 +117,46 @@ const PAGE_SCRIPT = `
 `;
 
 export function showPanel(data: FpmData, options: FpmPanelOptions = {}): DisplayHandle<FpmPanel> {
+  return present(newPanel(data, options), { filename: options.filename ?? "fpm.html", save: options.save }, TITLE);
+}
+
+/**
+ * The panel of metrics still on their way (a cluster's arrive with the workers' next heartbeats):
+ * shown in the calling cell at once from `now`, then, once `latest` has the rest, the same output
+ * is replaced by the panel of the latest data with its static image. Outside a notebook the file
+ * is written from the latest data. Awaiting the handle gives the panel of the latest data.
+ */
+export function showArrivingPanel(now: FpmData, latest: Promise<FpmData>, options: FpmPanelOptions = {}): DisplayHandle<FpmPanel> {
+  const panel = newPanel(now, options);
+  const notebook = kernelChannel() !== null;
+  const save = options.save ?? !notebook;
+  const filename = options.filename ?? "fpm.html";
+  const arrived = latest.then((data) => {
+    panel.update(data);
+    if (save) panel.file = panel.save(filename);
+    if (save && !notebook) console.log(`${TITLE} written to ${panel.file}`);
+    return panel;
+  });
+  if (!notebook) return new DisplayHandle(panel, panel.summary, false, arrived);
+  const id = randomUUID();
+  return displayNow(panel.liveBundle(id, 0), {
+    summary: panel.summary,
+    value: panel,
+    complete: async () => {
+      await arrived;
+      return { ...panel.liveBundle(id, 1), "image/svg+xml": await panel.notebookImage() };
+    },
+  });
+}
+
+function newPanel(data: FpmData, options: FpmPanelOptions): FpmPanel {
   if (options === null || typeof options !== "object") throw new TypeError(`visualize options must be an object, got ${String(options)}`);
   for (const name of Object.keys(options)) {
     if (!OPTION_NAMES.has(name)) throw new TypeError(`Unknown visualize option "${name}"; known: ${[...OPTION_NAMES].join(", ")}`);
   }
   const width = options.width ?? 1000;
   if (!(Number.isFinite(width) && width >= 400)) throw new TypeError(`Option width must be a number of pixels ≥ 400, got ${String(width)}`);
-  const panel = new FpmPanel(data, { ...DEFAULT_SELECTION, ...options.selection }, width);
-  return present(panel, { filename: options.filename ?? "fpm.html", save: options.save }, "Fine performance metrics");
+  return new FpmPanel(data, { ...DEFAULT_SELECTION, ...options.selection }, width);
 }
 
 /** The breakdown as a text table: functions (rows) by activity (columns), for terminals and text/plain. */

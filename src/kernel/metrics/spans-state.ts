@@ -9,9 +9,12 @@ import { type Key, formatKey } from "../graph/keys";
 import type { SpanPath } from "./spans";
 
 export type TaskStateName = keyof TaskStateCounts;
-const STATES: readonly TaskStateName[] = ["released", "waiting", "queued", "processing", "memory", "erred", "forgotten"];
+/** The states spans count tasks in, in the order of `SpanTasks.counts`. */
+export const SPAN_STATES: readonly TaskStateName[] = ["released", "waiting", "queued", "processing", "memory", "erred", "forgotten"];
+const STATE_INDEX = Object.fromEntries(SPAN_STATES.map((state, i) => [state, i])) as Record<TaskStateName, number>;
 /** States a TaskGroup can be "done" in (Dask's `TaskGroup.done`). */
 const DONE_STATES: ReadonlySet<TaskStateName> = new Set(["memory", "erred", "released", "forgotten"]);
+const ACTIVE_INDEXES = SPAN_STATES.flatMap((state, i) => (DONE_STATES.has(state) ? [] : [i]));
 
 export const DEFAULT_SPAN_NAME = "default";
 
@@ -41,9 +44,21 @@ export interface MetricCell {
   value: number;
 }
 
-class Span {
+/**
+ * A span's task tally, for a scheduler that keeps each task's span itself (the cluster's task
+ * table): tasks move between states with `counts[from]--; counts[to]++`, no lookup per task.
+ */
+export interface SpanTasks {
+  readonly id: string;
+  /** Tasks per state, indexed in the order of SPAN_STATES. */
+  readonly counts: Float64Array;
+  /** A task of the span ran from `start` to `stop` (epoch seconds) and its result holds `nbytes`. */
+  ran(start: number, stop: number, nbytes: number): void;
+}
+
+class Span implements SpanTasks {
   readonly children: Span[] = [];
-  readonly counts: Record<TaskStateName, number> = { released: 0, waiting: 0, queued: 0, processing: 0, memory: 0, erred: 0, forgotten: 0 };
+  readonly counts = new Float64Array(SPAN_STATES.length);
   /** Earliest start and latest stop of the tasks that ran here (not the subtree); start 0 until one ran. */
   start = 0;
   stop = 0;
@@ -59,6 +74,12 @@ class Span {
     readonly historyFrom: number,
   ) {}
 
+  ran(start: number, stop: number, nbytes: number): void {
+    if (this.start === 0 || start < this.start) this.start = start;
+    if (stop > this.stop) this.stop = stop;
+    this.nbytesTotal += nbytes;
+  }
+
   /** Pre-order: this span, then its children's subtrees in creation order. */
   *subtree(): IterableIterator<Span> {
     yield this;
@@ -67,7 +88,7 @@ class Span {
 
   /** Dask's `TaskGroup.done` over this span's own tasks. */
   get ownDone(): boolean {
-    return STATES.every((state) => DONE_STATES.has(state) || this.counts[state] === 0);
+    return ACTIVE_INDEXES.every((i) => this.counts[i] === 0);
   }
 }
 
@@ -164,7 +185,7 @@ export class SpansState {
       group.live++;
       const state = task.state ?? "waiting";
       this.tasks.set(task.key, { span: group.span, group, state });
-      group.span.counts[state]++;
+      group.span.counts[STATE_INDEX[state]]++;
       ids.push(group.span.id);
     }
     return ids;
@@ -179,8 +200,8 @@ export class SpansState {
   transition(key: string, to: TaskStateName): void {
     const task = this.tasks.get(key);
     if (task === undefined) return;
-    task.span.counts[task.state]--;
-    task.span.counts[to]++;
+    task.span.counts[STATE_INDEX[task.state]]--;
+    task.span.counts[STATE_INDEX[to]]++;
     task.state = to;
     if (to === "forgotten") {
       this.tasks.delete(key);
@@ -201,16 +222,18 @@ export class SpansState {
   /** `count` tasks of a span moved from one state to another (from null: newly observed). */
   countTasks(spanId: string, from: TaskStateName | null, to: TaskStateName, count = 1): void {
     const span = this.span(spanId);
-    if (from !== null) span.counts[from] -= count;
-    span.counts[to] += count;
+    if (from !== null) span.counts[STATE_INDEX[from]] -= count;
+    span.counts[STATE_INDEX[to]] += count;
   }
 
   /** A task of the span ran from `start` to `stop` and made `nbytes` of result. */
   taskRan(spanId: string, start: number, stop: number, nbytes: number): void {
-    const span = this.span(spanId);
-    if (span.start === 0 || start < span.start) span.start = start;
-    if (stop > span.stop) span.stop = stop;
-    span.nbytesTotal += nbytes;
+    this.span(spanId).ran(start, stop, nbytes);
+  }
+
+  /** The task tally of a span, to keep per task (see SpanTasks). */
+  tasksOf(spanId: string): SpanTasks {
+    return this.span(spanId);
   }
 
   // ---- Metrics ----------------------------------------------------------------------------------
@@ -311,7 +334,9 @@ export class SpansState {
     let nbytesTotal = 0;
     let done = true;
     for (const node of span.subtree()) {
-      for (const state of STATES) if (node.counts[state] !== 0) states[state] = (states[state] ?? 0) + node.counts[state];
+      SPAN_STATES.forEach((state, i) => {
+        if (node.counts[i] !== 0) states[state] = (states[state] ?? 0) + node.counts[i];
+      });
       for (const [key, cell] of node.metrics) {
         if (cell.unit === "seconds") executeSeconds += cell.value;
         const seen = metrics.get(key);

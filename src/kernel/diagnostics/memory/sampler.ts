@@ -1,5 +1,6 @@
 // MemorySampler (Dask's distributed.diagnostics.MemorySampler): memory over time while blocks of
-// code run, one labelled series per block, to compare implementations or watch a computation.
+// code run, one labelled series per block, to compare implementations or watch a computation —
+// a cluster's memory from its heartbeats while a Client is open, else this process tree's.
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
@@ -9,6 +10,7 @@ import type { ProfilePlot } from "../visualize";
 import { type MemoryMeasure, type MemoryPoint, type MemorySeries, measureNamed } from "../../../protocol/memory";
 import type { DisplayHandle } from "../../display";
 import { memoryPlot, type MemoryPlotOptions } from "./plot";
+import { clusterSource } from "../cluster-source";
 import { type MemorySource, localMemory } from "./source";
 
 export interface MemorySampleOptions {
@@ -35,10 +37,16 @@ export class MemorySampler {
   readonly samples = new Map<string, MemoryPoint[]>();
   /** The measure of each label's series. */
   readonly measures = new Map<string, MemoryMeasure>();
-  readonly source: MemorySource;
+  private readonly chosenSource: MemorySource | undefined;
 
+  /** `source`: where to measure; default: the open Client's cluster (heartbeats), else this process tree. */
   constructor(options: { readonly source?: MemorySource } = {}) {
-    this.source = options.source ?? localMemory;
+    this.chosenSource = options.source;
+  }
+
+  /** Where the next sample block measures: the source given, else the open Client's cluster, else this process tree. */
+  get source(): MemorySource {
+    return this.chosenSource ?? clusterSource()?.memory ?? localMemory;
   }
 
   /**

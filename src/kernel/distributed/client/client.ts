@@ -11,6 +11,12 @@ import { type Key, formatKey, keyPrefix } from "../../graph/keys";
 import { Graph } from "../../graph/graph";
 import { buildPlan } from "../../graph/plan";
 import { quote } from "../../graph/spec";
+import { currentSpan } from "../../metrics/spans";
+import { type FpmPanel, type FpmPanelOptions, showArrivingPanel } from "../../metrics/panel";
+import type { DisplayHandle } from "../../display";
+import type { FpmData } from "../../../protocol/fpm";
+import type { MetricRecord, SpanRecord } from "../../../protocol/records";
+import { now } from "../../clock";
 import { dashboardPublisher } from "../../dashboard/publisher";
 import { type GraphRun, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
 import type { WireTask } from "../messages";
@@ -20,9 +26,24 @@ import type { WorkerView } from "../worker/view";
 import { clusterFeed } from "../dashboard";
 import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
+import type { ProfileNode, TaskStreamRecord } from "../../../protocol/records";
+import type { BandwidthDetail } from "../../diagnostics/bandwidth";
+import { registerClusterSource } from "../../diagnostics/cluster-source";
+import type { RedisClusterOptions } from "../redis/cluster";
+import type { WorkerState } from "../scheduler/workers";
 import { computeGraph } from "./computation";
+import {
+  type ClientBandwidthOptions,
+  type ClientProfileOptions,
+  type ClientTaskStreamOptions,
+  ClusterDiagnostics,
+  type PlottedTaskStream,
+  clientBandwidth,
+  clientProfile,
+  clientTaskStream,
+} from "./diagnostics";
 import { Future, FutureHold } from "./future";
-import { planKeyIds, planSubmission } from "./submission";
+import { planSpans, planSubmission } from "./submission";
 
 /** What a Client connects to: a cluster whose scheduler runs in this process. */
 export interface ClusterHandle {
@@ -47,6 +68,9 @@ export class Client implements GraphScheduler, AsyncDisposable {
   private readonly holds = new Set<FutureHold>();
   private closed = false;
   private readonly stopWatching: () => void;
+  /** What seed 003's diagnostics read of the cluster (the default cluster for them while this client is open). */
+  readonly diagnostics: ClusterDiagnostics;
+  private readonly unregisterDiagnostics: () => void;
   /** Takes the cluster off the notebook's dashboard feed. */
   private readonly leaveDashboard: () => void;
 
@@ -58,15 +82,27 @@ export class Client implements GraphScheduler, AsyncDisposable {
     this.stopWatching = cluster.scheduler.onClose(() => void this.close());
     openClients.push(this);
     setDefaultGraphScheduler(this);
+    this.diagnostics = new ClusterDiagnostics(cluster.scheduler, this.description);
+    this.unregisterDiagnostics = registerClusterSource(this.diagnostics);
     // While open, the cluster feeds the kernel's dashboard (the JupyterLab panels, serveDashboard()).
     this.leaveDashboard = clusterFeed(cluster).attach(dashboardPublisher, "Client");
   }
 
   /**
    * Connects to `cluster`; with options (or nothing) instead, starts a LocalCluster of its own
-   * (Dask's `Client()`), closed with the client.
+   * (Dask's `Client()`), closed with the client. With a Redis address
+   * (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS), the workers are those that
+   * serve that Redis (`npx tsdask worker redis://…` on any machine); closing the client removes
+   * everything it stored there.
    */
-  static async connect(cluster?: ClusterHandle | LocalClusterOptions): Promise<Client> {
+  static async connect(cluster?: ClusterHandle | LocalClusterOptions): Promise<Client>;
+  static async connect(redisAddress: string, options?: RedisClusterOptions): Promise<Client>;
+  static async connect(cluster?: ClusterHandle | LocalClusterOptions | string, options?: RedisClusterOptions): Promise<Client> {
+    if (typeof cluster === "string") {
+      // Loaded on first use: BullMQ and ioredis take a quarter of a second to load, and most notebooks never need them.
+      const { RedisCluster } = require("../redis/cluster") as typeof import("../redis/cluster");
+      return new Client(await RedisCluster.connect(cluster, options), true);
+    }
     if (cluster !== undefined && isClusterHandle(cluster)) {
       if (cluster.scheduler.isClosed) throw new Error(`Cannot connect: ${cluster.description} is closed`);
       return new Client(cluster, false);
@@ -90,6 +126,11 @@ export class Client implements GraphScheduler, AsyncDisposable {
 
   get status(): "running" | "closed" {
     return this.closed ? "closed" : "running";
+  }
+
+  /** The workers connected now, by address (a Redis worker's address is its name). */
+  get workers(): ReadonlyMap<string, WorkerState> {
+    return this.scheduler.workers;
   }
 
   // ---- Futures ---------------------------------------------------------------------------------
@@ -133,8 +174,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
       throw new TypeError(`client.compute takes Delayed values or tsdask/array arrays, got ${describe(collection)}`);
     }
     const plan = buildPlan(Graph.from(graph), key);
-    const keyIds = planKeyIds(plan);
-    const submission = planSubmission(plan, keyIds, this.scheduler.functions, () => false);
+    const keyIds = plan.ids;
+    const submission = { ...planSubmission(plan, keyIds, this.scheduler.functions, () => false), ...planSpans(plan) };
     const slots = this.scheduler.submit(submission);
     const [output] = submission.wanted;
     return this.futureFor(plan.keys[output], keyIds[output], slots[output]);
@@ -177,6 +218,105 @@ export class Client implements GraphScheduler, AsyncDisposable {
     return await fn(this.scheduler);
   }
 
+  // ---- Diagnosing performance (seed 003) ---------------------------------------------------------
+
+  /**
+   * Dask's `client.get_task_stream(start, stop, count)`: the task-stream records the scheduler
+   * holds (the last 100 000 by default), oldest first — every task's worker, thread, result size
+   * and phases (compute, transfer from a peer, disk-read, disk-write, deserialize) on the
+   * scheduler's clock. With `plot`, also the plot: `{ data, table, figure }`.
+   */
+  getTaskStream(options?: ClientTaskStreamOptions & { readonly plot?: false }): Promise<TaskStreamRecord[]>;
+  getTaskStream(options: ClientTaskStreamOptions & { readonly plot: true | "save" }): Promise<PlottedTaskStream>;
+  getTaskStream(options?: ClientTaskStreamOptions): Promise<TaskStreamRecord[] | PlottedTaskStream>;
+  async getTaskStream(options: ClientTaskStreamOptions = {}): Promise<TaskStreamRecord[] | PlottedTaskStream> {
+    this.checkOpen();
+    return clientTaskStream(this.scheduler, this.diagnostics, options);
+  }
+
+  /**
+   * Dask's `client.profile(key, start, stop, workers, filename)`: the workers' statistical
+   * profile (Dask's tree, merged over workers and threads), of one task prefix or all, of a time
+   * window (scheduler clock), compute (in tasks) or administrative; `filename` also writes the
+   * interactive profile as an offline HTML page, `plot: true` shows it.
+   */
+  async profile(options: ClientProfileOptions = {}): Promise<ProfileNode> {
+    this.checkOpen();
+    return clientProfile(this.diagnostics, options);
+  }
+
+  /**
+   * Bandwidth by data type and by (source, destination) worker pair from the workers' transfer
+   * logs (Dask's "Bandwidth Types" and "Bandwidth Workers"); `plot` draws both.
+   */
+  async bandwidth(options: ClientBandwidthOptions = {}): Promise<BandwidthDetail> {
+    this.checkOpen();
+    return clientBandwidth(this.diagnostics, options);
+  }
+
+  // ---- Fine performance metrics and spans --------------------------------------------------------
+  // Workers send what they measure with their heartbeats (every 0.5 s); these calls first wait
+  // for one from each worker, begun after the call, so everything measured before it is in.
+
+  /**
+   * The cluster's fine performance metrics, Dask's `cumulative_worker_metrics`: every worker's
+   * digests summed since the cluster started, without span ids, as records
+   * `{ context, prefix?, activity, unit, value }` — context "execute" (per task prefix),
+   * "gather-dep" (fetching inputs from peers), "get-data" (serving them), "memory-monitor"
+   * (spilling under memory pressure). Per worker, with span ids: `client.run((w) => w.digestsTotal)`.
+   */
+  async metrics(): Promise<MetricRecord[]> {
+    this.checkOpen();
+    await this.scheduler.syncMetrics();
+    return this.scheduler.cumulativeWorkerMetrics();
+  }
+
+  /**
+   * Every span (Dask's `Span`s, in creation order): id, name, parent and children, enqueued /
+   * start / stop, done, task counts by state, `activeCpuSeconds` (wall × threads while active),
+   * `nbytesTotal`, and the execute metrics of its subtree with the idle time as
+   * ("N/A", "idle or other spans"). Tasks submitted outside any `span()` are in spans named ["default"].
+   */
+  async spans(): Promise<SpanRecord[]> {
+    this.checkOpen();
+    await this.scheduler.syncMetrics();
+    return this.scheduler.spans();
+  }
+
+  /** Everything the Fine Performance Metrics panel draws, as of now (synchronised as above). */
+  async metricsData(): Promise<FpmData> {
+    this.checkOpen();
+    await this.scheduler.syncMetrics();
+    return this.metricsSnapshot();
+  }
+
+  /**
+   * Shows Dask's Fine Performance Metrics panel for the cluster (the same as
+   * `FinePerformanceMetrics.visualize()`, with "Send data, by activity" from the workers'
+   * get-data): in a notebook, in the calling cell at once, from what the scheduler has; the same
+   * output is brought up to date once every worker's next heartbeat is in (≤ 0.5 s). Elsewhere it
+   * writes a standalone HTML file (`fpm.html`) from the up-to-date metrics. Awaiting the handle
+   * gives the up-to-date FpmPanel.
+   */
+  visualizeMetrics(options?: FpmPanelOptions): DisplayHandle<FpmPanel> {
+    this.checkOpen();
+    return showArrivingPanel(this.metricsSnapshot(), this.metricsData(), options);
+  }
+
+  /** The panel's data from what the scheduler has now. */
+  private metricsSnapshot(): FpmData {
+    const { workers } = this.scheduler;
+    let threads = 0;
+    for (const ws of workers.values()) threads += ws.nthreads;
+    const description = `${this.cluster.description}, ${workers.size} worker${workers.size === 1 ? "" : "s"}, ${threads} thread${threads === 1 ? "" : "s"}`;
+    return {
+      metrics: this.scheduler.cumulativeWorkerMetrics(),
+      spans: this.scheduler.spans(),
+      time: now(),
+      source: { description, transfers: true },
+    };
+  }
+
   // ---- Lifetime --------------------------------------------------------------------------------
 
   /** Releases this client's Futures and stops being the default scheduler; closes a cluster it started. */
@@ -184,6 +324,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     if (this.closed) return;
     this.closed = true;
     this.stopWatching();
+    this.unregisterDiagnostics();
     this.leaveDashboard();
     for (const hold of [...this.holds]) hold.release();
     const at = openClients.indexOf(this);
@@ -241,6 +382,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
       dependencies: Int32Array.from(dependencies),
       order: Int32Array.from(keys, (_, i) => i),
       wanted: calling.map((_, i) => i),
+      span: currentSpan(),
     };
     const slots = this.scheduler.submit(submission);
     return calling.map((call, i) => this.futureFor(call.key, call.key, slots[i]));

@@ -3,6 +3,7 @@
 // the computation's state, so diagnostics read it as they do on the local schedulers), and the
 // requested results are gathered straight from the workers holding them at the end.
 
+import type { TaskStreamRecord } from "../../../protocol/records";
 import type { Callback, TaskInfo } from "../../callbacks/callback";
 import type { Graph } from "../../graph/graph";
 import type { Key } from "../../graph/keys";
@@ -16,7 +17,7 @@ import type { TaskFailure, TaskListener } from "../scheduler/state";
 import type { WorkerState } from "../scheduler/workers";
 import { failureError } from "./errors";
 import { ClusterResult } from "./results";
-import { planKeyIds, planSubmission } from "./submission";
+import { planSpans, planSubmission } from "./submission";
 
 export interface GraphRequest {
   readonly graph: Graph;
@@ -40,15 +41,15 @@ export async function computeGraph(scheduler: Scheduler, request: GraphRequest):
       started.push(cb);
     }
     let plan = buildPlan(graph, request.keys);
-    let keyIds = planKeyIds(plan);
+    let keyIds = plan.ids;
     // Keys the cluster already holds are taken as they are (Dask: a key names its value), and what
     // only they needed is not recomputed.
     const held = heldResults(scheduler, plan, keyIds);
     if (held.size > 0) {
       plan = buildPlan(graph, request.keys, { cache: held });
-      keyIds = planKeyIds(plan);
+      keyIds = plan.ids;
     }
-    const submission = planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node]));
+    const submission = { ...planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node])), ...planSpans(plan) };
     computation = new Computation(scheduler, plan, keyIds, callbacks);
     for (const cb of callbacks) cb.startState?.(graph, computation.view!);
     await computation.run(submission, signal);
@@ -145,7 +146,7 @@ class Computation implements TaskListener {
         else reject(error);
       };
       signal?.addEventListener("abort", onAbort);
-      stopWatching = this.scheduler.onClose(() => this.settle?.(new Error("The cluster closed during the computation")));
+      stopWatching = this.scheduler.onClose(() => this.settle?.(this.scheduler.closedBy ?? new Error("The cluster closed during the computation")));
       const watchAll = this.mirror !== undefined;
       this.slots = this.scheduler.submit(submission, watchAll ? this : undefined);
       const state = this.scheduler.state;
@@ -179,7 +180,7 @@ class Computation implements TaskListener {
     this.start(node);
   }
 
-  finished(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined): void {
+  finished(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined, record?: TaskStreamRecord): void {
     const node = this.nodeOfSlot.get(slot);
     if (node === undefined) return;
     if (this.plan.isOutput[node] === 1) this.outputFinished(node);
@@ -194,7 +195,7 @@ class Computation implements TaskListener {
     mirror.finishTask(node, result);
     const key = this.plan.keys[node];
     const workerId = report === undefined ? address : `${address}#${report.thread}`;
-    const info: TaskInfo = { timing: report === undefined ? undefined : timingOf(report) };
+    const info: TaskInfo = report === undefined ? {} : { timing: timingOf(report), record };
     for (const cb of this.posttasks) cb.posttask!(key, result, this.plan.graph, mirror.view, workerId, info);
   }
 

@@ -139,6 +139,9 @@ export class Future<T = unknown> {
 
   private checkUsable(): void {
     const hold = this.#hold;
+    // A cluster that failed (its Redis lost) released every hold as it closed: its error says why.
+    const failure = hold.scheduler.closedBy;
+    if (failure !== undefined) throw failure;
     if (hold.released) throw new Error(`Future ${String(this.key)} was released; its result is gone`);
     if (hold.scheduler.isClosed) throw new Error(`Future ${String(this.key)}: the cluster is closed`);
   }

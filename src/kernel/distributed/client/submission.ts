@@ -2,7 +2,8 @@
 // the columns of a GraphSubmission — key ids, reprs, prefixes, groups, wire tasks whose
 // functions are ids in the cluster's FunctionTable (checked here, before anything runs).
 
-import { type Key, formatKey, keyId, keyPrefix } from "../../graph/keys";
+import { type Key, formatKey, keyPrefixer } from "../../graph/keys";
+import { type SpanPath, anyTaskTagged, currentSpan, spanOfSpec } from "../../metrics/spans";
 import type { Plan } from "../../graph/plan";
 import type { Expr } from "../../graph/spec";
 import type { WireTask } from "../messages";
@@ -74,11 +75,12 @@ export function planSubmission(plan: Plan, keyIds: readonly string[], functions:
   const tasks = new Array<WireTask | undefined>(n);
   const functionIds = new Array<readonly number[]>(n);
   const builder = new WireBuilder(functions, (index) => keyIds[index]);
+  const prefixOf = keyPrefixer();
   const wanted: number[] = [];
   for (let i = 0; i < n; i++) {
     const key = plan.keys[i];
     names[i] = formatKey(key);
-    prefixes[i] = keyPrefix(key);
+    prefixes[i] = prefixOf(key);
     groups[i] = groupOf(key, prefixes[i]);
     const expr = plan.exprs[i];
     if (expr !== undefined) {
@@ -106,7 +108,18 @@ export function planSubmission(plan: Plan, keyIds: readonly string[], functions:
 
 const NO_IDS: readonly number[] = [];
 
-/** Key ids of a plan's nodes. */
-export function planKeyIds(plan: Plan): string[] {
-  return plan.keys.map(keyId);
+/**
+ * Where a plan's tasks belong (spans): the span active where it is submitted, and for tasks a
+ * collection built inside another span (delayed values, arrays), that one. Spread into the
+ * plan's submission.
+ */
+export function planSpans(plan: Plan): Pick<GraphSubmission, "span" | "taskSpans"> {
+  const span = currentSpan();
+  if (!anyTaskTagged()) return { span };
+  let taskSpans: (SpanPath | undefined)[] | undefined;
+  for (let node = 0; node < plan.keys.length; node++) {
+    const tagged = spanOfSpec(plan.graph.get(plan.keys[node]));
+    if (tagged !== undefined) (taskSpans ??= new Array<SpanPath | undefined>(plan.keys.length))[node] = tagged;
+  }
+  return { span, taskSpans };
 }

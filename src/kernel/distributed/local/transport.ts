@@ -7,9 +7,11 @@ import { rmSync } from "node:fs";
 import type { Server } from "node:net";
 import { join } from "node:path";
 import { formatBytes } from "../../../protocol/format";
+import { decodeBatch, encodeBatch, encodeBatches } from "../batches";
 import { Connection, listen } from "../comm";
-import type { FromWorker, RegisterMessage, ToWorker, WorkerAddress, WorkerStartConfig } from "../messages";
+import type { FromWorker, GatherReplyMessage, RegisterMessage, ToWorker, WorkerAddress, WorkerStartConfig } from "../messages";
 import type { Transport, TransportEvents } from "../scheduler/transport";
+import { PeerClient } from "../worker/peers";
 import { WorkerProcess } from "./worker-process";
 
 /** Dask's `distributed.worker.memory.terminate`: the nanny restarts a worker above this share of its limit. */
@@ -28,6 +30,7 @@ export interface LocalWorkerSettings {
   readonly memoryThresholds?: WorkerStartConfig["memoryThresholds"];
   /** Simulated clock offsets (seconds) by worker number, for tests of clock correction. */
   readonly clockOffsets?: readonly number[];
+  readonly profile?: WorkerStartConfig["profile"];
 }
 
 /** A worker slot: its name stays, its process changes when the nanny replaces it. */
@@ -60,6 +63,8 @@ export class LocalTransport implements Transport {
   private keepsAlive = false;
   private memoryTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
+  /** Connections to the workers' data listeners, for gathering results. */
+  private readonly data = new PeerClient();
   /** Told when a worker fails before it registered (it would fail again: it is not replaced). */
   onStartFailure: (name: string, why: string) => void = () => {};
 
@@ -99,12 +104,27 @@ export class LocalTransport implements Transport {
     const connection = this.byAddress.get(worker)?.connection;
     if (connection === undefined || connection.closed) return;
     try {
-      connection.send(messages);
+      for (const batch of encodeBatches(messages)) connection.sendFrames(batch);
     } catch (error) {
       // A value in a task that cannot be encoded: the worker cannot be told; it is lost to us.
       process.stderr.write(`tsdask: cannot send to worker ${worker}: ${(error as Error).message}\n`);
       connection.destroy();
     }
+  }
+
+  /**
+   * Results are read from the worker's data listener, like peers' inputs: the reading side of
+   * that connection is this one, so values land in memory of their own without a copy (the
+   * workers' connections to the scheduler's listener are read by copying).
+   */
+  async gather(worker: WorkerAddress, keys: readonly string[]): Promise<Pick<GatherReplyMessage, "values" | "missing">> {
+    if (!this.byAddress.has(worker)) throw new Error(`Worker ${worker} is not running`);
+    const { value } = await this.data.request(worker, { op: "gather", requestId: 0, keys });
+    const reply = value as Partial<GatherReplyMessage> | null;
+    if (reply?.op !== "gather-reply" || typeof reply.values !== "object" || reply.values === null || !Array.isArray(reply.missing)) {
+      throw new Error(`Worker ${worker} answered a gather with something else`);
+    }
+    return { values: reply.values, missing: reply.missing };
   }
 
   setKeepsAlive(keep: boolean): void {
@@ -124,6 +144,7 @@ export class LocalTransport implements Transport {
 
   /** On process exit: kill every worker and remove the folder, synchronously. */
   killNow(): void {
+    this.data.close();
     for (const slot of this.slots.values()) slot.process.kill("SIGKILL");
     rmSync(this.folder, { recursive: true, force: true });
     open.delete(this);
@@ -143,6 +164,7 @@ export class LocalTransport implements Transport {
       localDirectory: join(this.folder, `${name}.${incarnation}`),
       ...(this.settings.clockOffsets?.[index] !== undefined ? { clockOffset: this.settings.clockOffsets[index] } : {}),
       ...(this.settings.memoryThresholds !== undefined ? { memoryThresholds: this.settings.memoryThresholds } : {}),
+      ...(this.settings.profile !== undefined ? { profile: this.settings.profile } : {}),
     };
     const worker = new WorkerProcess(config);
     const slot: Slot = { index, process: worker, connection: undefined, registered: false, retiring: false, left: false };
@@ -156,7 +178,7 @@ export class LocalTransport implements Transport {
     slot.retiring = true;
     if (slot.connection !== undefined && !slot.connection.closed) {
       try {
-        slot.connection.send([{ op: "close", reason }]);
+        slot.connection.sendFrames(encodeBatch([{ op: "close", reason }]));
       } catch {
         // already going
       }
@@ -173,7 +195,7 @@ export class LocalTransport implements Transport {
     connection.setKeepsAlive(this.keepsAlive);
     let slot: Slot | undefined;
     connection.on("message", (batch) => {
-      const messages = batch as FromWorker[];
+      const messages = decodeBatch(batch) as FromWorker[];
       if (slot === undefined) {
         const registration = messages[0] as RegisterMessage | undefined;
         slot = registration?.op === "register" ? this.byAddress.get(registration.address) : undefined;
@@ -238,6 +260,7 @@ export class LocalTransport implements Transport {
 
   private async shutDown(): Promise<void> {
     clearInterval(this.memoryTimer);
+    this.data.close();
     // Whoever awaits close() must see it finish: the workers keep this process alive until they exit.
     this.setKeepsAlive(true);
     const processes = this.processes;

@@ -5,6 +5,7 @@
 import { isIP } from "node:net";
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import { Redis, type RedisOptions } from "ioredis";
+import { RedisAddressError, RedisConnectError } from "./errors";
 
 export interface RedisTarget {
   readonly host: string;
@@ -15,10 +16,6 @@ export interface RedisTarget {
   readonly tls: boolean;
   /** The address without credentials, for messages and records: `redis://host:port/db`. */
   readonly display: string;
-}
-
-export class RedisAddressError extends Error {
-  override name = "RedisAddressError";
 }
 
 /** Reading an address the user typed: anything odd is an error naming what is wrong. */
@@ -60,17 +57,6 @@ export interface ConnectOptions {
   readonly tls?: TlsOptions;
   /** Shown by Redis's CLIENT LIST, so an operator can tell connections apart. */
   readonly connectionName?: string;
-}
-
-export class RedisConnectError extends Error {
-  override name = "RedisConnectError";
-  constructor(
-    readonly target: RedisTarget,
-    reason: string,
-    cause?: unknown,
-  ) {
-    super(`Cannot connect to Redis at ${target.display}: ${reason}`, { cause });
-  }
 }
 
 /** Longest wait between reconnection attempts once connected: steady, never a storm. */

@@ -36,8 +36,8 @@ export class FunctionGate {
 
   constructor(private readonly worker: WorkerIdentity) {}
 
-  /** Why this worker cannot run these functions for task `name`, or undefined if it can. */
-  refusal(functions: readonly (readonly [number, FnSpec])[], name: string): WorkerCannotRunError | undefined {
+  /** Why this worker cannot run these functions for `user` ("task 'x'", "client.run"), or undefined if it can. */
+  refusal(functions: readonly (readonly [number, FnSpec])[], user: string): WorkerCannotRunError | undefined {
     const where = `worker ${this.worker.name} (host ${this.worker.host})`;
     for (const [, spec] of functions) {
       if (spec.kind === "module" && !this.modulesFound.has(spec.path)) {
@@ -46,14 +46,14 @@ export class FunctionGate {
           this.modulesFound.add(spec.path);
         } catch {
           return new WorkerCannotRunError(
-            `Function ${describeFunction(spec)} of task ${name} is exported by module ${spec.path}, which does not exist on ${where}: ` +
+            `Function ${describeFunction(spec)} of ${user} is exported by module ${spec.path}, which does not exist on ${where}: ` +
               `install the same code at the same path on every worker`,
           );
         }
       }
       if (spec.kind === "source" && !this.worker.allowSource) {
         return new WorkerCannotRunError(
-          `Function ${describeFunction(spec)} of task ${name} travels as source text, and ${where} does not run shipped source: ` +
+          `Function ${describeFunction(spec)} of ${user} travels as source text, and ${where} does not run shipped source: ` +
             `export it from a module file the workers have, or start the worker with --allow-source ` +
             `(then anyone who can write to this Redis can run code on that machine)`,
         );

@@ -5,7 +5,7 @@ import { deserialize, serialize } from "node:v8";
 import type { MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
 import type { FnSpec, PackedError } from "../../scheduler/pool/wire";
 import { decodeValue, encodeValue, framesByteLength } from "../frames";
-import type { WireTask } from "../messages";
+import type { RunMessage, RunReplyMessage, WireTask } from "../messages";
 
 /** Task specs up to this size travel inside their job; larger ones are stored and the job names them. */
 export const INLINE_TASK_BYTES = 128 * 1024;
@@ -43,6 +43,20 @@ interface OutcomeBase {
   readonly worker: string;
 }
 
+/** A worker's answer to a request (client.run, a profile), on the asking client's outcome stream. */
+export interface ReplyEntry {
+  readonly status: "reply";
+  readonly worker: string;
+  readonly reply: RunReplyMessage;
+}
+
+/** What a worker sends to a client that asked it something (see keys.ts `registry.requests`). */
+export interface WorkerRequest {
+  /** The asking client's id: the reply goes on its outcome stream. */
+  readonly client: string;
+  readonly message: RunMessage;
+}
+
 /** Times are on the Redis server's clock. */
 export type OutcomeEntry =
   | (OutcomeBase & {
@@ -73,14 +87,14 @@ export type Publication = "published" | "existed" | "none";
 
 const PUBLICATION_BY_MARK: Readonly<Record<string, Publication>> = { "1": "published", "0": "existed", "-": "none" };
 
-/** V8 serialisation: packed errors may hold anything structured clone keeps. */
-export function encodeOutcome(entry: OutcomeEntry): Buffer {
+/** V8 serialisation: packed errors and run results may hold anything structured clone keeps. */
+export function encodeOutcome(entry: OutcomeEntry | ReplyEntry): Buffer {
   return serialize(entry);
 }
 
 /** Reads an outcome as read from the stream: a mark byte (see Publication), then the entry. */
-export function decodeOutcome(item: Buffer): { publication: Publication; entry: OutcomeEntry } {
+export function decodeOutcome(item: Buffer): { publication: Publication; entry: OutcomeEntry | ReplyEntry } {
   const publication = PUBLICATION_BY_MARK[String.fromCharCode(item[0])];
   if (publication === undefined) throw new Error(`tsdask: unreadable task outcome in Redis (mark ${item[0]})`);
-  return { publication, entry: deserialize(item.subarray(1)) as OutcomeEntry };
+  return { publication, entry: deserialize(item.subarray(1)) as OutcomeEntry | ReplyEntry };
 }

@@ -16,6 +16,8 @@ export const registry = {
   client: (clientId: string): string => `${ROOT}:client:${clientId}`,
   /** Pub/Sub channel: "client-joined <id>", "client-left <id>", "worker-joined <name>", "worker-left <name>". */
   announcements: `${ROOT}:announce`,
+  /** Pub/Sub channel of requests to one worker (client.run, profiles); it answers on the asking client's outcome stream. */
+  requests: (name: string): string => `${ROOT}:requests:${name}`,
 } as const;
 
 /** BullMQ queue names cannot hold ":"; the queue lives under the namespace through BullMQ's prefix. */

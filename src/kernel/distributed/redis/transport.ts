@@ -20,32 +20,23 @@ import { type FnSpec, packError } from "../../scheduler/pool/wire";
 import type {
   ComputeTaskMessage,
   FromWorker,
+  RunMessage,
   TaskErredMessage,
   TaskFinishedMessage,
   ToWorker,
   WireTask,
   WorkerAddress,
 } from "../messages";
+import { staticOrderOf } from "../scheduler/state";
 import type { Transport, TransportEvents } from "../scheduler/transport";
 import { WorkerClock } from "../worker/clock";
 import { observeRedisTime } from "./clock";
 import { type ConnectOptions, type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
-import { type OutcomeEntry, type TaskJobData, decodeOutcome, encodeTask } from "./jobs";
-import { Namespace, TASK_QUEUE } from "./keys";
+import { type OutcomeEntry, type TaskJobData, type WorkerRequest, decodeOutcome, encodeTask } from "./jobs";
+import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient } from "./registry";
-import { type StoredInfo, RedisStore } from "./store";
-
-/**
- * What the transport reports: the scheduler's TransportEvents (task outcomes and heartbeats come
- * as `received` from the worker that ran them, or from "redis" for tasks that could not be queued),
- * plus what only this transport knows.
- */
-export interface RedisTransportEvents extends TransportEvents {
-  /** The transport cannot go on (Redis lost for too long, or it lost this client's data): fail what is pending with `error`. */
-  failed?(error: Error): void;
-  /** Something the user should hear about while it lasts (tasks waiting for a worker). */
-  notice?(message: string): void;
-}
+import { RedisStore } from "./store";
+import { RedisConnectionLostError, RedisDataLostError } from "./errors";
 
 export interface RedisTransportOptions extends ConnectOptions {
   /** The client's name in the registry (default "tsdask-client"). */
@@ -63,27 +54,9 @@ export interface RedisTransportOptions extends ConnectOptions {
 /** A task for the queue; `functions` defines function ids the transport has not been told of yet. */
 export type QueuedTask = ComputeTaskMessage & { readonly functions?: readonly (readonly [number, FnSpec])[] };
 
-/** A task's report with what only a Redis worker measures per task (both fields are optional additions). */
-export type RedisTaskFinished = TaskFinishedMessage & { readonly metrics: readonly MetricRecord[]; readonly transfer?: TransferLogEntry };
-export type RedisTaskErred = TaskErredMessage & { readonly metrics: readonly MetricRecord[] };
+/** A task's report with the read of its inputs from Redis, as the worker logged it (an optional addition). */
+export type RedisTaskFinished = TaskFinishedMessage & { readonly transfer?: TransferLogEntry };
 
-/** Redis lost this client's data (restarted empty, or flushed): names the keys. */
-export class RedisDataLostError extends Error {
-  override name = "RedisDataLostError";
-  constructor(
-    readonly server: string,
-    /** Reprs of the results and tasks that were lost. */
-    readonly lost: readonly string[],
-  ) {
-    const shown = lost.slice(0, 10).join(", ");
-    const more = lost.length > 10 ? ` and ${lost.length - 10} more` : "";
-    super(`Redis at ${server} lost this client's data (it restarted empty, or was flushed): ${lost.length === 0 ? "no results were held" : `lost ${shown}${more}`}`);
-  }
-}
-
-export class RedisConnectionLostError extends Error {
-  override name = "RedisConnectionLostError";
-}
 
 interface Pending {
   readonly jobId: string;
@@ -115,7 +88,7 @@ export class RedisTransport implements Transport {
   /** Results in the store: keyId → repr (to name them if Redis loses them). */
   private readonly held = new Map<string, string>();
   private readonly workers = new Map<string, RegisteredWorker>();
-  private events: RedisTransportEvents | undefined;
+  private events: TransportEvents | undefined;
   private nextJob = 0;
   private adding: Promise<void> = Promise.resolve();
   private pollTimer: NodeJS.Timeout | undefined;
@@ -179,7 +152,7 @@ export class RedisTransport implements Transport {
   }
 
   /** Starts reporting to `events`: the workers registered now, then outcomes and heartbeats as they come. */
-  async start(events: RedisTransportEvents): Promise<void> {
+  async start(events: TransportEvents): Promise<void> {
     this.events = events;
     this.watchConnection();
     await this.poll();
@@ -191,19 +164,29 @@ export class RedisTransport implements Transport {
   // ---- Scheduler → workers -------------------------------------------------------------------
 
   /**
-   * Messages for one worker. With the queue, tasks reach workers through `enqueue`; here only
-   * function definitions matter (kept for the jobs that need them). A worker computes its own
-   * clock offset against Redis, so heartbeat replies are not needed; freeing a key a worker is
-   * running is done by `forget` when its outcome arrives.
+   * Messages for one worker. With the queue, tasks reach workers through `enqueue`; here function
+   * definitions (kept for the jobs that need them) and requests (client.run) matter. A worker
+   * computes its own clock offset against Redis, so heartbeat replies are not needed; freeing a
+   * key a worker is running is done by `forget` when its outcome arrives.
    */
   send(worker: WorkerAddress, messages: readonly ToWorker[]): void {
     for (const message of messages) {
       if (message.op === "define-functions") this.defineFunctions(message.functions);
-      else if (message.op === "run") {
-        const error = packError(new Error(`Client.run is not available on the workers of ${this.description}`));
-        this.events?.received(worker, [{ op: "run-reply", requestId: message.requestId, ok: false, error }]);
-      }
+      else if (message.op === "run") this.request(worker, message);
     }
+  }
+
+  /** Asks `worker` through its request channel; it answers on this client's outcome stream. */
+  private request(worker: WorkerAddress, message: RunMessage): void {
+    const request: WorkerRequest = { client: this.clientId, message };
+    const unanswered = (reason: string): void => {
+      const error = packError(new Error(`Worker ${worker} cannot be asked through ${this.description}: ${reason}`));
+      this.events?.received(worker, [{ op: "run-reply", requestId: message.requestId, ok: false, error }]);
+    };
+    this.redis.publish(registry.requests(worker), JSON.stringify(request)).then(
+      (listeners) => listeners === 0 && unanswered("it is not listening (it left, or lost its connection)"),
+      (error: Error) => unanswered(error.message),
+    );
   }
 
   defineFunctions(functions: readonly (readonly [number, FnSpec])[]): void {
@@ -257,7 +240,9 @@ export class RedisTransport implements Transport {
     if (erred.length > 0) this.events?.received("redis", erred);
     if (jobs.length === 0) return;
     try {
-      await this.queue.addBulk(jobs);
+      // One job (a chain's next step) goes without addBulk's MULTI.
+      if (jobs.length === 1) await this.queue.add(jobs[0].name, jobs[0].data, jobs[0].opts);
+      else await this.queue.addBulk(jobs);
     } catch (error) {
       if (this.failure !== undefined || this.closing !== undefined) return;
       const lost = jobs.map((job) => job.data.key).filter((key) => this.pending.delete(key));
@@ -323,21 +308,6 @@ export class RedisTransport implements Transport {
     return (await this.store.get(keys)).values;
   }
 
-  /** Puts values (data the graph gives rather than computes) in the store, for tasks to read. */
-  async scatter(values: ReadonlyMap<string, unknown>, names: ReadonlyMap<string, string> = new Map()): Promise<Map<string, StoredInfo>> {
-    this.checkUsable();
-    const infos = new Map<string, StoredInfo>();
-    await Promise.all(
-      [...values].map(async ([key, value]) => {
-        const { info, result } = await this.store.put(key, value);
-        if (result === "client-gone") throw new RedisDataLostError(this.description, [names.get(key) ?? key]);
-        this.held.set(key, names.get(key) ?? key);
-        infos.set(key, info);
-      }),
-    );
-    return infos;
-  }
-
   // ---- Workers → scheduler -------------------------------------------------------------------
 
   /** Reads the outcome stream past the last entry handled; handled entries are deleted. */
@@ -369,6 +339,12 @@ export class RedisTransport implements Transport {
     const orphans: string[] = [];
     for (const item of items) {
       const { publication, entry } = decodeOutcome(item);
+      if (entry.status === "reply") {
+        const messages = byWorker.get(entry.worker) ?? [];
+        byWorker.set(entry.worker, messages);
+        messages.push(entry.reply);
+        continue;
+      }
       const job = this.pending.get(entry.key);
       if (job === undefined) {
         // The scheduler forgot the key (or a re-run reports twice): a value published for nobody goes.
@@ -399,24 +375,24 @@ export class RedisTransport implements Transport {
           type: entry.type,
           thread: entry.thread,
           startstops: entry.startstops.map((startstop) => this.fromRedisStartStop(startstop)),
-          metrics: entry.metrics,
+          digests: entry.metrics,
           transfer: entry.transfer === undefined ? undefined : this.fromRedisTransfer(entry.transfer),
         };
         return [finished];
       }
       case "erred": {
-        const erred: RedisTaskErred = {
+        const erred: TaskErredMessage = {
           op: "task-erred",
           key: entry.key,
           error: entry.error,
           thread: entry.thread,
           startstops: entry.startstops.map((startstop) => this.fromRedisStartStop(startstop)),
-          metrics: entry.metrics,
+          digests: entry.metrics,
         };
         return [erred];
       }
       case "missing":
-        return entry.missing.map((key) => ({ op: "missing-data", key, errantWorker: "redis" }));
+        return entry.missing.map((key) => ({ op: "missing-data", key, errantWorker: "redis", task: entry.key }));
     }
   }
 
@@ -490,7 +466,9 @@ export class RedisTransport implements Transport {
         });
       }
       if (worker.beat !== undefined && worker.beat.seq !== known?.beat?.seq) {
-        events.received(name, [{ op: "heartbeat", now: this.fromRedis(worker.beat.time), metrics: worker.beat.metrics }]);
+        // The worker's offset from Redis's clock, and this process's: its offset from this process's clock.
+        const clockOffset = worker.beat.clockOffset - this.clock.offset;
+        events.received(name, [{ op: "heartbeat", now: this.fromRedis(worker.beat.time), clockOffset, metrics: worker.beat.metrics }]);
       }
     }
     for (const name of [...this.workers.keys()]) {
@@ -601,7 +579,10 @@ export class RedisTransport implements Transport {
 
 function jobOptions(jobId: string, priority: number): JobsOptions {
   // BullMQ runs prioritised jobs lowest first (1 … PRIORITY_LIMIT); 0 would jump ahead of them all.
-  return { jobId, priority: 1 + Math.min(Math.max(0, Math.trunc(priority)), PRIORITY_LIMIT - 1), removeOnComplete: true, removeOnFail: true };
+  // Its range holds a graph's static order, not the submission before it: ready tasks of
+  // successive submissions interleave by their order in their own graph (beyond the range, FIFO).
+  const order = staticOrderOf(priority);
+  return { jobId, priority: 1 + Math.min(Math.max(0, Math.trunc(order)), PRIORITY_LIMIT - 1), removeOnComplete: true, removeOnFail: true };
 }
 
 type StreamEntry = [id: Buffer, fields: Buffer[]];

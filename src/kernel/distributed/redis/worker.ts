@@ -15,16 +15,19 @@ import type { Redis } from "ioredis";
 import type { MetricRecord, StartStop, TransferLogEntry, WorkerStatus } from "../../../protocol/records";
 import { now } from "../../clock";
 import { formatKey, keyFromId } from "../../graph/keys";
+import { resolveFunction } from "../../scheduler/pool/functions";
 import { packError } from "../../scheduler/pool/wire";
 import { decodeValue } from "../frames";
-import type { WireTask, WorkerMetrics } from "../messages";
+import type { RunMessage, RunReplyMessage, WireTask, WorkerMetrics } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
-import { type Metric, MetricsLedger } from "../worker/digests";
+import { Digests, type Metric, MetricsLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
+import { TransferStats } from "../worker/transfers";
+import { type WorkerView, workerView } from "../worker/view";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
 import { FunctionGate } from "./functions";
-import { type OutcomeEntry, type TaskJobData, decodeInlineTask, encodeOutcome } from "./jobs";
+import { type OutcomeEntry, type ReplyEntry, type TaskJobData, type WorkerRequest, decodeInlineTask, encodeOutcome } from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
 import { DEFAULT_PART_SIZE, type FetchResult, RedisStore, sweepNamespace } from "./store";
@@ -77,8 +80,6 @@ const NOTHING_FETCHED: FetchResult = { frames: new Map(), types: new Map(), miss
 
 /** Seconds between looks at which registered clients still have connections open (CLIENT LIST). */
 const DEAD_CLIENT_CHECK_INTERVAL = 5;
-/** Transfers older than this many seconds no longer count for the bandwidth estimate. */
-const BANDWIDTH_HALF_LIFE = 5;
 
 export class RedisWorker {
   readonly name: string;
@@ -94,14 +95,16 @@ export class RedisWorker {
   private refreshing: Promise<void> = Promise.resolve();
   /** The heartbeat in flight: leaving waits for it, or it would register the worker again. */
   private beating: Promise<void> = Promise.resolve();
-  // Activity since the previous heartbeat, for WorkerMetrics.
   private executing = 0;
+  /** Tasks run to an outcome on a thread since the worker started (Dask's executed_count). */
+  private executed = 0;
   private fetching = 0;
-  private incomingBytes = 0;
-  private incomingCount = 0;
-  private outgoingBytes = 0;
-  private outgoingCount = 0;
-  private bandwidth = 0;
+  /** Reads of inputs from Redis (incoming, peer "redis") and writes of results to it (outgoing). */
+  private readonly transfers = new TransferStats();
+  /** Fine performance metrics since the worker started (each task's also travel with its outcome). */
+  private readonly digests = new Digests();
+  /** What `client.run` functions see of this worker. */
+  private readonly view: WorkerView;
   private lastCpu = process.cpuUsage();
   private lastBeat = now();
 
@@ -120,6 +123,7 @@ export class RedisWorker {
     this.name = name;
     this.target = target;
     this.gate = new FunctionGate({ name, host: hostname(), allowSource: options.allowSource });
+    this.view = this.makeView();
   }
 
   /** Connects, starts the threads and registers; a clear error if Redis cannot be reached or the name is taken. */
@@ -190,10 +194,12 @@ export class RedisWorker {
       down = false;
     });
     this.subscriber.on("error", () => {});
-    this.subscriber.on("message", (_channel: string, message: string) => {
-      if (message.startsWith("client-")) this.refreshClients();
+    const requests = registry.requests(this.name);
+    this.subscriber.on("message", (channel: string, message: string) => {
+      if (channel === requests) void this.answer(message);
+      else if (message.startsWith("client-")) this.refreshClients();
     });
-    await this.subscriber.subscribe(registry.announcements);
+    await this.subscriber.subscribe(registry.announcements, requests);
     await this.heartbeat();
     this.refreshClients();
     await this.refreshing;
@@ -346,19 +352,25 @@ export class RedisWorker {
     const metrics: MetricRecord[] = [];
     let transfer: TransferLogEntry | undefined;
     if (transferred) {
-      this.recordTransfer(fetched.bytes, fetchedAt - received);
       startstops.push({ action: "transfer", start: this.toRedis(received), stop: this.toRedis(decodedAt), source: "redis" });
       gather.add("network", fetchedAt - received, "seconds");
       gather.add("deserialize", decodedAt - fetchedAt, "seconds");
-      metrics.push(...gather.finalize().map((metric) => gatherDepRecord(metric)));
-      transfer = this.transferLogEntry(fetched, received, decodedAt);
+      metrics.push(...this.digest(["gather-dep"], gather.finalize()));
+      transfer = this.transfers.received({
+        start: this.toRedis(received),
+        stop: this.toRedis(decodedAt),
+        who: "redis",
+        keys: Object.fromEntries([...fetched.sizes].map(([key, size]) => [formatKey(keyFromId(key)), size])),
+        wireBytes: fetched.bytes,
+        types: [...new Set(fetched.types.values())],
+      });
     }
     const execute = new MetricsLedger();
-    const executeRecord = (metric: Metric): MetricRecord => ({ context: "execute", span: data.spanId, prefix: data.prefix, activity: metric[0], unit: metric[2], value: metric[1] });
+    const executeMetrics = (coarse?: string): MetricRecord[] => this.digest(["execute", data.spanId, data.prefix], execute.finalize(coarse));
 
-    const refusal = this.gate.refusal(data.functions, data.name);
+    const refusal = this.gate.refusal(data.functions, `task ${data.name}`);
     if (refusal !== undefined) {
-      return { ...base, status: "erred", error: packError(refusal), thread: 0, startstops, metrics: [...metrics, ...execute.finalize("failed").map(executeRecord)] };
+      return { ...base, status: "erred", error: packError(refusal), thread: 0, startstops, metrics: [...metrics, ...executeMetrics("failed")] };
     }
     this.executing++;
     let run: TaskRun;
@@ -370,18 +382,19 @@ export class RedisWorker {
     } finally {
       this.executing--;
     }
+    this.executed++;
     const thread = Math.max(0, run.thread);
     // A task whose thread died before reporting has no compute phase to show.
     if (run.ranOnThread) startstops.push({ action: "compute", start: this.toRedis(this.clock.fromMachine(run.start)), stop: this.toRedis(this.clock.fromMachine(run.end)) });
     if (!run.ok) {
-      return { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...execute.finalize("failed").map(executeRecord)] };
+      return { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...executeMetrics("failed")] };
     }
     for (const [activity, value, unit] of run.metrics) execute.add(activity, value, unit);
-    const serializing = performance.now();
+    const serializing = this.clock.now();
     const publication = store.publish(data.key, run.value, (info) => {
-      this.outgoingBytes += info.nbytes;
-      this.outgoingCount++;
-      execute.add("serialize", (performance.now() - serializing) / 1000, "seconds");
+      const serialized = this.clock.now();
+      execute.add("serialize", serialized - serializing, "seconds");
+      this.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: { [data.name]: info.nbytes }, wireBytes: info.nbytes, types: [info.type] });
       return encodeOutcome({
         ...base,
         status: "finished",
@@ -389,7 +402,7 @@ export class RedisWorker {
         type: info.type,
         thread,
         startstops,
-        metrics: [...metrics, ...execute.finalize().map(executeRecord)],
+        metrics: [...metrics, ...executeMetrics()],
         transfer,
       });
     });
@@ -400,38 +413,84 @@ export class RedisWorker {
     return undefined;
   }
 
-  private transferLogEntry(fetched: FetchResult, start: number, stop: number): TransferLogEntry {
-    const keys: Record<string, number> = {};
-    let total = 0;
-    for (const [key, size] of fetched.sizes) {
-      keys[formatKey(keyFromId(key))] = size;
-      total += size;
+  /** Digests `metrics` under `prefix` here (for `client.run`), and returns them as records for the task's outcome. */
+  private digest(prefix: readonly ["execute", string, string] | readonly ["gather-dep"], metrics: readonly Metric[]): MetricRecord[] {
+    this.digests.addAll(prefix, metrics);
+    if (prefix[0] === "execute") {
+      const [context, span, taskPrefix] = prefix;
+      return metrics.map(([activity, value, unit]) => ({ context, span, prefix: taskPrefix, activity, unit, value }));
     }
-    const duration = Math.max(0.001, stop - start);
-    return {
-      start: this.toRedis(start),
-      stop: this.toRedis(stop),
-      middle: this.toRedis((start + stop) / 2),
-      duration,
-      who: "redis",
-      keys,
-      total,
-      compressed: fetched.bytes,
-      bandwidth: total / duration,
-      types: [...new Set(fetched.types.values())],
-    };
-  }
-
-  private recordTransfer(bytes: number, seconds: number): void {
-    this.incomingBytes += bytes;
-    this.incomingCount++;
-    const observed = bytes / Math.max(0.001, seconds);
-    this.bandwidth = this.bandwidth === 0 ? observed : 0.9 * this.bandwidth + 0.1 * observed;
+    return metrics.map(([activity, value, unit]) => ({ context: "gather-dep", activity, unit, value }));
   }
 
   /** A time on this worker's clock, on the Redis server's. */
   private toRedis(workerSeconds: number): number {
     return this.clock.toScheduler(workerSeconds);
+  }
+
+  // ---- Requests (client.run) -----------------------------------------------------------------
+
+  /** A client's request on this worker's channel; the reply goes on that client's outcome stream. */
+  private async answer(text: string): Promise<void> {
+    let request: WorkerRequest;
+    try {
+      request = JSON.parse(text) as WorkerRequest;
+    } catch {
+      this.log(`tsdask worker ${this.name}: an unreadable request on its channel was ignored`);
+      return;
+    }
+    const reply = await this.run(request.message);
+    const store = this.served.get(request.client)?.store ?? new RedisStore(this.redis, new Namespace(request.client), { partSize: this.options.partSize });
+    let outcome: Buffer;
+    try {
+      outcome = encodeOutcome({ status: "reply", worker: this.name, reply } satisfies ReplyEntry);
+    } catch (error) {
+      const unsendable = new Error(`The run function's result cannot be sent back from worker ${this.name}: ${(error as Error).message}`);
+      outcome = encodeOutcome({ status: "reply", worker: this.name, reply: { op: "run-reply", requestId: reply.requestId, ok: false, error: packError(unsendable) } });
+    }
+    await store.pushOutcome(outcome).catch((error: Error) => this.log(`tsdask worker ${this.name}: cannot answer client ${request.client}: ${error.message}`));
+  }
+
+  /** Runs a `client.run` function with this worker's view, if this worker allows the function. */
+  private async run(message: RunMessage): Promise<RunReplyMessage> {
+    const refusal = this.gate.refusal([[0, message.fn]], "client.run");
+    if (refusal !== undefined) return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(refusal) };
+    try {
+      const value = await resolveFunction(message.fn)(this.view);
+      return { op: "run-reply", requestId: message.requestId, ok: true, value };
+    } catch (error) {
+      return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(error) };
+    }
+  }
+
+  private makeView(): WorkerView {
+    return workerView({
+      address: this.name,
+      name: this.name,
+      nthreads: this.options.nthreads,
+      memoryLimit: this.options.memoryLimit,
+      // Results live in Redis, not here: no folder of its own, no data held.
+      localDirectory: "",
+      simulatedClockOffset: this.clock.simulatedOffset,
+      status: () => this.status,
+      layout: () => ({ memory: [], disk: [] }),
+      has: () => false,
+      get: () => undefined,
+      nbytes: () => undefined,
+      memory: () => ({ process: process.memoryUsage.rss(), managed: 0, spilled: 0, spilledFileBytes: 0 }),
+      tasks: () => this.taskCounts(),
+      executedCount: () => this.executed,
+      incoming: () => this.transfers.incoming.entries(),
+      outgoing: () => this.transfers.outgoing.entries(),
+      bandwidth: () => this.transfers.bandwidth,
+      digests: () => this.digests.records(),
+      digestTuples: () => this.digests.tuples(),
+      clockOffset: () => this.clock.offset,
+    });
+  }
+
+  private taskCounts(): Record<string, number> {
+    return { executing: this.executing, fetching: this.fetching };
   }
 
   // ---- Heartbeats and leaving ---------------------------------------------------------------
@@ -449,13 +508,11 @@ export class RedisWorker {
         memory: process.memoryUsage.rss(),
         managedBytes: 0,
         spilledBytes: { memory: 0, disk: 0 },
-        taskCounts: { executing: this.executing, fetching: this.fetching },
+        taskCounts: this.taskCounts(),
+        // Each task's digests travel with its outcome, so the client has them as soon as its result.
         digests: [],
-        transfer: { incomingBytes: this.incomingBytes, outgoingBytes: this.outgoingBytes, incomingCount: this.incomingCount, outgoingCount: this.outgoingCount },
-        bandwidth: { total: this.bandwidth, workers: { redis: this.bandwidth }, types: {} },
+        ...this.transfers.takeHeartbeat(),
       };
-      this.incomingBytes = this.outgoingBytes = this.incomingCount = this.outgoingCount = 0;
-      this.bandwidth *= Math.pow(0.5, elapsed / BANDWIDTH_HALF_LIFE);
       await this.registration.beat({ time: this.clock.schedulerNow(), seq: ++this.seq, status: this.status, clockOffset: this.clock.offset, metrics });
     } catch (error) {
       // Redis unreachable: the connection's reconnection is logged; the next beat tries again.
@@ -481,10 +538,6 @@ export class RedisWorker {
     await Promise.all([this.subscriber.quit().catch(() => {}), this.redis.quit().catch(() => {})]);
     this.log(`tsdask worker ${this.name}: closed`);
   }
-}
-
-function gatherDepRecord([activity, value, unit]: Metric): MetricRecord {
-  return { context: "gather-dep", activity, unit, value };
 }
 
 function lostTaskMessage(name: string, reason: string, maxStalledCount: number): string {

@@ -4,10 +4,12 @@
 // memory, bandwidth, workers). It lives in the client's process; `client.runOnScheduler` gets it.
 
 import { EventEmitter } from "node:events";
-import type { BandwidthSummary, ClusterMemory, MetricRecord, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
+import type { BandwidthSummary, ClusterMemory, MetricRecord, SpanRecord, SystemSample, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
 import { now } from "../../clock";
 import { type FnSpec, type PackedError, unpackError } from "../../scheduler/pool/wire";
-import type { FromWorker, GatherReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress, WorkerMetrics } from "../messages";
+import type { FromWorker, GatherReplyMessage, ProfileReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress, WorkerMetrics } from "../messages";
+import { DEFAULT_PROFILING } from "../../profiling/hub";
+import { type ProfileWindow, unpackProfile } from "../../../protocol/profile";
 import { FunctionTable } from "../../scheduler/pool/ship";
 import { ClusterState, type GraphSubmission, type SchedulerOptions, type TaskListener } from "./state";
 import type { CollectOptions, TaskStreamRing } from "./task-stream";
@@ -19,19 +21,41 @@ export type SchedulerSettings = Omit<SchedulerOptions, "placement" | "functionSp
 export interface SchedulerEvents {
   "worker-joined": [worker: WorkerState];
   "worker-left": [address: WorkerAddress, reason: string];
+  /** Something the user should hear about while it lasts (the transport's notices: tasks waiting for a worker). */
+  notice: [message: string];
   /** A graph was added: its columns and each entry's slot (the dashboard counts computations from it). */
   "graph-submitted": [graph: GraphSubmission, slots: Int32Array];
   /** A worker's heartbeat was taken in; `worker` holds the new figures. Emitted only while someone listens. */
   heartbeat: [worker: WorkerState, metrics: WorkerMetrics];
 }
 
+type Reply = RunReplyMessage | ProfileReplyMessage;
+
 interface PendingRequest {
   readonly worker: WorkerAddress;
-  readonly settle: (reply: GatherReplyMessage | RunReplyMessage | Error) => void;
+  readonly settle: (reply: Reply | Error) => void;
+}
+
+/** What the workers' profilers hold for a time range (see Scheduler.profileWindows). */
+export interface ClusterProfile {
+  /** One window per worker and cycle, named after the worker, on the scheduler's clock. */
+  readonly windows: ProfileWindow[];
+  /** Seconds between samples. */
+  readonly interval: number;
+  /** Workers that answered with their profile (a worker started without profiling does not). */
+  readonly workers: WorkerAddress[];
 }
 
 /** How often gather looks for a key again after its holders lost it (it is being recomputed). */
 const GATHER_ATTEMPTS = 20;
+/** The longest a metrics sync waits for a worker's heartbeats (one that hangs or is paused in a debugger). */
+const SYNC_TIMEOUT_MS = 5000;
+
+/** A metrics sync under way: the heartbeat count each worker must reach. */
+interface MetricsSync {
+  readonly targets: Map<WorkerState, number>;
+  readonly done: () => void;
+}
 
 export class Scheduler extends EventEmitter<SchedulerEvents> {
   readonly state: ClusterState;
@@ -42,8 +66,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Computations and requests under way: while any, the transport keeps the process alive. */
   private holds = 0;
   private closed = false;
+  private failure: Error | undefined;
   /** Told when the scheduler closes (computations and Futures waiting on it): a Set, so thousands of waiters cost O(1) each. */
   private readonly closeWatchers = new Set<() => void>();
+  private readonly syncs = new Set<MetricsSync>();
 
   constructor(
     readonly transport: Transport,
@@ -58,6 +84,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       workerJoined: (registration) => this.workerJoined(registration),
       received: (worker, messages) => this.received(worker, messages),
       workerLeft: (worker, reason) => this.workerLeft(worker, reason),
+      failed: (error) => void this.fail(error),
+      notice: (message) => void this.emit("notice", message),
     };
     await this.transport.start(events);
     this.transport.setKeepsAlive(false);
@@ -65,6 +93,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  /** Why the scheduler closed by itself (its transport failed), or undefined. */
+  get closedBy(): Error | undefined {
+    return this.failure;
   }
 
   /** Calls `fn` when the scheduler closes (at once if it has); returns a function that stops watching. */
@@ -87,9 +120,45 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   getTaskStream(options?: CollectOptions): TaskStreamRecord[] {
     return this.state.taskStream.collect(options);
   }
-  /** Dask's cumulative_worker_metrics: every worker digest since start, without span ids. */
+  /**
+   * Dask's cumulative_worker_metrics: every worker digest since start, without span ids, as the
+   * workers' heartbeats brought them (see syncMetrics).
+   */
   cumulativeWorkerMetrics(): MetricRecord[] {
     return this.state.cumulativeMetrics.records();
+  }
+  /**
+   * Every span (Dask's spans extension), in creation order, each with its subtree's execute
+   * metrics (idle included as ("N/A", "idle or other spans")) as the heartbeats brought them.
+   */
+  spans(): SpanRecord[] {
+    return this.state.spans.records(now());
+  }
+
+  /**
+   * Resolves once every worker has sent a heartbeat begun after this call, so the metrics above
+   * hold everything digested before it (a worker that leaves meanwhile is not waited for; one
+   * that stays silent for 5 s neither). A worker starts a heartbeat when the reply to its
+   * previous one arrives: the second heartbeat from now is such a one, and the reply to the
+   * first asks for it at once. Takes up to a heartbeat interval (0.5 s), a round trip more.
+   */
+  syncMetrics(): Promise<void> {
+    if (this.closed || this.state.workers.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const release = this.hold();
+      const timer = setTimeout(() => sync.done(), SYNC_TIMEOUT_MS);
+      const sync: MetricsSync = {
+        targets: new Map([...this.state.workers.values()].map((ws) => [ws, ws.heartbeats + 2])),
+        done: () => {
+          this.syncs.delete(sync);
+          clearTimeout(timer);
+          release();
+          resolve();
+        },
+      };
+      for (const ws of sync.targets.keys()) ws.hurried = true;
+      this.syncs.add(sync);
+    });
   }
   /** Dask's MemoryState summed over the workers, from their last heartbeats. */
   memory(): ClusterMemory {
@@ -97,6 +166,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
   bandwidth(): BandwidthSummary {
     return this.state.bandwidth.summary();
+  }
+  /** The cluster's CPU and memory over [start, stop] (scheduler clock), one sample per heartbeat. */
+  systemHistory(start?: number, stop?: number): SystemSample[] {
+    return this.state.system.between(start, stop);
   }
   workerRecords(): WorkerRecord[] {
     return [...this.state.workers.values()].map((ws) => ws.record());
@@ -112,7 +185,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   submit(graph: GraphSubmission, listener?: TaskListener): Int32Array {
     this.checkOpen();
-    const slots = this.state.submit(graph, listener);
+    const slots = this.state.submit(graph, listener, now());
     this.scheduleFlush();
     this.emit("graph-submitted", graph, slots);
     return slots;
@@ -149,6 +222,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const release = this.hold();
     try {
       if (this.transport.placement === "queue") return await this.fetchFromStore(keys);
+      const transport = this.transport;
+      if (transport.gather === undefined) throw new Error(`The transport (${transport.description}) places tasks by locality but cannot gather results`);
+      const gatherFrom = (worker: WorkerAddress, workerKeys: readonly string[]): Promise<Pick<GatherReplyMessage, "values" | "missing"> | Error> =>
+        transport.gather!(worker, workerKeys).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
       const values = new Map<string, unknown>();
       let wanted = [...keys];
       for (let attempt = 0; wanted.length > 0; attempt++) {
@@ -161,14 +238,15 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           const failure = this.state.failureOf(slot);
           if (failure !== undefined) throw new Error(`Cannot gather ${this.state.nameOf(slot)}: it failed`);
           const holder = this.state.whoHas(slot)[0];
-          if (holder === undefined) waitFor.push(key);
-          else byWorker.set(holder.address, [...(byWorker.get(holder.address) ?? []), key]);
+          if (holder === undefined) {
+            waitFor.push(key);
+            continue;
+          }
+          const workerKeys = byWorker.get(holder.address);
+          if (workerKeys === undefined) byWorker.set(holder.address, [key]);
+          else workerKeys.push(key);
         }
-        const replies = await Promise.all(
-          [...byWorker].map(([worker, workerKeys]) =>
-            this.request(worker, (requestId) => ({ op: "gather", requestId, keys: workerKeys })) as Promise<GatherReplyMessage | Error>,
-          ),
-        );
+        const replies = await Promise.all([...byWorker].map(([worker, workerKeys]) => gatherFrom(worker, workerKeys)));
         const missing: string[] = [...waitFor];
         [...byWorker].forEach(([worker, workerKeys], i) => {
           const reply = replies[i];
@@ -214,15 +292,42 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
   }
 
+  /**
+   * The workers' statistical profiles (Dask's get_profile): every window overlapping [start, stop)
+   * (scheduler clock) from each of `workers` (default: all). A worker that leaves meanwhile is left out.
+   */
+  async profileWindows(range: { readonly start?: number; readonly stop?: number } = {}, workers?: readonly WorkerAddress[]): Promise<ClusterProfile> {
+    this.checkOpen();
+    const release = this.hold();
+    try {
+      const targets = workers ?? [...this.state.workers.keys()];
+      const replies = await Promise.all(targets.map((worker) => this.request(worker, (requestId) => ({ op: "profile", requestId, start: range.start, stop: range.stop }))));
+      const windows: ProfileWindow[] = [];
+      const profiled: WorkerAddress[] = [];
+      let interval: number | undefined;
+      targets.forEach((worker, i) => {
+        const reply = replies[i];
+        if (reply instanceof Error || reply.op !== "profile-reply" || !reply.enabled) return;
+        profiled.push(worker);
+        interval ??= reply.profile.interval;
+        windows.push(...unpackProfile(reply.profile));
+      });
+      return { windows, interval: interval ?? DEFAULT_PROFILING.interval, workers: profiled };
+    } finally {
+      release();
+    }
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const [id, request] of this.requests) {
       this.requests.delete(id);
-      request.settle(new Error("The scheduler closed"));
+      request.settle(this.failure ?? new Error("The scheduler closed"));
     }
     for (const watcher of [...this.closeWatchers]) watcher();
     this.closeWatchers.clear();
+    for (const sync of [...this.syncs]) sync.done();
     await this.transport.close();
   }
 
@@ -241,7 +346,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     let forState: FromWorker[] | undefined;
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i];
-      if (message.op === "gather-reply" || message.op === "run-reply") {
+      if (message.op === "run-reply" || message.op === "profile-reply") {
         forState ??= messages.slice(0, i);
         const request = this.requests.get(message.requestId);
         if (request !== undefined) {
@@ -254,8 +359,20 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
     this.state.handle(worker, forState ?? messages, now());
     this.scheduleFlush();
+    if (this.syncs.size > 0) this.checkSyncs();
     // One check per batch while nobody listens; the dashboard listens while it is shown.
     if (this.listenerCount("heartbeat") > 0) this.reportHeartbeats(worker, messages);
+  }
+
+  /** Metrics syncs whose workers have all sent their heartbeats (or left) are done. */
+  private checkSyncs(): void {
+    for (const sync of [...this.syncs]) {
+      let waiting = false;
+      for (const [ws, target] of sync.targets) {
+        if (ws.heartbeats < target && this.state.workers.get(ws.address) === ws) waiting = true;
+      }
+      if (!waiting) sync.done();
+    }
   }
 
   private reportHeartbeats(worker: WorkerAddress, messages: readonly FromWorker[]): void {
@@ -273,6 +390,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       request.settle(new Error(`Worker ${worker} left: ${reason}`));
     }
     this.flush();
+    if (this.syncs.size > 0) this.checkSyncs();
     this.emit("worker-left", worker, reason);
   }
 
@@ -297,7 +415,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     for (const [ws, messages] of this.state.takeMessages()) this.transport.send(ws.address, messages);
   }
 
-  private request(worker: WorkerAddress, build: (requestId: number) => ToWorker): Promise<GatherReplyMessage | RunReplyMessage | Error> {
+  private request(worker: WorkerAddress, build: (requestId: number) => ToWorker): Promise<Reply | Error> {
     return new Promise((resolve) => {
       if (!this.state.workers.has(worker)) {
         resolve(new Error(`Worker ${worker} is not connected`));
@@ -352,6 +470,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   private checkOpen(): void {
-    if (this.closed) throw new Error("The scheduler is closed");
+    if (this.closed) throw this.failure ?? new Error("The scheduler is closed");
+  }
+
+  /** The transport failed for good: everything pending fails with its error. */
+  private async fail(error: Error): Promise<void> {
+    if (this.closed) return;
+    this.failure = error;
+    await this.close();
   }
 }

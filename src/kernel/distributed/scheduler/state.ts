@@ -7,7 +7,10 @@
 // Tasks live in slots of a growable table (columns indexed by slot) so that per-task work is a
 // few array writes: a million-task graph costs tens of bytes per task here.
 
-import type { ClusterMemory, TaskStateCounts, TaskStreamRecord } from "../../../protocol/records";
+import type { ClusterMemory, MetricRecord, TaskStateCounts, TaskStreamRecord } from "../../../protocol/records";
+import { now as machineNow } from "../../clock";
+import type { SpanPath } from "../../metrics/spans";
+import { SPAN_STATES, type SpanTasks, SpansState } from "../../metrics/spans-state";
 import type { FnSpec, PackedError } from "../../scheduler/pool/wire";
 import type {
   ComputeTaskMessage,
@@ -21,7 +24,8 @@ import type {
   WireTask,
   WorkerAddress,
 } from "../messages";
-import { BandwidthEstimate, CumulativeMetrics, clusterMemory } from "./heartbeats";
+import { type NumberColumn, grownColumn } from "./columns";
+import { BandwidthEstimate, CumulativeMetrics, SystemHistory, clusterMemory } from "./heartbeats";
 import { SlotHeap } from "./queue";
 import { TaskStreamRing } from "./task-stream";
 import type { Placement } from "./transport";
@@ -39,6 +43,8 @@ export const FORGOTTEN = 6;
 export const NO_WORKER = 7;
 const STATE_NAMES = ["released", "waiting", "queued", "processing", "memory", "erred", "forgotten", "no-worker"] as const;
 export type TaskStateName = (typeof STATE_NAMES)[number];
+/** Each state's index in a span's counts (Dask's TaskGroup states): no-worker tasks are queued there. */
+const SPAN_STATE = Uint8Array.from(STATE_NAMES, (name) => SPAN_STATES.indexOf(name === "no-worker" ? "queued" : name));
 
 /** Why a task failed; its dependents fail with the same failure. */
 export type TaskFailure =
@@ -50,8 +56,11 @@ export type TaskFailure =
 export interface TaskListener {
   /** The task went to `worker` and can start there (its inputs are computed): Callback.pretask. */
   dispatched?(slot: number, worker: WorkerState | undefined): void;
-  /** The result is in memory (`report` is absent when it already was at submission). */
-  finished?(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined): void;
+  /**
+   * The result is in memory (`report` is absent when it already was at submission); `record` is
+   * the task-stream record the report made.
+   */
+  finished?(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined, record?: TaskStreamRecord): void;
   erred?(slot: number, failure: TaskFailure): void;
 }
 
@@ -77,6 +86,10 @@ export interface GraphSubmission {
   readonly order: Int32Array;
   /** Entries the submitter wants kept (each gets one want, released with `unwant`). */
   readonly wanted: readonly number[];
+  /** The span the graph was submitted in (the client's `currentSpan()`); absent: the default span. */
+  readonly span?: SpanPath;
+  /** Only when a collection tagged some tasks (`spanOfSpec`): entry i's own span where it has one. */
+  readonly taskSpans?: readonly (SpanPath | undefined)[];
 }
 
 export interface SchedulerOptions {
@@ -88,10 +101,32 @@ export interface SchedulerOptions {
   /** Send a task ahead to the worker computing all its inputs (it starts it when they finish). */
   readonly sendAhead?: boolean;
   readonly taskStreamLength?: number;
+  /**
+   * Keep fine performance metrics and spans (default true). Off only to measure what they cost
+   * (bench/cluster-fpm.ts, through LocalCluster's TSDASK_METRICS=off): tasks then all count in one
+   * untracked span and heartbeats' digests are dropped.
+   */
+  readonly metrics?: boolean;
   /** Function specs by id, for define-functions. */
   readonly functionSpec: (id: number) => FnSpec;
 }
 
+/** A task's priority is (submission, static order) as one number: submission × this + order. */
+const SUBMISSION_SPAN = 2 ** 31;
+
+/** The static order within its submission of a task whose priority (ComputeTaskMessage.priority) is `priority`. */
+export function staticOrderOf(priority: number): number {
+  return priority % SUBMISSION_SPAN;
+}
+
+/** The span of every task when metrics are off (it counts nothing). */
+const UNTRACKED_SPAN: SpanTasks = {
+  id: "default",
+  counts: new Float64Array(SPAN_STATES.length),
+  ran() {},
+};
+/** The heartbeat interval a hurried worker is told: its next heartbeat goes out at once. */
+const HURRIED_HEARTBEAT_SECONDS = 0.001;
 /** Dask's `distributed.scheduler.default-task-durations` fallback (`unknown-task-duration`). */
 const UNKNOWN_TASK_SECONDS = 0.5;
 /**
@@ -109,6 +144,8 @@ interface GroupStats {
   size: number;
   /** Other groups its tasks depend on. */
   readonly dependencies: Set<string>;
+  /** The span of the group's first task: every task of the group is accounted there (Dask's TaskGroup.span_id). */
+  readonly span: SpanTasks;
 }
 
 interface PrefixStats {
@@ -125,9 +162,14 @@ export class ClusterState {
   readonly workerSaturation: number;
   readonly allowedFailures: number;
   readonly sendAhead: boolean;
+  readonly metrics: boolean;
   readonly taskStream: TaskStreamRing;
   readonly bandwidth = new BandwidthEstimate();
+  /** The cluster's CPU and memory over time, from heartbeats. */
+  readonly system = new SystemHistory();
   readonly cumulativeMetrics = new CumulativeMetrics();
+  /** Dask's spans extension: spans, their tasks' counts and times, their metrics, the cluster's threads over time. */
+  readonly spans = new SpansState();
 
   // ---- The task table: columns indexed by slot -------------------------------------------------
   private capacity = 0;
@@ -148,6 +190,8 @@ export class ClusterState {
   private readonly names: string[] = [];
   private readonly prefixes: string[] = [];
   private readonly groups: string[] = [];
+  /** Each task's span (its group's). */
+  private readonly spanTasks: SpanTasks[] = [];
   private readonly tasks: (WireTask | undefined)[] = [];
   private readonly functionIds: (readonly number[])[] = [];
   private readonly dependencies: (readonly number[])[] = [];
@@ -192,6 +236,7 @@ export class ClusterState {
       throw new RangeError(`allowedFailures must be a whole number ≥ 0, got ${this.allowedFailures}`);
     }
     this.sendAhead = options.sendAhead ?? options.placement === "locality";
+    this.metrics = options.metrics ?? true;
     this.taskStream = new TaskStreamRing(options.taskStreamLength);
     this.functionSpec = options.functionSpec;
     this.rootQueue = new SlotHeap((slot) => this.priority[slot]);
@@ -253,9 +298,9 @@ export class ClusterState {
   get threads(): number {
     return this.totalThreads;
   }
-  /** The span a task belongs to. Every task is in "default" until spans are tracked. */
-  spanOf(_slot: number): string {
-    return "default";
+  /** The id of the span a task belongs to. */
+  spanOf(slot: number): string {
+    return this.spanTasks[slot].id;
   }
 
   // ---- Listeners -------------------------------------------------------------------------------
@@ -281,9 +326,10 @@ export class ClusterState {
   /**
    * Adds a graph: new tasks start waiting (or run), keys already known are reused as they are
    * (Dask: a key names its value). Returns each entry's slot. Throws, changing nothing, if an
-   * entry without a task names a key the scheduler does not know.
+   * entry without a task names a key the scheduler does not know. New tasks join their group's
+   * span, or (a new group) the span the submission names for them, opened at `now`.
    */
-  submit(graph: GraphSubmission, listener?: TaskListener): Int32Array {
+  submit(graph: GraphSubmission, listener?: TaskListener, now: number = machineNow()): Int32Array {
     const n = graph.keys.length;
     for (let i = 0; i < n; i++) {
       if (graph.tasks[i] === undefined && !this.slotByKey.has(graph.keys[i])) {
@@ -293,6 +339,7 @@ export class ClusterState {
     const generation = ++this.generation;
     const slots = new Int32Array(n);
     const created: number[] = [];
+    const spanOf = this.submissionSpans(graph, now);
     for (let i = 0; i < n; i++) {
       const key = graph.keys[i];
       const known = this.slotByKey.get(key);
@@ -300,12 +347,12 @@ export class ClusterState {
         slots[i] = known;
         continue;
       }
-      const slot = this.allocate(key, graph.names[i], graph.prefixes[i], graph.groups[i]);
+      const slot = this.allocate(key, graph.names[i], graph.prefixes[i], graph.groups[i], spanOf, i);
       slots[i] = slot;
       this.tasks[slot] = graph.tasks[i];
       this.functionIds[slot] = graph.functions[i] ?? EMPTY;
       // Dask's (generation, static order): earlier submissions first, then the graph's own order.
-      this.priority[slot] = generation * 2 ** 31 + graph.order[i];
+      this.priority[slot] = generation * SUBMISSION_SPAN + graph.order[i];
       created.push(i);
     }
     // Edges of the new tasks (known keys keep theirs).
@@ -339,6 +386,22 @@ export class ClusterState {
     return slots;
   }
 
+  /**
+   * Entry i's span, for a task starting a new group: the span is opened on first use, once per
+   * submission (the default span too: its tasks are not waiting yet while the graph is added, so
+   * it would look done and a second one would open).
+   */
+  private submissionSpans(graph: GraphSubmission, now: number): (entry: number) => SpanTasks {
+    if (!this.metrics) return () => UNTRACKED_SPAN;
+    const opened = new Map<SpanPath | undefined, SpanTasks>();
+    return (entry) => {
+      const path = graph.taskSpans?.[entry] ?? graph.span;
+      let span = opened.get(path);
+      if (span === undefined) opened.set(path, (span = this.spans.tasksOf(this.spans.ensureSpan(path, now))));
+      return span;
+    };
+  }
+
   /** One more hold on a key's result (a Future made for an existing key). */
   want(slot: number): void {
     this.wants[slot]++;
@@ -360,6 +423,7 @@ export class ClusterState {
     const ws = new WorkerState(registration, ++this.workerCount, now);
     this.workers.set(ws.address, ws);
     this.totalThreads += ws.nthreads;
+    this.spans.setTotalThreads(now, this.totalThreads);
     this.reply(ws, now);
     this.retryStranded();
     return ws;
@@ -377,13 +441,15 @@ export class ClusterState {
    * been running: too many deaths under a task and it errs with KilledWorker); results only it
    * held are recomputed if still needed.
    */
-  removeWorker(address: WorkerAddress, _reason: string, _now: number): void {
+  removeWorker(address: WorkerAddress, _reason: string, now: number): void {
     const ws = this.workers.get(address);
     if (ws === undefined) return;
     this.workers.delete(address);
     this.totalThreads -= ws.nthreads;
+    this.spans.setTotalThreads(now, this.totalThreads);
     ws.status = "closed";
     this.bandwidth.removeWorker(address);
+    this.system.removeWorker(address);
     const processing = [...ws.processing];
     for (const slot of processing) {
       const wasRunnable = this.waitingLocally[slot] === 0;
@@ -409,8 +475,14 @@ export class ClusterState {
 
   /** Messages from a registered worker (gather and run replies are the driver's, not ours). */
   handle(address: WorkerAddress, messages: readonly FromWorker[], now: number): void {
-    const ws = this.workers.get(address);
-    if (ws === undefined) return;
+    let ws = this.workers.get(address);
+    if (ws === undefined) {
+      // With queue placement a task's outcome stands whoever reports it (its result is in the
+      // store): a worker whose registration lapsed while it ran, or the transport itself.
+      if (this.placement !== "queue") return;
+      ws = new WorkerState({ op: "register", address, name: address, host: "", pid: 0, nthreads: 0, memoryLimit: 0, globals: [], now }, 0, now);
+      messages = messages.filter((message) => message.op === "task-finished" || message.op === "task-erred" || message.op === "missing-data");
+    }
     ws.lastSeen = now;
     for (const message of messages) {
       switch (message.op) {
@@ -424,7 +496,8 @@ export class ClusterState {
           this.heartbeat(ws, message, now);
           break;
         case "missing-data":
-          this.missingData(ws, message.key, message.errantWorker);
+          if (this.placement === "queue") this.missingFromStore(message.key, message.task);
+          else this.missingData(ws, message.key, message.errantWorker);
           break;
         case "add-keys":
           for (const key of message.keys) this.addReplica(ws, key);
@@ -481,7 +554,7 @@ export class ClusterState {
     else (users as number[]).push(dependent);
   }
 
-  private allocate(key: string, name: string, prefix: string, group: string): number {
+  private allocate(key: string, name: string, prefix: string, group: string, spanOf: (entry: number) => SpanTasks, entry: number): number {
     let slot = this.freeSlots.pop();
     if (slot === undefined) {
       slot = this.keys.length;
@@ -516,18 +589,17 @@ export class ClusterState {
     this.waitingLocally[slot] = 0;
     this.slotByKey.set(key, slot);
     let stats = this.groupStats.get(group);
-    if (stats === undefined) this.groupStats.set(group, (stats = { size: 0, dependencies: new Set() }));
+    if (stats === undefined) this.groupStats.set(group, (stats = { size: 0, dependencies: new Set(), span: spanOf(entry) }));
     stats.size++;
+    // A reused slot's earlier task stays counted as forgotten in its own span.
+    this.spanTasks[slot] = stats.span;
+    if (this.metrics) stats.span.counts[SPAN_STATE[RELEASED]]++;
     return slot;
   }
 
   private grow(): void {
     const capacity = Math.max(1024, this.capacity * 2);
-    const grown = <T extends Uint8Array | Int32Array | Float64Array>(old: T, make: new (n: number) => T): T => {
-      const next = new make(capacity);
-      next.set(old);
-      return next;
-    };
+    const grown = <T extends NumberColumn>(old: T, make: new (length: number) => T): T => grownColumn(old, make, capacity);
     this.state = grown(this.state, Uint8Array);
     this.waitingOn = grown(this.waitingOn, Int32Array);
     this.pendingDependents = grown(this.pendingDependents, Int32Array);
@@ -540,9 +612,15 @@ export class ClusterState {
   }
 
   private setState(slot: number, state: number): void {
-    this.counts[this.state[slot]]--;
+    const from = this.state[slot];
+    this.counts[from]--;
     this.counts[state]++;
     this.state[slot] = state;
+    if (this.metrics) {
+      const span = this.spanTasks[slot].counts;
+      span[SPAN_STATE[from]]--;
+      span[SPAN_STATE[state]]++;
+    }
   }
 
   private isNeeded(slot: number): boolean {
@@ -883,8 +961,8 @@ export class ClusterState {
     }
     const state = this.state[slot];
     if (state === MEMORY) {
-      // A second copy (it was recomputed meanwhile): keep it if needed.
-      this.addHolder(slot, ws, report.nbytes);
+      // A second copy (it was recomputed meanwhile): keep it if needed. (The store keeps one copy.)
+      if (this.placement === "locality") this.addHolder(slot, ws, report.nbytes);
       if (!this.isNeeded(slot)) this.release(slot);
       return;
     }
@@ -903,8 +981,11 @@ export class ClusterState {
     this.nbytes[slot] = report.nbytes;
     if (this.placement === "locality") this.addHolder(slot, ws, report.nbytes);
     this.learn(slot, report);
-    this.taskStream.push(this.streamRecord(slot, ws, report));
-    this.notifyFinished(slot, ws, report);
+    if (report.digests !== undefined) this.addDigests(report.digests);
+    this.spanRan(slot, report);
+    const record = this.streamRecord(slot, ws, report);
+    this.taskStream.push(record);
+    this.notifyFinished(slot, ws, report, record);
     // Dependents: one input fewer to wait for.
     for (const dependent of this.dependents[slot]) {
       if (--this.waitingOn[dependent] !== 0) continue;
@@ -931,6 +1012,7 @@ export class ClusterState {
   private taskErred(ws: WorkerState, report: TaskErredMessage): void {
     const slot = this.slotByKey.get(report.key);
     if (slot === undefined || this.state[slot] !== PROCESSING) return;
+    if (report.digests !== undefined) this.addDigests(report.digests);
     this.taskStream.push({
       key: this.names[slot],
       prefix: this.prefixes[slot],
@@ -1084,6 +1166,20 @@ export class ClusterState {
     }
   }
 
+  /**
+   * Queue placement: `key` was not in the store when `task` wanted it (its job is over). The key's
+   * result is lost: recomputed, as it is still needed; `task` waits for it again.
+   */
+  private missingFromStore(key: string, task: string | undefined): void {
+    const slot = this.slotByKey.get(key);
+    if (slot !== undefined) this.loseResult(slot);
+    const dependent = task === undefined ? undefined : this.slotByKey.get(task);
+    if (dependent === undefined || this.state[dependent] !== PROCESSING) return;
+    this.inFlight--;
+    this.setState(dependent, WAITING);
+    this.recountInputs(dependent);
+  }
+
   /** `ws` could not fetch `key` from `errant`: that holder is dropped, and `ws`'s tasks needing it start over. */
   private missingData(ws: WorkerState, key: string, errant: WorkerAddress): void {
     const slot = this.slotByKey.get(key);
@@ -1152,6 +1248,13 @@ export class ClusterState {
     stats.nbytes = stats.nbytes < 0 ? report.nbytes : 0.5 * stats.nbytes + 0.5 * report.nbytes;
   }
 
+  /** The span learns when its task ran (its compute phase) and how big its result is. */
+  private spanRan(slot: number, report: TaskFinishedMessage): void {
+    for (const startstop of report.startstops) {
+      if (startstop.action === "compute") this.spanTasks[slot].ran(startstop.start, startstop.stop, report.nbytes);
+    }
+  }
+
   private streamRecord(slot: number, ws: WorkerState, report: TaskFinishedMessage): TaskStreamRecord {
     return {
       key: this.names[slot],
@@ -1169,6 +1272,8 @@ export class ClusterState {
   private heartbeat(ws: WorkerState, message: HeartbeatMessage, now: number): void {
     const { metrics } = message;
     ws.metrics = metrics;
+    ws.lastHeartbeat = now;
+    ws.heartbeats++;
     ws.cpu = metrics.cpu;
     // The worker's own estimate (from round trips) beats one taken from a single message.
     ws.clockOffset = message.clockOffset ?? message.now - now;
@@ -1176,8 +1281,16 @@ export class ClusterState {
     ws.transferredIn += metrics.transfer.incomingBytes;
     ws.transferredOut += metrics.transfer.outgoingBytes;
     this.bandwidth.update(ws.address, metrics.bandwidth, this.workers.size);
-    this.cumulativeMetrics.add(metrics.digests);
+    this.addDigests(metrics.digests);
+    this.system.add(now, ws.address, metrics.cpu, metrics.memory);
     this.reply(ws, now);
+  }
+
+  /** Fine performance metrics from a worker (a heartbeat's, or a task's own). */
+  private addDigests(digests: readonly MetricRecord[]): void {
+    if (!this.metrics) return;
+    this.cumulativeMetrics.add(digests);
+    this.spans.addMetrics(digests);
   }
 
   /** Dask's heartbeat interval: 0.5 s for up to 10 workers, 1 s below 50, 2 s below 200. */
@@ -1187,7 +1300,9 @@ export class ClusterState {
   }
 
   private reply(ws: WorkerState, now: number): void {
-    this.outboxOf(ws).push({ op: "heartbeat-reply", time: now, heartbeatInterval: this.heartbeatInterval() });
+    const heartbeatInterval = ws.hurried ? HURRIED_HEARTBEAT_SECONDS : this.heartbeatInterval();
+    ws.hurried = false;
+    this.outboxOf(ws).push({ op: "heartbeat-reply", time: now, heartbeatInterval });
   }
 
   // ---- Listener calls --------------------------------------------------------------------------
@@ -1199,11 +1314,11 @@ export class ClusterState {
     else listeners.dispatched?.(slot, ws);
   }
 
-  private notifyFinished(slot: number, ws: WorkerState | undefined, report: TaskFinishedMessage | undefined): void {
+  private notifyFinished(slot: number, ws: WorkerState | undefined, report: TaskFinishedMessage | undefined, record?: TaskStreamRecord): void {
     const listeners = this.listeners[slot];
     if (listeners === undefined) return;
-    if (Array.isArray(listeners)) for (const l of [...listeners]) l.finished?.(slot, ws, report);
-    else listeners.finished?.(slot, ws, report);
+    if (Array.isArray(listeners)) for (const l of [...listeners]) l.finished?.(slot, ws, report, record);
+    else listeners.finished?.(slot, ws, report, record);
   }
 
   private notifyErred(slot: number, failure: TaskFailure): void {

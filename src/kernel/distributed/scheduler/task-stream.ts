@@ -1,7 +1,12 @@
 // The task-stream ring: the last N task records (Dask's TaskStreamPlugin buffer), with an
 // append counter so a reader can ask for exactly what arrived since it last looked.
+//
+// Records are kept in columns (typed arrays, and arrays of strings shared between records), not
+// as objects: a ring of 100 000 records would otherwise hold half a million small objects for
+// the garbage collector to copy and mark on every computation. A record is rebuilt when read.
 
-import type { TaskStreamRecord } from "../../../protocol/records";
+import type { StartStop, TaskStreamRecord } from "../../../protocol/records";
+import { type NumberColumn, grownColumn } from "./columns";
 
 /** Dask's `distributed.scheduler.dashboard.tasks.task-stream-length`. */
 export const DEFAULT_TASK_STREAM_LENGTH = 100_000;
@@ -20,23 +25,37 @@ export interface CollectOptions {
   readonly startIndex?: number;
 }
 
-/** The time a record sorts by: its last stop (Dask bisects on `max(startstop.stop)`). */
-function lastStop(record: TaskStreamRecord): number {
-  let stop = 0;
-  for (const startstop of record.startstops) if (startstop.stop > stop) stop = startstop.stop;
-  return stop;
-}
+/** Columns grow by doubling up to the capacity, so a small ring costs little. */
+const FIRST_COLUMN_LENGTH = 1024;
 
 export class TaskStreamRing {
-  private readonly records: (TaskStreamRecord | undefined)[];
   /** Records appended since the ring was made (Dask's `index`): the next record's position. */
   private appended = 0;
+  /** Told of every record as it is appended (a performance report recording every task, however many). */
+  private watchers: Set<(record: TaskStreamRecord) => void> | undefined;
+  /** Rows allocated in every column. */
+  private rows = 0;
+  private keys: string[] = [];
+  private prefixes: string[] = [];
+  private workers: string[] = [];
+  private types: string[] = [];
+  private spans: (string | undefined)[] = [];
+  private threads = new Float64Array(0);
+  private failed = new Uint8Array(0);
+  private nbytes = new Float64Array(0);
+  /** The common record has one phase, "compute": its times; others keep their own list in `phases`. */
+  private computeStart = new Float64Array(0);
+  private computeStop = new Float64Array(0);
+  private phases: (readonly StartStop[] | undefined)[] = [];
+  /** The latest stop of a record's phases, which records sort by (Dask bisects on `max(startstop.stop)`). */
+  private lastStop = new Float64Array(0);
+  /** Type names seen, so records share one string per type. */
+  private readonly typeNames = new Map<string, string>();
 
   constructor(readonly capacity: number = DEFAULT_TASK_STREAM_LENGTH) {
     if (!(Number.isInteger(capacity) && capacity >= 1)) {
       throw new RangeError(`The task stream length must be a whole number ≥ 1, got ${capacity}`);
     }
-    this.records = new Array(capacity);
   }
 
   /** How many records were ever appended; pass it back as `startIndex` to get only newer ones. */
@@ -50,8 +69,41 @@ export class TaskStreamRing {
   }
 
   push(record: TaskStreamRecord): void {
-    this.records[this.appended % this.capacity] = record;
+    const row = this.appended % this.capacity;
+    if (row >= this.rows) this.grow();
+    this.keys[row] = record.key;
+    this.prefixes[row] = record.prefix;
+    this.workers[row] = record.worker;
+    let type = this.typeNames.get(record.type);
+    if (type === undefined) this.typeNames.set(record.type, (type = record.type));
+    this.types[row] = type;
+    this.spans[row] = record.span;
+    this.threads[row] = record.thread;
+    this.failed[row] = record.status === "OK" ? 0 : 1;
+    this.nbytes[row] = record.nbytes;
+    const { startstops } = record;
+    let stop = 0;
+    for (const startstop of startstops) if (startstop.stop > stop) stop = startstop.stop;
+    this.lastStop[row] = stop;
+    const only = startstops.length === 1 ? startstops[0] : undefined;
+    if (only !== undefined && only.action === "compute" && only.source === undefined) {
+      this.computeStart[row] = only.start;
+      this.computeStop[row] = only.stop;
+      this.phases[row] = undefined;
+    } else {
+      this.phases[row] = startstops;
+    }
     this.appended++;
+    if (this.watchers !== undefined) for (const watcher of this.watchers) watcher(record);
+  }
+
+  /** Calls `watcher` with every record appended from now on, however many; returns the function that stops it. */
+  watch(watcher: (record: TaskStreamRecord) => void): () => void {
+    (this.watchers ??= new Set()).add(watcher);
+    return () => {
+      this.watchers?.delete(watcher);
+      if (this.watchers?.size === 0) this.watchers = undefined;
+    };
   }
 
   /** Oldest first. */
@@ -67,20 +119,61 @@ export class TaskStreamRing {
     }
     if (options.count !== undefined) from = Math.max(from, to - Math.max(0, options.count));
     const out: TaskStreamRecord[] = [];
-    for (let i = from; i < to; i++) out.push(this.records[i % this.capacity]!);
+    for (let i = from; i < to; i++) out.push(this.record(i % this.capacity));
     return out;
   }
 
   clear(): void {
-    this.records.fill(undefined);
     this.appended = 0;
+    this.rows = 0;
+    this.keys = [];
+    this.prefixes = [];
+    this.workers = [];
+    this.types = [];
+    this.spans = [];
+    this.phases = [];
+    // The number columns start over too: grow() copies the old column into one of the new length.
+    this.threads = new Float64Array(0);
+    this.failed = new Uint8Array(0);
+    this.nbytes = new Float64Array(0);
+    this.computeStart = new Float64Array(0);
+    this.computeStop = new Float64Array(0);
+    this.lastStop = new Float64Array(0);
+    this.typeNames.clear();
+  }
+
+  private record(row: number): TaskStreamRecord {
+    const span = this.spans[row];
+    const record = {
+      key: this.keys[row],
+      prefix: this.prefixes[row],
+      worker: this.workers[row],
+      thread: this.threads[row],
+      status: this.failed[row] === 0 ? ("OK" as const) : ("error" as const),
+      nbytes: this.nbytes[row],
+      type: this.types[row],
+      startstops: this.phases[row] ?? [{ action: "compute" as const, start: this.computeStart[row], stop: this.computeStop[row] }],
+    };
+    return span === undefined ? record : { ...record, span };
+  }
+
+  private grow(): void {
+    const rows = Math.min(this.capacity, Math.max(FIRST_COLUMN_LENGTH, 2 * this.rows));
+    const grown = <T extends NumberColumn>(old: T, make: new (length: number) => T): T => grownColumn(old, make, rows);
+    this.threads = grown(this.threads, Float64Array);
+    this.failed = grown(this.failed, Uint8Array);
+    this.nbytes = grown(this.nbytes, Float64Array);
+    this.computeStart = grown(this.computeStart, Float64Array);
+    this.computeStop = grown(this.computeStop, Float64Array);
+    this.lastStop = grown(this.lastStop, Float64Array);
+    this.rows = rows;
   }
 
   /** The first position in [lo, hi) whose record stops at or after `time` (records arrive nearly in stop order). */
   private bisect(lo: number, hi: number, time: number): number {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (lastStop(this.records[mid % this.capacity]!) < time) lo = mid + 1;
+      if (this.lastStop[mid % this.capacity] < time) lo = mid + 1;
       else hi = mid;
     }
     return lo;

@@ -2,7 +2,7 @@
 // workers (LocalCluster, ../local) or BullMQ jobs and a Redis store (../redis). The scheduler
 // never touches a socket; a transport never decides anything.
 
-import type { ComputeTaskMessage, FromWorker, RegisterMessage, ToWorker, WorkerAddress } from "../messages";
+import type { ComputeTaskMessage, FromWorker, GatherReplyMessage, RegisterMessage, ToWorker, WorkerAddress } from "../messages";
 
 /**
  * How ready tasks find a worker.
@@ -25,6 +25,14 @@ export interface TransportEvents {
    * With locality placement its tasks are rescheduled and results only it held are recomputed.
    */
   workerLeft(worker: WorkerAddress, reason: string): void;
+  /**
+   * The transport cannot go on (its server lost for too long, or it lost the cluster's data): the
+   * scheduler closes, and everything pending fails with `error`. Transports that cannot fail this
+   * way never call it.
+   */
+  failed?(error: Error): void;
+  /** Something the user should hear about while it lasts (tasks waiting for a worker, say). */
+  notice?(message: string): void;
 }
 
 /**
@@ -49,6 +57,12 @@ export interface Transport {
   forget?(keys: readonly string[]): void;
   /** "queue" only: values of keys in the store (Client.gather, results of get); absent ones are missing. */
   fetch?(keys: readonly string[]): Promise<ReadonlyMap<string, unknown>>;
+  /**
+   * "locality", optional: the values of `keys` that `worker` holds (the others missing), fetched
+   * over a channel of their own rather than the message channel — a bulk path for results.
+   * Rejects if the worker cannot be reached. Without it the scheduler sends a gather message.
+   */
+  gather?(worker: WorkerAddress, keys: readonly string[]): Promise<Pick<GatherReplyMessage, "values" | "missing">>;
   /**
    * Whether the transport's idle handles (listener, connections, child processes) may keep this
    * process alive. The scheduler keeps it on only while a computation or request is pending, so

@@ -29,11 +29,17 @@ export class WorkerState {
   outbox: ToWorker[] = [];
   /** On the scheduler's clock. */
   lastSeen: number;
+  /** When its latest heartbeat (with its metrics since the one before) arrived, scheduler clock; 0 before the first. */
+  lastHeartbeat = 0;
   /** Estimated (worker clock − scheduler clock), seconds. */
   clockOffset: number;
   cpu = 0;
   readonly memory = new WorkerMemory();
   metrics: WorkerMetrics | undefined;
+  /** Heartbeats received so far. */
+  heartbeats = 0;
+  /** Its next heartbeat reply asks for the following heartbeat at once (a metrics sync waits for it). */
+  hurried = false;
   transferredIn = 0;
   transferredOut = 0;
 
@@ -50,6 +56,7 @@ export class WorkerState {
     this.memoryLimit = registration.memoryLimit;
     this.lastSeen = now;
     this.clockOffset = registration.now - now;
+    if (registration.memory !== undefined) this.memory.process = registration.memory;
   }
 
   /** Tasks it could be running now (not waiting locally for inputs). */

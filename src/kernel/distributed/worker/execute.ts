@@ -4,7 +4,7 @@
 // came from, so any worker kind (peer-to-peer, Redis) can run tasks with it.
 
 import { now as machineNow } from "../../clock";
-import { keyFromId } from "../../graph/keys";
+import { type Key, keyFromId } from "../../graph/keys";
 import type { TaskOutcome, TaskTiming } from "../../scheduler/executor";
 import { AdaptiveBatching } from "../../scheduler/pool/batching";
 import { type PoolJob, WorkerPool } from "../../scheduler/pool/pool";
@@ -37,6 +37,11 @@ export interface TaskRun {
   /** Whether start and end are the thread's own measurements; false when the task never ran on one or its thread died (both are then `arrived`). */
   readonly ranOnThread: boolean;
   /**
+   * Seconds after `submitted` the task waited while its thread was still busy with tasks handed
+   * over before it (their outcomes not back yet): time already accounted to those tasks.
+   */
+  readonly queued: number;
+  /**
    * Execute-layer metrics: thread-cpu and thread-noncpu (net of what the task metered itself,
    * when the pool reports that), the task's own meters and digests, and "executor" (waiting for
    * a thread, and the trips to and from it).
@@ -47,15 +52,27 @@ export interface TaskRun {
 /** The pool's TaskTiming, with the task's own metrics list where the pool reports one. */
 type TimingWithMetrics = TaskTiming & { readonly metrics?: readonly (readonly [activity: string, value: number, unit: string])[] };
 
+/**
+ * The largest batch of tiny tasks a worker hands a thread: its threads sleep between batches
+ * (below), so every batch costs a wake-up and a message each way, and the worker's main thread
+ * has each batch's outcomes to handle anyway. Outcomes still come back every few ms (worker-main's
+ * REPORT_AFTER_MS), and a batch only grows this long for tasks of a few µs (TARGET_BATCH_MS).
+ */
+const WORKER_MAX_BATCH = 256;
+
 export class TaskRunner extends AdaptiveBatching {
   private readonly pool: WorkerPool;
   /** The scheduler's function ids → the pool's. */
   private readonly functionIds = new Map<number, number>();
+  /** Thread id → when the outcome of its latest task arrived (machine clock, epoch s). */
+  private readonly threadFreeAt = new Map<number, number>();
   private nextNode = 0;
 
   constructor(readonly nthreads: number) {
-    super();
-    this.pool = new WorkerPool("threads", nthreads);
+    super(WORKER_MAX_BATCH);
+    // A worker shares the machine's cores with the scheduler and other workers: its threads sleep
+    // between batches rather than wait awake.
+    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false });
   }
 
   /**
@@ -77,7 +94,7 @@ export class TaskRunner extends AdaptiveBatching {
 
   /** Starts `request` on a thread; `done` gets its outcome once. Returns a handle to cancel it. */
   run(request: TaskRequest, done: (run: TaskRun) => void): RunningTask {
-    const job: PoolJob = { node: this.nextNode++, key: keyFromId(request.key) };
+    const job = new TaskJob(this.nextNode++, request.key);
     const submitted = machineNow();
     const fnIds: number[] = [];
     let wire: WireExpr;
@@ -101,20 +118,24 @@ export class TaskRunner extends AdaptiveBatching {
       case "lit":
         return Array.isArray(task[1]) ? [LITERAL, task[1]] : task[1];
       case "ref": {
-        if (!request.inputs.has(task[1])) throw new Error(`Task ${request.name} refers to ${JSON.stringify(task[1])}, which is not among its inputs`);
         const value = request.inputs.get(task[1]);
+        if (value === undefined && !request.inputs.has(task[1])) {
+          throw new Error(`Task ${request.name} refers to ${JSON.stringify(task[1])}, which is not among its inputs`);
+        }
         return Array.isArray(value) ? [LITERAL, value] : value;
       }
       case "call": {
-        const [, id, ...args] = task;
-        const poolId = this.functionIds.get(id);
-        if (poolId === undefined) throw new Error(`Task ${request.name} calls function ${id}, which was never defined on this worker`);
+        const poolId = this.functionIds.get(task[1]);
+        if (poolId === undefined) throw new Error(`Task ${request.name} calls function ${task[1]}, which was never defined on this worker`);
         fnIds.push(poolId);
-        return [CALL, poolId, ...args.map((arg) => this.toPoolExpr(arg, request, fnIds))];
+        const expr: unknown[] = [CALL, poolId];
+        for (let i = 2; i < task.length; i++) expr.push(this.toPoolExpr(task[i] as WireTask, request, fnIds));
+        return expr;
       }
       case "list": {
-        const [, ...items] = task;
-        return [LIST, ...items.map((item) => this.toPoolExpr(item, request, fnIds))];
+        const expr: unknown[] = [LIST];
+        for (let i = 1; i < task.length; i++) expr.push(this.toPoolExpr(task[i] as WireTask, request, fnIds));
+        return expr;
       }
       default:
         throw new Error(`Task ${request.name} has a malformed expression (${JSON.stringify((task as unknown[])[0])})`);
@@ -124,17 +145,26 @@ export class TaskRunner extends AdaptiveBatching {
   private toRun(outcome: TaskOutcome, submitted: number): TaskRun {
     const arrived = machineNow();
     const timing = outcome.timing;
+    const thread = typeof outcome.workerId === "number" ? outcome.workerId : -1;
+    // Tasks queued behind others on a thread (batches of short tasks) count their time from
+    // their predecessor's outcome on: the thread's time is never accounted to two tasks.
+    let queued = 0;
+    if (thread >= 0) {
+      queued = Math.max(0, Math.min(arrived, this.threadFreeAt.get(thread) ?? 0) - submitted);
+      this.threadFreeAt.set(thread, arrived);
+    }
     return {
       ok: outcome.ok,
       value: outcome.ok ? outcome.value : undefined,
       error: outcome.ok ? undefined : packError(outcome.error),
-      thread: typeof outcome.workerId === "number" ? outcome.workerId : -1,
+      thread,
       submitted,
       start: timing?.startTime ?? arrived,
       end: timing?.endTime ?? arrived,
       arrived,
       ranOnThread: timing !== undefined,
-      metrics: runMetrics(timing, submitted, arrived),
+      queued,
+      metrics: runMetrics(timing, submitted + queued, arrived),
     };
   }
 }
@@ -143,8 +173,8 @@ export class TaskRunner extends AdaptiveBatching {
  * The execute-layer metrics of one task from what its thread measured: the task's own list when
  * the pool reports one (thread-cpu and thread-noncpu net of the task's own meters, those meters,
  * the serialize time of handing it over), else thread-cpu and thread-noncpu from its CPU and wall
- * times; then "executor": the time between handing the task over and its outcome that no other
- * measurement explains (waiting for a thread, the trips to and from it).
+ * times; then "executor": the time between handing the task over (or its thread becoming free
+ * for it) and its outcome that no other measurement explains (the trips to and from the thread).
  */
 export function runMetrics(timing: TimingWithMetrics | undefined, submitted: number, arrived: number): Metric[] {
   if (timing === undefined) return [["executor", Math.max(0, arrived - submitted), "seconds"]];
@@ -164,6 +194,18 @@ export function runMetrics(timing: TimingWithMetrics | undefined, submitted: num
   return metrics;
 }
 
+/** A task as the pool knows it: its key is only worked out from its id for an error message. */
+class TaskJob implements PoolJob {
+  constructor(
+    readonly node: number,
+    private readonly id: string,
+  ) {}
+
+  get key(): Key {
+    return keyFromId(this.id);
+  }
+}
+
 /** A task handed to the runner. */
 export class RunningTask {
   constructor(
@@ -180,6 +222,6 @@ export class RunningTask {
 /** The outcome of a task that could not be handed to a thread. */
 export function failedRun(error: unknown, submitted: number): TaskRun {
   const arrived = machineNow();
-  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: arrived, end: arrived, arrived, ranOnThread: false, metrics: [] };
+  return { ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: arrived, end: arrived, arrived, ranOnThread: false, queued: 0, metrics: [] };
 }
 

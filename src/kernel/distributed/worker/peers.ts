@@ -31,11 +31,24 @@ export interface FetchResult {
 }
 
 interface Waiter {
-  readonly resolve: (reply: unknown, bytes: number, decodeSeconds: number) => void;
+  readonly resolve: (reply: Reply) => void;
   readonly reject: (error: Error) => void;
 }
 
-/** Connections to peers, one per peer, opened on first use and dropped when they break. */
+/** A peer's answer to a request, as it arrived. */
+export interface Reply {
+  readonly value: unknown;
+  /** Bytes of the reply on the wire. */
+  readonly bytes: number;
+  /** Seconds spent decoding its frames. */
+  readonly decodeSeconds: number;
+}
+
+/**
+ * Connections to workers' data listeners, one per worker, opened on first use and dropped when
+ * they break. This side connects, so replies are read straight into memory of their own (see
+ * ../comm): peers fetching inputs and the scheduler gathering results both use it.
+ */
 export class PeerClient {
   private readonly connections = new Map<WorkerAddress, Promise<Connection>>();
   private readonly waiters = new Map<Connection, Waiter[]>();
@@ -44,26 +57,25 @@ export class PeerClient {
   /** Asks `worker` for `keys` on behalf of `who` (this worker's address). Rejects if the peer cannot be reached or goes away. */
   async getData(worker: WorkerAddress, keys: readonly string[], who: WorkerAddress): Promise<FetchResult> {
     const start = machineSeconds();
-    const connection = await this.connect(worker);
     const request: GetDataRequest = { op: "get-data", keys, who };
-    return new Promise<FetchResult>((resolve, reject) => {
+    const reply = await this.request(worker, request);
+    if (!isDataReply(reply.value)) throw new Error(`Worker ${worker} answered get-data with something else (${describe(reply.value)})`);
+    const { values, missing } = reply.value;
+    return { values, missing, wireBytes: reply.bytes, start, stop: machineSeconds(), deserializeSeconds: reply.decodeSeconds };
+  }
+
+  /** Sends `message` to `worker`'s data listener; resolves with its reply (replies come in request order). */
+  async request(worker: WorkerAddress, message: unknown): Promise<Reply> {
+    const connection = await this.connect(worker);
+    return new Promise<Reply>((resolve, reject) => {
       const queue = this.waiters.get(connection);
       if (queue === undefined || connection.closed) {
         reject(new Error(`The connection to worker ${worker} closed`));
         return;
       }
-      queue.push({
-        resolve: (reply, wireBytes, deserializeSeconds) => {
-          if (!isDataReply(reply)) {
-            reject(new Error(`Worker ${worker} answered get-data with something else (${describe(reply)})`));
-            return;
-          }
-          resolve({ values: reply.values, missing: reply.missing, wireBytes, start, stop: machineSeconds(), deserializeSeconds });
-        },
-        reject,
-      });
+      queue.push({ resolve, reject });
       try {
-        connection.send(request);
+        connection.send(message);
       } catch (error) {
         queue.pop();
         reject(error as Error);
@@ -78,7 +90,7 @@ export class PeerClient {
   }
 
   private connect(worker: WorkerAddress): Promise<Connection> {
-    if (this.closed) return Promise.reject(new Error("The worker is closing"));
+    if (this.closed) return Promise.reject(new Error("The connections to workers are closed"));
     let connecting = this.connections.get(worker);
     if (connecting === undefined) {
       connecting = Connection.connect(socketPath(worker)).then(
@@ -98,7 +110,7 @@ export class PeerClient {
     this.waiters.set(connection, queue);
     // Peer connections never keep the worker alive: the scheduler's does.
     connection.setKeepsAlive(false);
-    connection.on("message", (reply, bytes, decodeSeconds) => queue.shift()?.resolve(reply, bytes, decodeSeconds));
+    connection.on("message", (value, bytes, decodeSeconds) => queue.shift()?.resolve({ value, bytes, decodeSeconds }));
     connection.on("close", (error) => {
       this.waiters.delete(connection);
       if (this.connections.get(worker) !== undefined) this.connections.delete(worker);
@@ -135,8 +147,8 @@ export interface DataServerContext {
 
 /**
  * Answers one get-data request on `connection`: the values held (read back from disk if
- * spilled), the rest as missing. Digests ("get-data", serialize / network / memory-read /
- * disk-read…) and an outgoing transfer log entry once the reply has left.
+ * spilled), the rest as missing. Digests ("get-data", serialize / network seconds and bytes /
+ * memory-read / disk-read…) and an outgoing transfer log entry once the reply has left.
  */
 export function serveGetData(request: GetDataRequest, connection: Connection, context: DataServerContext): void {
   const { store, digests, transfers, clock } = context;
@@ -164,7 +176,9 @@ export function serveGetData(request: GetDataRequest, connection: Connection, co
   try {
     wireBytes = connection.sendFrames(parts, (error) => {
       meter.add("network", (performance.now() - sendStart) / 1000, "seconds");
-      if (error !== undefined || Object.keys(sizes).length === 0) return;
+      if (error !== undefined) return;
+      meter.add("network", wireBytes, "bytes");
+      if (Object.keys(sizes).length === 0) return;
       transfers.sent({
         start: clock.toScheduler(start),
         stop: clock.schedulerNow(),

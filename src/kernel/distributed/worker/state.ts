@@ -3,6 +3,7 @@
 // (run a task, fetch keys from a peer, drop data, tell the scheduler). The runtime (./worker)
 // carries out the instructions and feeds back what happened.
 
+import { Heap } from "heap-js";
 import type { PackedError } from "../../scheduler/pool/wire";
 import type { StartStop } from "../../../protocol/records";
 import type { ComputeTaskMessage, DependencyInfo, FromWorker, WireTask, WorkerAddress } from "../messages";
@@ -39,19 +40,19 @@ export interface WorkerTask {
   wanted: boolean;
   /** The scheduler believes this worker holds it (told by task-finished or add-keys, until free-keys). */
   held: boolean;
-  readonly dependencies: WorkerTask[];
+  dependencies: readonly WorkerTask[];
   /** Tasks here that still need this one (waiting, ready, executing). */
-  readonly dependents: Set<WorkerTask>;
+  dependents: Set<WorkerTask>;
   /** Dependencies not in memory yet. */
-  readonly waitingFor: Set<WorkerTask>;
+  waitingFor: Set<WorkerTask>;
   /** Peers holding it (never this worker). */
-  readonly whoHas: Set<WorkerAddress>;
+  whoHas: Set<WorkerAddress>;
   /** Holders that turned out not to have it (this worker included, if the scheduler listed it). */
-  readonly errant: Set<WorkerAddress>;
+  errant: Set<WorkerAddress>;
   nbytes: number;
   type: string;
   /** Phases reported with the task: the transfers that brought its inputs. */
-  startstops: StartStop[];
+  startstops: readonly StartStop[];
   /** Order of arrival, to break priority ties first come, first served. */
   sequence: number;
   /** A compute-task that came while the key was arriving from a peer: run if the fetch fails. */
@@ -84,8 +85,11 @@ export type WorkerEvent =
       readonly received: readonly { readonly key: string; readonly nbytes: number; readonly type: string }[];
       /** Keys the peer does not hold. */
       readonly missing: readonly string[];
-      /** The transfer's "transfer" phase (scheduler clock, source = the peer). */
-      readonly transfer: StartStop;
+      /**
+       * The transfer's phases (scheduler clock): "transfer" (source = the peer), then
+       * "deserialize" when decoding the reply was measured apart.
+       */
+      readonly transfer: readonly StartStop[];
     }
   | {
       /** The peer could not be reached, or the connection broke: it is taken to be gone. */
@@ -134,8 +138,13 @@ export class WorkerState {
    */
   slots: number;
   paused = false;
-  /** Ready tasks, lowest (priority, sequence) first. */
-  private readonly ready: WorkerTask[] = [];
+  /** Tasks that ran here to an outcome (success or failure, cancelled ones too): Dask's `executed_count`. */
+  executedCount = 0;
+  /**
+   * Ready tasks, lowest (priority, sequence) first. A task forgotten while ready stays in the heap
+   * until it comes up and is skipped (no longer in `tasks`).
+   */
+  private readonly ready = new Heap<WorkerTask>((a, b) => a.priority - b.priority || a.sequence - b.sequence);
   readonly executing = new Set<WorkerTask>();
   /** Tasks in "fetch" state. */
   private readonly toFetch = new Set<WorkerTask>();
@@ -248,12 +257,14 @@ export class WorkerState {
     task.sequence = this.sequence++;
     task.state = "waiting";
     for (const dependency of task.dependencies) dependency.dependents.delete(task);
-    task.dependencies.length = 0;
     task.waitingFor.clear();
-    for (const info of dependencies) {
+    const inputs = dependencies.length === 0 ? NO_TASKS : new Array<WorkerTask>(dependencies.length);
+    task.dependencies = inputs;
+    for (let i = 0; i < dependencies.length; i++) {
+      const info = dependencies[i];
       const dependency = this.ensureTask(info.key, undefined);
-      task.dependencies.push(dependency);
-      dependency.dependents.add(task);
+      (inputs as WorkerTask[])[i] = dependency;
+      (dependency.dependents = own(dependency.dependents)).add(task);
       this.updateDependency(task, info);
     }
     if (task.waitingFor.size === 0) this.toReady(task);
@@ -266,11 +277,11 @@ export class WorkerState {
     if (dependency.state !== "memory" && dependency.nbytes === 0) dependency.nbytes = info.nbytes;
     dependency.priority = Math.min(dependency.priority, task.priority);
     if (dependency.state === "memory") return;
-    task.waitingFor.add(dependency);
+    (task.waitingFor = own(task.waitingFor)).add(dependency);
     for (const worker of info.whoHas) {
       // Listed as a holder of what it does not hold (any more): reported if no one else has it.
-      if (worker === this.address) dependency.errant.add(worker);
-      else dependency.whoHas.add(worker);
+      if (worker === this.address) (dependency.errant = own(dependency.errant)).add(worker);
+      else (dependency.whoHas = own(dependency.whoHas)).add(worker);
     }
     // Being computed here (`info.local`, or holders kept in case that fails), or on its way.
     if (COMPUTING.has(dependency.state) || dependency.state === "flight") return;
@@ -321,11 +332,12 @@ export class WorkerState {
   private executeSuccess(event: Extract<WorkerEvent, { type: "execute-success" }>, out: WorkerInstruction[]): void {
     const task = this.tasks.get(event.key);
     if (task === undefined || (task.state !== "executing" && task.state !== "cancelled")) return;
+    this.executedCount++;
     this.executing.delete(task);
     task.nbytes = event.nbytes;
     task.type = event.resultType;
     if (task.state === "cancelled") {
-      task.startstops = [];
+      task.startstops = NO_PHASES;
       if (task.dependents.size === 0) {
         out.push({ op: "release-data", key: task.key });
         this.forget(task, out);
@@ -345,9 +357,10 @@ export class WorkerState {
   private executeFailure(event: Extract<WorkerEvent, { type: "execute-failure" }>, out: WorkerInstruction[]): void {
     const task = this.tasks.get(event.key);
     if (task === undefined || (task.state !== "executing" && task.state !== "cancelled")) return;
+    this.executedCount++;
     this.executing.delete(task);
     if (task.state === "cancelled") {
-      task.startstops = [];
+      task.startstops = NO_PHASES;
       if (task.dependents.size === 0) {
         this.forget(task, out);
         return;
@@ -360,7 +373,7 @@ export class WorkerState {
       op: "send",
       message: { op: "task-erred", key: task.key, error: event.error, thread: event.thread, startstops: [...task.startstops, ...event.startstops] },
     });
-    task.startstops = [];
+    task.startstops = NO_PHASES;
     this.doneWithInputs(task, out);
   }
 
@@ -371,9 +384,9 @@ export class WorkerState {
       nbytes: task.nbytes,
       type: task.type,
       thread,
-      startstops: [...task.startstops, ...startstops],
+      startstops: task.startstops.length === 0 ? startstops : [...task.startstops, ...startstops],
     };
-    task.startstops = [];
+    task.startstops = NO_PHASES;
     return message;
   }
 
@@ -383,7 +396,7 @@ export class WorkerState {
       dependency.dependents.delete(task);
       this.releaseIfUnneeded(dependency, out);
     }
-    task.dependencies.length = 0;
+    task.dependencies = NO_TASKS;
     task.waitingFor.clear();
   }
 
@@ -407,7 +420,7 @@ export class WorkerState {
         if (task === undefined || task.state !== "memory") out.push({ op: "release-data", key });
         continue;
       }
-      task.whoHas.add(event.worker);
+      (task.whoHas = own(task.whoHas)).add(event.worker);
       task.deferred = undefined;
       if (task.dependents.size === 0 && !task.wanted) {
         out.push({ op: "release-data", key });
@@ -423,7 +436,7 @@ export class WorkerState {
       // The task stream shows a transfer once, on the first task it served (Dask's way).
       const first = this.firstDependent(task);
       if (!transferShown && first !== undefined) {
-        first.startstops.push(event.transfer);
+        first.startstops = [...first.startstops, ...event.transfer];
         transferShown = true;
       }
       for (const dependent of task.dependents) this.inputArrived(dependent, task);
@@ -454,7 +467,7 @@ export class WorkerState {
     if (task === undefined) return;
     task.whoHas.delete(worker);
     if (!FETCHING.has(task.state)) return;
-    task.errant.add(worker);
+    (task.errant = own(task.errant)).add(worker);
     if (task.dependents.size === 0 && !task.wanted) {
       this.forget(task, out);
       return;
@@ -531,14 +544,14 @@ export class WorkerState {
 
   private toReady(task: WorkerTask): void {
     task.state = "ready";
-    let at = this.ready.length;
-    while (at > 0 && before(task, this.ready[at - 1])) at--;
-    this.ready.splice(at, 0, task);
+    this.ready.push(task);
   }
 
   private ensureComputing(out: WorkerInstruction[]): void {
-    while (!this.paused && this.executing.size < this.slots && this.ready.length > 0) {
-      const task = this.ready.shift()!;
+    while (!this.paused && this.executing.size < this.slots) {
+      const task = this.ready.pop();
+      if (task === undefined) return;
+      if (task.state !== "ready" || this.tasks.get(task.key) !== task) continue;
       task.state = "executing";
       this.executing.add(task);
       out.push({ op: "execute", key: task.key });
@@ -574,8 +587,6 @@ export class WorkerState {
     this.tasks.delete(task.key);
     this.toFetch.delete(task);
     this.executing.delete(task);
-    const readyAt = this.ready.indexOf(task);
-    if (readyAt >= 0) this.ready.splice(readyAt, 1);
     this.doneWithInputs(task, out);
   }
 
@@ -592,14 +603,14 @@ export class WorkerState {
         run: undefined,
         wanted: false,
         held: false,
-        dependencies: [],
-        dependents: new Set(),
-        waitingFor: new Set(),
-        whoHas: new Set(),
-        errant: new Set(),
+        dependencies: NO_TASKS,
+        dependents: EMPTY_TASKS,
+        waitingFor: EMPTY_TASKS,
+        whoHas: NO_WORKERS,
+        errant: NO_WORKERS,
         nbytes: 0,
         type: "",
-        startstops: [],
+        startstops: NO_PHASES,
         sequence: this.sequence++,
         deferred: undefined,
       };
@@ -609,6 +620,26 @@ export class WorkerState {
     }
     return task;
   }
+}
+
+/**
+ * A set that stays empty, shared by tasks until they have entries of their own: most tasks never
+ * have peers to fetch from or errant holders, and many have no dependents or inputs to wait for.
+ */
+class SharedEmptySet<T> extends Set<T> {
+  override add(): this {
+    throw new Error("Internal: a shared empty set was written to (use own())");
+  }
+}
+
+const EMPTY_TASKS: Set<WorkerTask> = new SharedEmptySet();
+const NO_WORKERS: Set<WorkerAddress> = new SharedEmptySet();
+const NO_TASKS: readonly WorkerTask[] = [];
+const NO_PHASES: readonly StartStop[] = [];
+
+/** `set`, or a new set of the task's own in place of the shared empty one. */
+function own<T>(set: Set<T>): Set<T> {
+  return set instanceof SharedEmptySet ? new Set<T>() : set;
 }
 
 function before(a: WorkerTask, b: WorkerTask): boolean {

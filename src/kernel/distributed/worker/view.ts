@@ -46,6 +46,8 @@ export interface WorkerView {
   readonly memory: WorkerMemoryView;
   /** Task counts by state on the worker (waiting, ready, executing, fetch, flight, memory…). */
   readonly tasks: Readonly<Record<string, number>>;
+  /** Tasks this worker ran to an outcome since it started (Dask's `WorkerState.executed_count`). */
+  readonly executedCount: number;
   /** One entry per batch of keys fetched from a peer (Dask's `transfer_incoming_log`), scheduler clock, last 1000. */
   readonly incomingTransferLog: readonly TransferLogEntry[];
   /** One entry per batch of keys sent to a peer (Dask's `transfer_outgoing_log`). */
@@ -76,6 +78,7 @@ export interface ViewSource {
   nbytes(key: string): number | undefined;
   memory(): WorkerMemoryView;
   tasks(): Record<string, number>;
+  executedCount(): number;
   incoming(): TransferLogEntry[];
   outgoing(): TransferLogEntry[];
   bandwidth(): number;
@@ -124,6 +127,9 @@ export function workerView(source: ViewSource): WorkerView {
     },
     get tasks() {
       return source.tasks();
+    },
+    get executedCount() {
+      return source.executedCount();
     },
     get incomingTransferLog() {
       return source.incoming();

@@ -10,7 +10,10 @@ import { hostname } from "node:os";
 import { nbytes as sizeOf } from "../../diagnostics/nbytes";
 import { resolveFunction } from "../../scheduler/pool/functions";
 import { packError } from "../../scheduler/pool/wire";
+import { type PackedProfile, packProfile } from "../../../protocol/profile";
 import type { StartStop, WorkerStatus } from "../../../protocol/records";
+import { checkProfilingOptions } from "../../profiling/hub";
+import { decodeBatch, encodeBatches } from "../batches";
 import { Connection, listen } from "../comm";
 import { encodeValue } from "../frames";
 import type {
@@ -19,6 +22,7 @@ import type {
   GatherReplyMessage,
   GetDataRequest,
   HeartbeatReplyMessage,
+  ProfileRequestMessage,
   RunMessage,
   ToWorker,
   WorkerAddress,
@@ -26,11 +30,12 @@ import type {
   WorkerStartConfig,
 } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "./clock";
-import { Digests, MetricsLedger } from "./digests";
+import { Digests, IGNORING_LEDGER, MetricsLedger } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
 import { MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
 import { keyRepr, typeName } from "./names";
 import { type FetchResult, PeerClient, serveGetData } from "./peers";
+import { WorkerProfiler } from "./profile";
 import { WorkerState, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
 import { TransferStats } from "./transfers";
@@ -49,9 +54,12 @@ export class Worker {
   private readonly store: DataStore;
   private readonly peers = new PeerClient();
   private readonly digests = new Digests();
+  /** TSDASK_METRICS=off: tasks digest nothing (to measure what metrics cost, bench/cluster-fpm.ts). */
+  private readonly metricsOn = process.env.TSDASK_METRICS !== "off";
   private readonly transfers = new TransferStats();
   private readonly thresholds: MemoryThresholds;
   private readonly runner: TaskRunner;
+  private readonly profiler: WorkerProfiler;
   private readonly running = new Map<string, RunningTask>();
   private server: Server | undefined;
   private scheduler: Connection | undefined;
@@ -96,6 +104,7 @@ export class Worker {
         memoryLimit: config.memoryLimit,
         globals,
         now: worker.heartbeatSentAt,
+        memory: process.memoryUsage.rss(),
       });
       worker.monitorTimer = setInterval(() => worker.monitorMemory(), MONITOR_INTERVAL_MS);
       worker.monitorTimer.unref();
@@ -122,12 +131,13 @@ export class Worker {
     this.view = this.makeView();
     // Last: nothing above may fail once threads exist.
     this.runner = new TaskRunner(config.nthreads);
+    this.profiler = new WorkerProfiler(this.address, this.clock, config.profile);
   }
 
   // ---- Messages from the scheduler -------------------------------------------------------------
 
   private onSchedulerBatch(batch: unknown): void {
-    for (const message of (Array.isArray(batch) ? batch : [batch]) as ToWorker[]) {
+    for (const message of decodeBatch(batch) as ToWorker[]) {
       try {
         this.onSchedulerMessage(message);
       } catch (error) {
@@ -147,11 +157,11 @@ export class Worker {
       case "free-keys":
         this.apply({ type: "free-keys", keys: message.keys });
         return;
-      case "gather":
-        this.send(this.gatherReply(message));
-        return;
       case "run":
         void this.runFunction(message);
+        return;
+      case "profile":
+        void this.sendProfile(message);
         return;
       case "heartbeat-reply":
         this.onHeartbeatReply(message);
@@ -204,16 +214,19 @@ export class Worker {
   // ---- Running tasks -----------------------------------------------------------------------------
 
   private execute(task: WorkerTask): void {
-    const ledger = new MetricsLedger();
+    const ledger = this.metricsOn ? new MetricsLedger() : IGNORING_LEDGER;
     const inputs = new Map<string, unknown>();
     let diskRead: { start: number; stop: number } | undefined;
     const { key, spanId, prefix } = task;
     try {
       for (const dependency of task.dependencies) {
-        const spilled = this.store.isSpilled(dependency.key);
-        const start = this.clock.now();
-        inputs.set(dependency.key, this.store.get(dependency.key, ledger));
-        if (spilled) diskRead = { start: diskRead?.start ?? start, stop: this.clock.now() };
+        if (this.store.isSpilled(dependency.key)) {
+          const start = this.clock.now();
+          inputs.set(dependency.key, this.store.get(dependency.key, ledger));
+          diskRead = { start: diskRead?.start ?? start, stop: this.clock.now() };
+        } else {
+          inputs.set(dependency.key, this.store.get(dependency.key, ledger));
+        }
       }
     } catch (error) {
       const reason = new Error(`Task ${task.name} cannot read its inputs on worker ${this.address}: ${(error as Error).message}`);
@@ -244,6 +257,7 @@ export class Worker {
     if (run.ranOnThread) {
       startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
     }
+    ledger.skip(run.queued);
     for (const [activity, value, unit] of run.metrics) ledger.add(activity, value, unit);
     if (run.ok) {
       const nbytes = sizeOf(run.value);
@@ -279,6 +293,7 @@ export class Worker {
     }
     if (this.closing !== undefined) return;
     ledger.add("network", Math.max(0, result.stop - result.start - result.deserializeSeconds), "seconds");
+    ledger.add("network", result.wireBytes, "bytes");
     ledger.add("deserialize", result.deserializeSeconds, "seconds");
     const received: { key: string; nbytes: number; type: string }[] = [];
     const sizes: Record<string, number> = {};
@@ -299,13 +314,11 @@ export class Worker {
     const start = this.clock.toScheduler(this.clock.fromMachine(result.start));
     const stop = this.clock.toScheduler(this.clock.fromMachine(result.stop));
     if (received.length > 0) this.transfers.received({ start, stop, who: worker, keys: sizes, wireBytes: result.wireBytes, types: [...types] });
-    this.apply({
-      type: "gather-dep-success",
-      worker,
-      received,
-      missing: result.missing,
-      transfer: { action: "transfer", start, stop, source: worker },
-    });
+    // The reply is decoded once all its bytes are in, at the end of the fetch: that stretch is the grey "deserialize".
+    const decoded = Math.max(start, stop - result.deserializeSeconds);
+    const transfer: StartStop[] = [{ action: "transfer", start, stop: decoded, source: worker }];
+    if (decoded < stop) transfer.push({ action: "deserialize", start: decoded, stop });
+    this.apply({ type: "gather-dep-success", worker, received, missing: result.missing, transfer });
     this.digests.addAll(["gather-dep"], ledger.finalize(stored > 0 ? undefined : received.length > 0 ? "cancelled" : "missing"));
   }
 
@@ -331,11 +344,24 @@ export class Worker {
         serveGetData(message, connection, { store: this.store, digests: this.digests, transfers: this.transfers, clock: this.clock });
         return;
       case "gather":
-        connection.send(this.gatherReply(message));
+        this.replyToGather(message, connection);
         return;
       default:
         throw new Error(`unexpected message ${JSON.stringify((message as { op?: unknown } | null)?.op)}`);
     }
+  }
+
+  /** Answers a gather on a data connection; values that cannot be encoded are reported missing. */
+  private replyToGather(message: GatherMessage, connection: Connection): void {
+    const reply = this.gatherReply(message);
+    let parts: Buffer[];
+    try {
+      parts = encodeValue(reply);
+    } catch (error) {
+      this.log(`cannot send gathered values: ${(error as Error).message}`);
+      parts = encodeValue({ ...reply, values: {}, missing: [...reply.missing, ...Object.keys(reply.values)] });
+    }
+    connection.sendFrames(parts);
   }
 
   /** The values of `message.keys` held here (read back from disk if spilled), for the client. */
@@ -347,7 +373,7 @@ export class Worker {
       if (this.store.has(key)) values[key] = this.store.get(key, meter);
       else missing.push(key);
     }
-    return { op: "gather-reply", requestId: message.requestId, values, missing };
+    return { op: "gather-reply", values, missing };
   }
 
   private async runFunction(message: RunMessage): Promise<void> {
@@ -367,6 +393,17 @@ export class Worker {
     this.send(reply);
   }
 
+  private async sendProfile(message: ProfileRequestMessage): Promise<void> {
+    let profile: PackedProfile;
+    try {
+      profile = await this.profiler.windows({ start: message.start, stop: message.stop });
+    } catch (error) {
+      this.log(`cannot read its profile: ${(error as Error).stack ?? error}`);
+      profile = packProfile([], this.profiler.interval);
+    }
+    this.send({ op: "profile-reply", requestId: message.requestId, profile, enabled: this.profiler.enabled });
+  }
+
   // ---- Sending to the scheduler ------------------------------------------------------------------
 
   /** Queues a message; the queue goes out as one batch at the end of this event-loop turn. */
@@ -374,8 +411,10 @@ export class Worker {
     this.outbox.push(message);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    queueMicrotask(() => this.flush());
+    setImmediate(this.flushNow);
   }
+
+  private readonly flushNow = (): void => this.flush();
 
   private flush(): void {
     this.flushScheduled = false;
@@ -383,20 +422,7 @@ export class Worker {
     this.outbox = [];
     const scheduler = this.scheduler;
     if (batch.length === 0 || scheduler === undefined || scheduler.closed) return;
-    try {
-      scheduler.send(batch);
-    } catch {
-      // A value in the batch cannot be encoded (gathered data): send the messages one by one.
-      for (const message of batch) {
-        try {
-          scheduler.send([message]);
-        } catch (error) {
-          if (message.op !== "gather-reply") throw error;
-          this.log(`cannot send gathered values for request ${message.requestId}: ${(error as Error).message}`);
-          scheduler.send([{ ...message, values: {}, missing: [...message.missing, ...Object.keys(message.values)] }]);
-        }
-      }
-    }
+    for (const frames of encodeBatches(batch)) scheduler.sendFrames(frames);
   }
 
   // ---- Heartbeats and memory ---------------------------------------------------------------------
@@ -503,6 +529,7 @@ export class Worker {
     this.status = "closing";
     clearTimeout(this.heartbeatTimer);
     clearInterval(this.monitorTimer);
+    this.profiler.close();
     this.runner.close();
     this.peers.close();
     for (const connection of this.peerConnections) connection.destroy();
@@ -539,6 +566,7 @@ export class Worker {
         spilledFileBytes: this.store.spilledDiskBytes,
       }),
       tasks: () => this.state.taskCounts(),
+      executedCount: () => this.state.executedCount,
       incoming: () => this.transfers.incoming.entries(),
       outgoing: () => this.transfers.outgoing.entries(),
       bandwidth: () => this.transfers.bandwidth,
@@ -562,5 +590,9 @@ function checkConfig(config: WorkerStartConfig): void {
   if (!Number.isInteger(config.nthreads) || config.nthreads < 1) fail("nthreads", "a whole number ≥ 1", config.nthreads);
   if (typeof config.memoryLimit !== "number" || Number.isNaN(config.memoryLimit) || config.memoryLimit < 0) {
     fail("memoryLimit", "a number of bytes ≥ 0 (0: no limit)", config.memoryLimit);
+  }
+  if (config.profile !== undefined && config.profile !== false) {
+    if (typeof config.profile !== "object" || config.profile === null) fail("profile", "false or { interval, cycle }", config.profile);
+    checkProfilingOptions(config.profile, "WorkerStartConfig.profile option");
   }
 }

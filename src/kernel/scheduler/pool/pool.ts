@@ -23,6 +23,7 @@ import {
   RESULT_SIZE,
   type ResultsMessage,
   type WorkerMessage,
+  type WorkerThreadData,
   unpackError,
 } from "./wire";
 
@@ -131,7 +132,8 @@ class PoolWorker {
     const onMessage = (message: WorkerMessage): void => pool.onMessage(this, message);
     if (kind === "threads") {
       const { port1, port2 } = new MessageChannel();
-      const worker = new Worker(WORKER_SCRIPT, { workerData: { port: port2 }, transferList: [port2] });
+      const workerData: WorkerThreadData = { port: port2, waitAwake: pool.waitAwake };
+      const worker = new Worker(WORKER_SCRIPT, { workerData, transferList: [port2] });
       port1.on("message", onMessage);
       worker.on("error", (error) => (this.crash = `crashed (${error.message})`));
       worker.on("exit", (code) => pool.onExit(this, this.crash ?? `exited with code ${code}`));
@@ -179,7 +181,17 @@ class PoolWorker {
   }
 }
 
+export interface PoolOptions {
+  /**
+   * Whether the calling thread and the threads wait awake for the next message of quick tasks
+   * (see POLL_MS); default true. A process sharing its cores with others (a cluster worker)
+   * lets its threads sleep instead: spinning would take the cores the others need.
+   */
+  readonly waitAwake?: boolean;
+}
+
 export class WorkerPool {
+  readonly waitAwake: boolean;
   private readonly workers: PoolWorker[] = [];
   private queue: Entry[] = [];
   private flushScheduled = false;
@@ -198,7 +210,9 @@ export class WorkerPool {
   constructor(
     readonly kind: PoolKind,
     readonly size: number,
+    options: PoolOptions = {},
   ) {
+    this.waitAwake = options.waitAwake ?? true;
     this.shipperReady = new Promise((resolve, reject) => {
       this.resolveShipper = resolve;
       this.rejectShipper = reject;
@@ -350,6 +364,7 @@ export class WorkerPool {
 
   /** Waits up to POLL_MS, awake, for a result of quick tasks, and handles the first that comes. */
   private pollQuickResults(): void {
+    if (!this.waitAwake) return;
     const waiting = this.workers.filter((worker) => worker.batch?.[0].client.quickTasks && worker.transport.poll !== undefined);
     if (waiting.length === 0) return;
     this.polling = true;
@@ -436,9 +451,14 @@ export class WorkerPool {
 
   /** The outcome at `results[at …]` (see ResultsMessage). */
   private outcome(entry: Entry, results: ResultsMessage, at: number, workerId: number): TaskOutcome {
-    const [ok, value, start, end, cpu, bytesIn, bytesOut, metered] = results.slice(at, at + RESULT_SIZE) as [
-      number, unknown, number, number, number, number, number, TaskMetric[] | null,
-    ];
+    const ok = results[at] as number;
+    const value = results[at + 1];
+    const start = results[at + 2] as number;
+    const end = results[at + 3] as number;
+    const cpu = results[at + 4] as number;
+    const bytesIn = results[at + 5] as number;
+    const bytesOut = results[at + 6] as number;
+    const metered = results[at + 7] as TaskMetric[] | null;
     entry.client.recordDuration(end - start);
     const metrics = metered ?? executeMetrics((end - start) / 1000, cpu / 1000, null);
     if (entry.postMs !== undefined) metrics.push(["serialize", entry.postMs / 1000, "seconds"]);

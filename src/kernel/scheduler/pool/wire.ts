@@ -1,6 +1,7 @@
 // What travels between the pool (calling thread) and its workers: messages, the shipped form of
 // task expressions and functions, errors, and the worker-side measurements. Loaded by both sides.
 
+import type { MessagePort } from "node:worker_threads";
 import type { ProfileMessage, ProfilerControl } from "../../profiling/messages";
 
 /** How a worker finds a function. */
@@ -21,6 +22,14 @@ export const LITERAL = 0;
 export const CALL = 1;
 export const LIST = 2;
 export type WireExpr = unknown;
+
+/** What a pool thread is started with. */
+export interface WorkerThreadData {
+  /** Its end of the channel to the pool. */
+  readonly port: MessagePort;
+  /** Whether it waits awake for the next batch of quick tasks (see PoolOptions.waitAwake). */
+  readonly waitAwake: boolean;
+}
 
 /** Pool → worker: definitions of the function ids this worker has not seen yet (or null), then the tasks. */
 export type RunMessage = readonly [readonly (readonly [number, FnSpec])[] | null, ...WireExpr[]];

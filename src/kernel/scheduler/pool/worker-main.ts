@@ -19,12 +19,15 @@ import {
   type WireExpr,
   RESULT_SIZE,
   type WorkerMessage,
+  type WorkerThreadData,
   packError,
 } from "./wire";
 
 /** A thread talks to its pool over a port of its own, which it can also poll synchronously. */
-const port = (workerData as { port?: MessagePort } | null)?.port ?? null;
+const threadData = workerData as WorkerThreadData | null;
+const port: MessagePort | null = threadData?.port ?? null;
 const isThread = port !== null;
+const waitAwake = threadData?.waitAwake ?? true;
 
 function send(message: WorkerMessage): void {
   if (port !== null) port.postMessage(message);
@@ -148,7 +151,7 @@ const POLL_MS = 0.05;
 function onMessage(message: PoolMessage): void {
   for (let next: PoolMessage | undefined = message; next !== undefined; ) {
     const started = epochMs();
-    if (!runMessage(next) || port === null || epochMs() - started > POLL_MS) return;
+    if (!runMessage(next) || port === null || !waitAwake || epochMs() - started > POLL_MS) return;
     next = poll(port);
   }
 }

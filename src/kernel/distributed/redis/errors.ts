@@ -1,0 +1,40 @@
+// What goes wrong with a Redis cluster, as errors a user can test for (`instanceof`). Kept apart
+// from the connections themselves so that importing them loads no Redis client.
+
+import type { RedisTarget } from "./connection";
+
+/** An address that is not `redis://[user:password@]host:port[/db]` or `rediss://…`; names what is wrong. */
+export class RedisAddressError extends Error {
+  override name = "RedisAddressError";
+}
+
+/** Redis could not be reached at connect (refused, wrong password, timed out…); names the host and the reason. */
+export class RedisConnectError extends Error {
+  override name = "RedisConnectError";
+  constructor(
+    readonly target: RedisTarget,
+    reason: string,
+    cause?: unknown,
+  ) {
+    super(`Cannot connect to Redis at ${target.display}: ${reason}`, { cause });
+  }
+}
+
+/** Redis stopped answering for longer than the client waits (`connectionLostTimeout`); names the server. */
+export class RedisConnectionLostError extends Error {
+  override name = "RedisConnectionLostError";
+}
+
+/** Redis lost this client's data (restarted empty, or flushed): names the keys. */
+export class RedisDataLostError extends Error {
+  override name = "RedisDataLostError";
+  constructor(
+    readonly server: string,
+    /** Reprs of the results and tasks that were lost. */
+    readonly lost: readonly string[],
+  ) {
+    const shown = lost.slice(0, 10).join(", ");
+    const more = lost.length > 10 ? ` and ${lost.length - 10} more` : "";
+    super(`Redis at ${server} lost this client's data (it restarted empty, or was flushed): ${lost.length === 0 ? "no results were held" : `lost ${shown}${more}`}`);
+  }
+}
