@@ -222,7 +222,7 @@ test("after a reload the FPM panel is back in its place with its selection, and 
   await ui.cellDone(A, 1);
 });
 
-test("the cluster's own dashboard page renders its workers, memory, FPM and task stream while it runs", async () => {
+test("the cluster's own dashboard page renders its workers, memory, FPM, task stream and profile while it runs", async () => {
   await ui.startCell(A, 1);
   const standalone = await newLabPage(browser, { width: 1400, height: 1000 }, pageErrors);
   const errors: string[] = [];
@@ -232,6 +232,7 @@ test("the cluster's own dashboard page renders its workers, memory, FPM and task
   await standalone.locator('.tsdask-dashboard-card[data-kind="fpm"] .fpm_bars_marks path').first().waitFor({ timeout: 30_000 });
   await standalone.locator('.tsdask-dashboard-card[data-kind="memory"] .tsdask-memory-worker').nth(1).waitFor({ timeout: 30_000 });
   await standalone.locator('.tsdask-dashboard-card[data-kind="task-stream"] svg .mark-rect path').first().waitFor({ timeout: 30_000 });
+  await standalone.locator('.tsdask-dashboard-card[data-kind="profile"] .tsdask-icicle-cell').first().waitFor({ timeout: 30_000 });
   assert.match((await standalone.locator(".tsdask-dashboard-page-status").textContent()) ?? "", /^live/);
   const summary = await standalone.locator('.tsdask-dashboard-card[data-kind="workers"] .tsdask-dashboard-summary').textContent();
   assert.match(summary ?? "", /^LocalCluster 'cluster A' · 2 workers · 2 threads/);
