@@ -1,18 +1,15 @@
 // The Memory Sampler panel: the series of the kernel's last MemorySampler, one line per label, drawn
 // with the same spec as `ms.plot()`; an "align" switch starts every series at 0 s (Dask's
 // `plot(align=True)`), kept with the panel across reloads.
-import { PROTOCOL_VERSION } from "../../protocol";
 import { MEASURES, type MemoryMeasure, type MemoryPoint, type MemorySeries } from "../../protocol/memory";
 import { memorySpec } from "../../protocol/plot/memory";
 import type { MemorySample } from "../../protocol/records";
 import { element, textElement } from "../dom";
-import { PlotView } from "../plot";
 import type { PanelContext, SectionView } from "./kinds";
+import { PanelPlot } from "./panel-plot";
 
 /** Room the plot leaves for its axis labels and legend. */
 const LABELS_PX = 240;
-const MIN_PLOT_PX = 240;
-const RESIZE_PX = 24;
 
 /** Records back into series, in the order labels first appear (the sampler's order). */
 export function seriesOf(samples: readonly MemorySample[]): MemorySeries[] {
@@ -37,27 +34,19 @@ export function mountMemorySamplerPanel(container: HTMLElement, samples: readonl
   align.type = "checkbox";
   align.checked = context.state.align === true;
   alignLabel.append(textElement("span", "", " start every series at 0 s"));
-  const plot = new PlotView({ interpretExpressions: true });
-  root.append(plot.node);
   let latest = samples;
-  let drawnWidth = 0;
-  const plotWidth = (): number => Math.max(MIN_PLOT_PX, (root.clientWidth || 900) - LABELS_PX);
+  let series: MemorySeries[] = [];
+  const plot = new PanelPlot(root, "tsdask-memory-sampler", LABELS_PX, (width) => memorySpec(series, { align: align.checked, width, height: 260, title: "" }));
 
   const draw = (): void => {
-    const series = seriesOf(latest);
+    series = seriesOf(latest);
     summary.textContent = `${series.length} series (${series.map((s) => s.label).join(", ")}) · `;
-    drawnWidth = plotWidth();
-    const spec = memorySpec(series, { align: align.checked, width: drawnWidth, height: 260, title: "" });
-    void plot.render({ version: PROTOCOL_VERSION, kind: "plot", id: "tsdask-memory-sampler", seq: 0, spec });
+    plot.draw();
   };
   align.addEventListener("change", () => {
     context.saveState({ align: align.checked });
     draw();
   });
-  const resize = new ResizeObserver(() => {
-    if (Math.abs(plotWidth() - drawnWidth) > RESIZE_PX) draw();
-  });
-  resize.observe(root);
   draw();
   return {
     update: (next) => {
@@ -66,7 +55,6 @@ export function mountMemorySamplerPanel(container: HTMLElement, samples: readonl
       draw();
     },
     dispose: () => {
-      resize.disconnect();
       plot.dispose();
       root.remove();
     },

@@ -1,20 +1,15 @@
 // The Task Stream panel (Dask's /status task stream): the kernel's most recent window of task
 // records drawn with the same spec as getTaskStream's plot — one row per worker thread, compute by
 // prefix, transfer red, disk orange — streamed into one live plot, so zoom and hover survive updates.
-import { PROTOCOL_VERSION } from "../../protocol";
 import type { DashboardSnapshot, TaskStreamSection } from "../../protocol/dashboard";
 import { PREFIX_PALETTE, streamRows, taskStreamSpec } from "../../protocol/plot/taskstream";
-import { taskStreamColumns } from "../../protocol/plot/taskstream-table";
+import { type TaskStreamColumns, taskStreamColumns } from "../../protocol/plot/taskstream-table";
 import { element } from "../dom";
-import { PlotView } from "../plot";
 import type { PanelView } from "./kinds";
+import { PanelPlot } from "./panel-plot";
 
 /** Room the plot leaves for its row labels and legend beside the drawing area. */
 const LABELS_PX = 280;
-const MIN_PLOT_PX = 240;
-/** A resize smaller than this keeps the plot as drawn. */
-const RESIZE_PX = 24;
-
 const NO_RECORDS: TaskStreamSection = { records: [], total: 0 };
 
 /** The workers' names as the rows show them: a change redraws the plot. */
@@ -26,31 +21,22 @@ function namesOf(snapshot: DashboardSnapshot): string {
 export function mountTaskStreamPanel(container: HTMLElement, snapshot: DashboardSnapshot): PanelView {
   const root = element("div", "tsdask-dashboard-task-stream", container);
   const summary = element("div", "tsdask-dashboard-summary", root);
-  // The spec's few expressions run interpreted: the standalone page's CSP forbids eval.
-  const plot = new PlotView({ interpretExpressions: true });
-  root.append(plot.node);
   let latest = snapshot.taskStream ?? NO_RECORDS;
   let workers = snapshot.workers ?? [];
   let names = namesOf(snapshot);
-  let drawnWidth = 0;
-  const plotWidth = (): number => Math.max(MIN_PLOT_PX, (root.clientWidth || 1000) - LABELS_PX);
+  let columns: TaskStreamColumns = taskStreamColumns([]);
+  const plot = new PanelPlot(root, "tsdask-task-stream", LABELS_PX, (width) => taskStreamSpec(columns, { width, title: "", palette: PREFIX_PALETTE, stableShape: true }));
 
   const draw = (): void => {
-    const columns = taskStreamColumns(latest.records);
+    columns = taskStreamColumns(latest.records);
     columns.nameWorkers(workers);
     const rows = streamRows(columns).labels.length;
     const missed = latest.total - latest.records.length;
     summary.textContent =
       `${columns.taskCount} most recent task${columns.taskCount === 1 ? "" : "s"} on ${rows} worker thread${rows === 1 ? "" : "s"}` +
       (missed > 0 ? ` · ${latest.total} in all` : "");
-    drawnWidth = plotWidth();
-    const spec = taskStreamSpec(columns, { width: drawnWidth, title: "", palette: PREFIX_PALETTE, stableShape: true });
-    void plot.render({ version: PROTOCOL_VERSION, kind: "plot", id: "tsdask-task-stream", seq: 0, spec });
+    plot.draw();
   };
-  const resize = new ResizeObserver(() => {
-    if (Math.abs(plotWidth() - drawnWidth) > RESIZE_PX) draw();
-  });
-  resize.observe(root);
   draw();
   return {
     update: (next) => {
@@ -64,7 +50,6 @@ export function mountTaskStreamPanel(container: HTMLElement, snapshot: Dashboard
       draw();
     },
     dispose: () => {
-      resize.disconnect();
       plot.dispose();
       root.remove();
     },
