@@ -12,17 +12,15 @@
 // Dask's side runs in Debian's python3 with python3-distributed (installed with apt when missing).
 // Run: npm run bench -- cluster   [repeats]
 
-import { execFileSync } from "node:child_process";
 import { Client, LocalCluster, get } from "../src";
 import * as da from "../src/kernel/collections/array";
 import { matmul } from "../src/kernel/collections/array/matmul";
 import type { TransferLogEntry } from "../src/protocol/records";
 import { ramp, total } from "../test/fixtures/cluster-tasks";
 import { type BenchGraph, STANDARD_BUILDERS } from "./graphs";
-import { bestOf, printTable, runPython } from "./harness";
+import { DASK_PYTHON, bestOf, ensureDistributed, printTable, runPython } from "./harness";
 import { memcpyFloor } from "./worker-transfer";
 
-const DASK_PYTHON = process.env.TSDASK_DISTRIBUTED_PYTHON ?? "/usr/bin/python3";
 const VALUES_PER_BLOCK = 1_000_000;
 
 interface DaskCluster {
@@ -38,22 +36,6 @@ interface DaskTransfer {
   distributed: string;
   bandwidths: number[];
   walls: number[];
-}
-
-/** Dask distributed for the comparison: Debian's python3-distributed, installed if missing. */
-function ensureDistributed(): void {
-  try {
-    execFileSync(DASK_PYTHON, ["-c", "import distributed, dask.array, numpy"], { stdio: "ignore" });
-    return;
-  } catch {
-    console.log(`${DASK_PYTHON} has no dask distributed: installing Debian's python3-distributed (apt-get)`);
-  }
-  try {
-    execFileSync("apt-get", ["update"], { stdio: "inherit" });
-    execFileSync("apt-get", ["install", "-y", "python3-distributed"], { stdio: "inherit" });
-  } catch (error) {
-    throw new Error(`Cannot install python3-distributed (run as root: apt-get install -y python3-distributed): ${(error as Error).message}`);
-  }
 }
 
 /** All runs' figures, for the noise: "12.1 / 13.0 / 15.2". */

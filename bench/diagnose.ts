@@ -14,13 +14,10 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { type Browser, chromium } from "playwright-core";
 import { StatisticalProfiler, get, performanceReport, withCallbacks } from "../src";
 import * as da from "../src/kernel/collections/array";
-import { printTable, runPython } from "./harness";
+import { type ReportOpened, launchChromium, openDaskReport, openReport, printTable, runPython } from "./harness";
 
-const root = join(__dirname, "..", "..");
 const ROUNDS = Number(process.env.TSDASK_BENCH_ROUNDS ?? 6);
 const REPORT_TASKS = Number(process.env.TSDASK_REPORT_TASKS ?? 1_000_000);
 const COMPARED_TASKS = 100_000;
@@ -105,51 +102,6 @@ async function profilerOverhead(): Promise<Record<string, number>> {
   return figures;
 }
 
-interface Opened {
-  /** Navigation to the summary drawn. */
-  open: number;
-  /** Then the task stream tab drawn. */
-  taskStream: number;
-  /** Then the remaining tabs drawn. */
-  rest: number;
-}
-
-async function openOurs(browser: Browser, file: string): Promise<Opened> {
-  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-  try {
-    const t0 = performance.now();
-    await page.goto(pathToFileURL(file).href);
-    await page.locator("#panel-summary h1").waitFor({ timeout: 60_000 });
-    const t1 = performance.now();
-    const show = (tab: string) =>
-      page.evaluate((id) => (globalThis as unknown as { __tsdaskReport: { show(id: string): Promise<void> } }).__tsdaskReport.show(id), tab);
-    await show("task-stream");
-    const t2 = performance.now();
-    for (const tab of ["profile-compute", "profile-administrative", "bandwidth", "system", "memory"]) await show(tab);
-    const t3 = performance.now();
-    return { open: (t1 - t0) / 1000, taskStream: (t2 - t1) / 1000, rest: (t3 - t2) / 1000 };
-  } finally {
-    await page.close();
-  }
-}
-
-/** Dask's page draws everything at once: navigation to Bokeh's plots painted. */
-async function openDask(browser: Browser, file: string): Promise<number> {
-  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-  try {
-    const t0 = performance.now();
-    await page.goto(pathToFileURL(file).href, { timeout: 300_000 });
-    await page.waitForFunction("globalThis.Bokeh !== undefined && Object.keys(globalThis.Bokeh.index).length > 0", null, { timeout: 300_000, polling: 10 });
-    await page.evaluate(() => {
-      const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame.bind(globalThis);
-      return new Promise<void>((done) => frame(() => frame(done)));
-    });
-    return (performance.now() - t0) / 1000;
-  } finally {
-    await page.close();
-  }
-}
-
 async function reportOf(tasks: number, file: string): Promise<{ get: number; withReport: number; bytes: number }> {
   const inc = (x: number): number => x + 1;
   const dsk: Record<string, unknown> = {};
@@ -163,18 +115,17 @@ async function reportOf(tasks: number, file: string): Promise<{ get: number; wit
 
 async function reportTimings(): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), "tsdask-bench-report-"));
-  const setup = (await import(pathToFileURL(join(root, "scripts/setup/chromium.mjs")).href)) as { ensureChromium(): string; CHROMIUM_ARGS: string[] };
-  const browser = await chromium.launch({ executablePath: setup.ensureChromium(), args: setup.CHROMIUM_ARGS });
+  const browser = await launchChromium();
   try {
     // The smaller run first: the larger one's garbage would otherwise be collected on its time.
     const small = await reportOf(COMPARED_TASKS, join(dir, "small.html"));
-    const smallOpened = await openOurs(browser, join(dir, "small.html"));
+    const smallOpened = await openReport(browser, join(dir, "small.html"));
     const big = await reportOf(REPORT_TASKS, join(dir, "big.html"));
-    const bigOpened = await openOurs(browser, join(dir, "big.html"));
+    const bigOpened = await openReport(browser, join(dir, "big.html"));
     const dask = runPython<{ tasks: number; get: number; with_report: number; html_bytes: number; file: string }>("dask_report.py", [String(COMPARED_TASKS), join(dir, "dask.html")]);
-    const daskOpened = await openDask(browser, dask.file);
+    const daskOpened = await openDaskReport(browser, dask.file);
     const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(2)} MB`;
-    const all = (o: Opened): number => o.open + o.taskStream + o.rest;
+    const all = (o: ReportOpened): number => o.open + o.taskStream + o.rest;
     console.log(`\nperformanceReport (sync scheduler): ${REPORT_TASKS} and ${COMPARED_TASKS} tasks; Dask: Profiler + ResourceProfiler + visualize on ${COMPARED_TASKS}; seconds`);
     printTable(
       ["", `ours ${REPORT_TASKS}`, `ours ${COMPARED_TASKS}`, `Dask ${COMPARED_TASKS}`],

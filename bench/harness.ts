@@ -2,6 +2,8 @@
 
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { type Browser, chromium } from "playwright-core";
 import { type SchedulerName, get } from "../src";
 
 const root = join(__dirname, "..", "..");
@@ -55,6 +57,79 @@ export function runPython<T>(
   });
   const lastLine = stdout.trim().split("\n").pop() ?? "";
   return JSON.parse(lastLine) as T;
+}
+
+/** The Python with Dask distributed the cluster benchmarks compare with: Debian's (python3-distributed). */
+export const DASK_PYTHON = process.env.TSDASK_DISTRIBUTED_PYTHON ?? "/usr/bin/python3";
+
+/** Dask distributed for the comparison: Debian's python3-distributed, installed if missing. */
+export function ensureDistributed(): void {
+  try {
+    execFileSync(DASK_PYTHON, ["-c", "import distributed, dask.array, numpy"], { stdio: "ignore" });
+    return;
+  } catch {
+    console.log(`${DASK_PYTHON} has no dask distributed: installing Debian's python3-distributed (apt-get)`);
+  }
+  try {
+    execFileSync("apt-get", ["update"], { stdio: "inherit" });
+    execFileSync("apt-get", ["install", "-y", "python3-distributed"], { stdio: "inherit" });
+  } catch (error) {
+    throw new Error(`Cannot install python3-distributed (run as root: apt-get install -y python3-distributed): ${(error as Error).message}`);
+  }
+}
+
+/** Debian's Chromium, headless, as the browser tests launch it (scripts/setup/chromium.mjs). */
+export async function launchChromium(): Promise<Browser> {
+  const setup = (await import(pathToFileURL(join(root, "scripts/setup/chromium.mjs")).href)) as { ensureChromium(): string; CHROMIUM_ARGS: string[] };
+  return chromium.launch({ executablePath: process.env.TSDASK_CHROMIUM ?? setup.ensureChromium(), args: setup.CHROMIUM_ARGS });
+}
+
+/** Seconds a performance report took to draw in Chromium, step by step. */
+export interface ReportOpened {
+  /** Navigation to the summary drawn. */
+  open: number;
+  /** Then the task stream tab drawn. */
+  taskStream: number;
+  /** Then every other tab drawn. */
+  rest: number;
+}
+
+/** Opens one of our performance reports from disk and draws its tabs one after the other. */
+export async function openReport(browser: Browser, file: string): Promise<ReportOpened> {
+  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
+  try {
+    const t0 = performance.now();
+    await page.goto(pathToFileURL(file).href);
+    await page.locator("#panel-summary h1").waitFor({ timeout: 60_000 });
+    const t1 = performance.now();
+    const show = (tab: string): Promise<void> =>
+      page.evaluate((id) => (globalThis as unknown as { __tsdaskReport: { show(id: string): Promise<void> } }).__tsdaskReport.show(id), tab);
+    await show("task-stream");
+    const t2 = performance.now();
+    const tabs = await page.locator(".tsdask-report-tab").evaluateAll((buttons) => buttons.map((button) => button.id.slice("tab-".length)));
+    for (const tab of tabs) await show(tab);
+    const t3 = performance.now();
+    return { open: (t1 - t0) / 1000, taskStream: (t2 - t1) / 1000, rest: (t3 - t2) / 1000 };
+  } finally {
+    await page.close();
+  }
+}
+
+/** Opens Dask's performance_report from disk; it draws everything at once: seconds to Bokeh's plots painted. */
+export async function openDaskReport(browser: Browser, file: string): Promise<number> {
+  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
+  try {
+    const t0 = performance.now();
+    await page.goto(pathToFileURL(file).href, { timeout: 300_000 });
+    await page.waitForFunction("globalThis.Bokeh !== undefined && Object.keys(globalThis.Bokeh.index).length > 0", null, { timeout: 300_000, polling: 10 });
+    await page.evaluate(() => {
+      const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame.bind(globalThis);
+      return new Promise<void>((done) => frame(() => frame(done)));
+    });
+    return (performance.now() - t0) / 1000;
+  } finally {
+    await page.close();
+  }
 }
 
 /** Prints rows as an aligned table. */

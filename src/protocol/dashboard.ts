@@ -5,6 +5,7 @@
 
 import type { FpmSource } from "./fpm";
 import type { ProgressGroup, ProgressState } from "./index";
+import type { PackedProfile } from "./profile";
 import type {
   BandwidthSummary,
   ClusterMemory,
@@ -30,6 +31,9 @@ export const DASHBOARD_LIMITS = {
   metrics: 5000,
   spans: 500,
   profileNodes: 2000,
+  /** Time bins of the interactive profile, and the nodes kept of each of their trees. */
+  profileWindows: 20,
+  profileWindowNodes: 100,
   profileTimeline: 600,
   memorySamples: 4000,
   bandwidthPairs: 1024,
@@ -84,8 +88,11 @@ export interface TaskStreamSection {
 }
 
 export interface ProfileSection {
+  /** The compute profile so far (all prefixes, all threads), pruned to its heaviest nodes. */
   readonly tree: ProfileNode;
   readonly timeline?: readonly ProfileTimelinePoint[];
+  /** The same samples in coarse time windows by prefix, for the interactive view (prefix and time selection). */
+  readonly packed?: PackedProfile;
 }
 
 /** What providers give: every part optional. */

@@ -193,13 +193,19 @@ export function coarsenWindows(windows: readonly ProfileWindow[], maxWindows: nu
     group.push(window);
   }
   return [...groups].sort((a, b) => a[0] - b[0]).map(([index, group]) => {
-    const compute: Record<string, ProfileNode[]> = {};
-    for (const window of group) for (const [prefix, tree] of Object.entries(window.compute)) (compute[prefix] ??= []).push(tree);
-    const merged: Record<string, ProfileNode> = {};
-    for (const [prefix, trees] of Object.entries(compute)) merged[prefix] = mergeProfiles(trees);
     const time = first + index * width;
-    return { time, stop: Math.min(last, time + width), source: "all", compute: merged, administrative: mergeProfiles(group.map((w) => w.administrative)) };
+    return mergeWindows(group, { time, stop: Math.min(last, time + width), source: "all" });
   });
+}
+
+/** `windows` as one window (trees of the same prefix merged) with the given time, stop and source. */
+export function mergeWindows(windows: readonly ProfileWindow[], as: Pick<ProfileWindow, "time" | "stop" | "source">): ProfileWindow {
+  if (windows.length === 1) return { ...windows[0], ...as };
+  const compute: Record<string, ProfileNode[]> = {};
+  for (const window of windows) for (const [prefix, tree] of Object.entries(window.compute)) (compute[prefix] ??= []).push(tree);
+  const merged: Record<string, ProfileNode> = {};
+  for (const [prefix, trees] of Object.entries(compute)) merged[prefix] = mergeProfiles(trees);
+  return { ...as, compute: merged, administrative: mergeProfiles(windows.map((w) => w.administrative)) };
 }
 
 // ---- The compact form (notebook outputs, reports) -------------------------------------------

@@ -143,6 +143,8 @@ export interface MemorySample {
   readonly label: string;
   readonly time: number;
   readonly bytes: number;
+  /** The MemoryState measure sampled (memory.ts MemoryMeasure: "process", "managed"…); absent: "process". */
+  readonly measure?: string;
 }
 
 /** Dask's MemoryState measures: cluster-wide sums over workers (bytes). */
@@ -188,6 +190,17 @@ export interface WorkerRecord {
   /** Bytes received from and sent to peers since the worker started. */
   readonly transferredIn: number;
   readonly transferredOut: number;
+}
+
+/** The whole cluster's CPU and memory at one moment (Dask's SystemMonitor, summed over the workers). */
+export interface SystemSample {
+  /** Scheduler clock, epoch seconds: when a heartbeat brought news. */
+  readonly time: number;
+  /** % of one core, summed over the workers (each as of its latest heartbeat). */
+  readonly cpu: number;
+  /** Resident bytes of the worker processes. */
+  readonly memory: number;
+  readonly workers: number;
 }
 
 /** Bandwidth estimates (bytes/s), Dask's "Bandwidth Types" and "Bandwidth Workers". */

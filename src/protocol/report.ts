@@ -2,6 +2,7 @@
 // tab, a Vega-Lite spec or a profile view's data, or a note saying why the tab has nothing. The
 // kernel builds it (kernel/diagnostics/report); the browser draws it (views/report).
 
+import type { FpmData } from "./fpm";
 import type { ProfileViewData } from "./index";
 
 export type VegaLiteSpecData = Readonly<Record<string, unknown>>;
@@ -20,11 +21,23 @@ export interface ReportSummary {
   readonly scheduler: string;
   readonly workers: number;
   readonly threads: number;
-  /** Memory of the machine(s) the workers run on, bytes. */
+  /** Memory of the machine(s) the workers run on, bytes (a cluster: its workers' memory limits). */
   readonly memory: number;
+  /** A cluster's workers as the scheduler knew them when the block ended. */
+  readonly workerList?: readonly ReportWorker[];
   readonly versions: readonly { readonly name: string; readonly version: string }[];
   /** The source of the block the report wraps. */
   readonly code: string;
+}
+
+export interface ReportWorker {
+  readonly name: string;
+  readonly address: string;
+  readonly threads: number;
+  /** Bytes; 0: no limit. */
+  readonly memoryLimit: number;
+  /** Estimated worker clock − scheduler clock, seconds: what was taken off every time it reported. */
+  readonly clockOffset: number;
 }
 
 export interface ReportData {
@@ -33,9 +46,11 @@ export interface ReportData {
   readonly taskStream: ReportPart<VegaLiteSpecData>;
   readonly computeProfile: ReportPart<ProfileViewData>;
   readonly administrativeProfile: ReportPart<ProfileViewData>;
+  /** The scheduler's own thread outside tasks (a cluster's scheduler runs in the client's process). */
+  readonly schedulerProfile?: ReportPart<ProfileViewData>;
   readonly bandwidth: ReportPart<{ readonly types: VegaLiteSpecData; readonly workers: VegaLiteSpecData }>;
   readonly system: ReportPart<VegaLiteSpecData>;
   /** Fine performance metrics with spans: the FPM view's data, when that was recorded. */
-  readonly fineMetrics?: ReportPart<unknown>;
+  readonly fineMetrics?: ReportPart<FpmData>;
   readonly memory: ReportPart<VegaLiteSpecData>;
 }

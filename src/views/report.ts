@@ -7,6 +7,7 @@ import type { Result, VisualizationSpec } from "vega-embed";
 import type { ProfileViewData } from "../protocol";
 import { formatBytes, formatTime } from "../protocol/format";
 import type { ReportData, ReportPart, VegaLiteSpecData } from "../protocol/report";
+import { type FpmHandle, mountFpm } from "./fpm";
 import { type MountedProfile, mountProfile } from "./profile";
 import { addStyle } from "./style";
 import { tooltipHtml } from "./tooltip";
@@ -23,6 +24,8 @@ interface Tab {
 export interface ReportHandles {
   readonly views: Record<string, Result[]>;
   readonly profiles: Record<string, MountedProfile>;
+  /** The Fine Performance Metrics view, once its tab is drawn. */
+  readonly fineMetrics: FpmHandle | undefined;
   /** Resolves when the tab has been drawn. */
   show(tab: string): Promise<void>;
 }
@@ -56,6 +59,7 @@ export function mountReport(container: HTMLElement, data: ReportData): ReportHan
   addStyle("tsdask-report-style", STYLE);
   const views: Record<string, Result[]> = {};
   const profiles: Record<string, MountedProfile> = {};
+  let fineMetrics: FpmHandle | undefined;
 
   const specTab = (part: ReportPart<VegaLiteSpecData>, id: string): Drawer => async (panel) => {
     if (part.note !== undefined) note(panel, part.note);
@@ -77,6 +81,9 @@ export function mountReport(container: HTMLElement, data: ReportData): ReportHan
     { id: "task-stream", label: "Task Stream", draw: specTab(data.taskStream, "task-stream") },
     { id: "profile-compute", label: "Worker Profile (compute)", draw: profileTab(data.computeProfile, "profile-compute") },
     { id: "profile-administrative", label: "Worker Profile (administrative)", draw: profileTab(data.administrativeProfile, "profile-administrative") },
+    ...(data.schedulerProfile === undefined
+      ? []
+      : [{ id: "profile-scheduler", label: "Scheduler Profile (administrative)", draw: profileTab(data.schedulerProfile, "profile-scheduler") }]),
     {
       id: "bandwidth",
       label: "Bandwidth",
@@ -94,7 +101,21 @@ export function mountReport(container: HTMLElement, data: ReportData): ReportHan
     },
     { id: "system", label: "System", draw: specTab(data.system, "system") },
     // Fine performance metrics with spans (Dask's report has none): drawn when the data is there.
-    ...(data.fineMetrics === undefined ? [] : [{ id: "fine-metrics", label: "Fine Performance Metrics", draw: (panel: HTMLElement) => drawFineMetrics(panel, data.fineMetrics!) }]),
+    ...(data.fineMetrics === undefined
+      ? []
+      : [
+          {
+            id: "fine-metrics",
+            label: "Fine Performance Metrics",
+            draw: async (panel: HTMLElement) => {
+              const part = data.fineMetrics!;
+              if (part.note !== undefined) note(panel, part.note);
+              if (part.data === undefined) return;
+              fineMetrics = mountFpm(panel, part.data);
+              await fineMetrics.whenDrawn();
+            },
+          },
+        ]),
     { id: "memory", label: "Memory", draw: specTab(data.memory, "memory") },
   ];
 
@@ -143,7 +164,14 @@ export function mountReport(container: HTMLElement, data: ReportData): ReportHan
     return done;
   }
   void show("summary");
-  return { views, profiles, show };
+  return {
+    views,
+    profiles,
+    get fineMetrics() {
+      return fineMetrics;
+    },
+    show,
+  };
 }
 
 function drawSummary(panel: HTMLElement, data: ReportData): void {
@@ -181,15 +209,22 @@ function drawSummary(panel: HTMLElement, data: ReportData): void {
     ["Memory", formatBytes(summary.memory)],
     ...summary.versions.map((v): [string, string] => [v.name, v.version]),
   ]);
+  if (summary.workerList !== undefined && summary.workerList.length > 0) {
+    panel.append(element("h2", undefined, "Workers"));
+    const table = element("table", "tsdask-report-workers");
+    const head = element("tr");
+    for (const title of ["Name", "Address", "Threads", "Memory limit", "Clock offset (corrected)"]) head.append(element("th", undefined, title));
+    table.append(head);
+    for (const worker of summary.workerList) {
+      const row = element("tr");
+      const offset = `${worker.clockOffset >= 0 ? "+" : "−"}${formatTime(Math.abs(worker.clockOffset))}`;
+      for (const cell of [worker.name, worker.address, String(worker.threads), worker.memoryLimit > 0 ? formatBytes(worker.memoryLimit) : "no limit", offset]) row.append(element("td", undefined, cell));
+      table.append(row);
+    }
+    panel.append(table);
+  }
   panel.append(element("h2", undefined, "Calling code"));
   panel.append(element("pre", "tsdask-report-code", summary.code));
-}
-
-/** The FPM tab's slot: the FPM view draws `data` once it is part of this bundle. */
-function drawFineMetrics(panel: HTMLElement, data: unknown): void {
-  const renderer = (globalThis as { tsdaskFineMetricsView?: (panel: HTMLElement, data: unknown) => void }).tsdaskFineMetricsView;
-  if (renderer === undefined) note(panel, "This version of the views cannot draw fine performance metrics.");
-  else renderer(panel, data);
 }
 
 const STYLE = `
@@ -208,4 +243,7 @@ const STYLE = `
 .tsdask-report-facts dd { margin: 0; }
 .tsdask-report-code { background: #f6f8fa; border: 1px solid #ddd; padding: 10px; overflow: auto; max-height: 480px; }
 .tsdask-report-plot { margin: 8px 0 16px; }
+.tsdask-report-workers { border-collapse: collapse; }
+.tsdask-report-workers th, .tsdask-report-workers td { text-align: left; padding: 3px 12px 3px 0; border-bottom: 1px solid #eee; }
+.tsdask-report-workers td:nth-child(2) { font-family: monospace; font-size: 12px; color: #555; }
 `;

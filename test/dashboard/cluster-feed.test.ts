@@ -1,14 +1,14 @@
 // A cluster on the dashboard, on the real thing (forked workers, heartbeats, loopback HTTP): a
 // Client feeds the kernel's publisher while open — summary with the dashboard link, workers, memory,
 // progress of its computations by prefix (live while they run, then their outcome), fine
-// performance metrics, the task stream and bandwidth — and nothing when nobody listens; a
+// performance metrics, the task stream, bandwidth and the workers' profile — and nothing when nobody listens; a
 // LocalCluster serves its own dashboard page, several clusters on different ports.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Client, LocalCluster, dashboardPublisher, get } from "../../src";
 import type { ComputationProgress, DashboardSnapshot } from "../../src/protocol/dashboard";
 import { fail, slowInc } from "../fixtures/cluster-client-tasks";
-import { sleep as sleepTask } from "../fixtures/tasks";
+import { sleep as sleepTask, spin } from "../fixtures/tasks";
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -105,6 +105,26 @@ describe("a Client on the notebook's dashboard feed", () => {
     assert.ok(last.taskStream!.records.some((record) => record.prefix === "slow"));
     assert.equal(last.taskStream!.total, cluster.scheduler.taskStream.index);
     assert.ok(last.bandwidth !== undefined);
+  });
+
+  test("the workers' statistical profile follows the run: the spinning prefix, its time windows", async () => {
+    const from = seen.length;
+    const dsk: Record<string, unknown> = {};
+    for (let i = 0; i < 24; i++) dsk[`spin-${i}`] = [spin, 100];
+    await get(dsk, Object.keys(dsk));
+    // Fetched from the workers every 2 s while tasks run, and once more after the run.
+    const profile = await until(
+      "the profile of the spin tasks",
+      () => newest(seen.slice(from), (s) => (s.profile?.packed?.windows ?? []).some((w) => w.compute.spin !== undefined))?.profile,
+    ).catch((error: Error) => {
+      const shown = seen.slice(from).map((s) => s.profile?.packed?.windows.map((w) => Object.keys(w.compute).join("+")).join("|") ?? "none");
+      throw new Error(`${error.message}; the snapshots' profile windows: ${shown.join(" , ")}`);
+    });
+    assert.ok(profile.tree.count > 0);
+    assert.ok(profile.packed!.windows.length <= 20, `windows bounded: ${profile.packed!.windows.length}`);
+    const spinSamples = profile.timeline!.reduce((sum, point) => sum + (point.byPrefix.spin ?? 0), 0);
+    // 2.4 s of spinning sampled every 10 ms: far more than a handful, even on a loaded machine.
+    assert.ok(spinSamples >= 20, `spin samples: ${spinSamples}`);
   });
 
   test("a failed computation and a released one are marked so", async () => {

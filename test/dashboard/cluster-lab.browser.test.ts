@@ -100,10 +100,19 @@ test("the FPM item dragged onto the right half of a cluster notebook splits the 
   assert.equal(await page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar").count(), 2, "a split: the panel has its own tab bar");
   // No cluster yet: the panel waits for the kernel's feed.
   assert.equal(await fpm.locator(".tsdask-dashboard-panel").getAttribute("data-state"), "empty");
-  // Workers below the FPM panel, to watch the cluster too.
+  // Workers below the FPM panel, to watch the cluster too, and the task stream below the notebook.
   await ui.drag(ui.sidebarItem("workers"), fpm, 0.5, 0.92);
   await ui.panel("workers").waitFor({ timeout: 10_000 });
+  await ui.drag(ui.sidebarItem("task-stream"), notebook, 0.5, 0.92);
+  await ui.panel("task-stream").waitFor({ timeout: 10_000 });
 });
+
+/** The task stream panel's drawn rectangles and its rows' labels. */
+async function streamMarks(panel: Locator): Promise<{ marks: number; rows: string[] }> {
+  const marks = await panel.locator("svg .mark-rect path").count();
+  const rows = await panel.locator("svg .role-axis").filter({ hasText: "Worker thread" }).locator(".role-axis-label text").allTextContents();
+  return { marks, rows };
+}
 
 test("a cluster computation in the notebook: the FPM panel's bars grow while the cell runs", async () => {
   await ui.runCell(A, 0);
@@ -115,11 +124,14 @@ test("a cluster computation in the notebook: the FPM panel's bars grow while the
 
   await ui.startCell(A, 1);
   const series: number[] = [];
+  const streamed: number[] = [];
   let shot = false;
   const deadline = Date.now() + 120_000;
   for (;;) {
     const running = (await lab.cell(page, 1).locator(".jp-InputArea-prompt").textContent())?.includes("*") ?? false;
     const { totals } = await fpmBars(fpm);
+    const { marks } = await streamMarks(ui.panel("task-stream"));
+    if (running && marks > 0 && streamed.at(-1) !== marks) streamed.push(marks);
     if (totals.spin !== undefined) {
       const value = seconds(totals.spin);
       if (series.at(-1) !== value) series.push(value);
@@ -137,6 +149,9 @@ test("a cluster computation in the notebook: the FPM panel's bars grow while the
   assert.ok(series.length >= 3, `the spin bar grew in steps while the cell ran: ${series.join(" → ")} s`);
   assert.deepEqual([...series].sort((a, b) => a - b), series, `never shrinks: ${series.join(" → ")}`);
   assert.ok(shot, "a screenshot while it ran");
+  assert.ok(streamed.length >= 2, `the task stream drew new tasks while the cell ran: ${streamed.join(" → ")} marks`);
+  const stream = await streamMarks(ui.panel("task-stream"));
+  assert.deepEqual(stream.rows, ["worker-0", "worker-1"], "one row per worker thread, by the workers' names");
   // The last tasks' metrics come with the workers' next heartbeats.
   await page.waitForFunction(() => Array.from(document.querySelectorAll(".tsdask-dashboard .fpm_bars_marks path")).some((p) => /Function: total;/.test(p.getAttribute("aria-label") ?? "")), undefined, { timeout: 15_000 });
   const { functions, activities } = await fpmBars(fpm);
@@ -207,7 +222,7 @@ test("after a reload the FPM panel is back in its place with its selection, and 
   await ui.cellDone(A, 1);
 });
 
-test("the cluster's own dashboard page renders its workers, memory and FPM while it runs", async () => {
+test("the cluster's own dashboard page renders its workers, memory, FPM, task stream and profile while it runs", async () => {
   await ui.startCell(A, 1);
   const standalone = await newLabPage(browser, { width: 1400, height: 1000 }, pageErrors);
   const errors: string[] = [];
@@ -216,6 +231,8 @@ test("the cluster's own dashboard page renders its workers, memory and FPM while
   await standalone.locator('.tsdask-dashboard-card[data-kind="workers"] tbody tr').nth(1).waitFor({ timeout: 30_000 });
   await standalone.locator('.tsdask-dashboard-card[data-kind="fpm"] .fpm_bars_marks path').first().waitFor({ timeout: 30_000 });
   await standalone.locator('.tsdask-dashboard-card[data-kind="memory"] .tsdask-memory-worker').nth(1).waitFor({ timeout: 30_000 });
+  await standalone.locator('.tsdask-dashboard-card[data-kind="task-stream"] svg .mark-rect path').first().waitFor({ timeout: 30_000 });
+  await standalone.locator('.tsdask-dashboard-card[data-kind="profile"] .tsdask-icicle-cell').first().waitFor({ timeout: 30_000 });
   assert.match((await standalone.locator(".tsdask-dashboard-page-status").textContent()) ?? "", /^live/);
   const summary = await standalone.locator('.tsdask-dashboard-card[data-kind="workers"] .tsdask-dashboard-summary').textContent();
   assert.match(summary ?? "", /^LocalCluster 'cluster A' · 2 workers · 2 threads/);

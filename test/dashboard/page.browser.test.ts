@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { type Browser, type Page, chromium } from "playwright-core";
-import { DashboardFeed, DashboardPublisher, type DashboardServer, get, serveDashboard, withCallbacks } from "../../src";
+import { DashboardFeed, DashboardPublisher, type DashboardServer, MemorySampler, StatisticalProfiler, get, serveDashboard, withCallbacks } from "../../src";
 import { now } from "../../src/kernel/clock";
 import { color } from "../helpers/lab-page";
 import { EVIL, clusterSections } from "./fixtures";
@@ -118,6 +118,76 @@ test("cluster sections fill the workers, memory and bandwidth panels; hostile na
     assert.equal(await color(page.locator("body"), "backgroundColor"), "rgb(17, 17, 17)");
   } finally {
     source.close();
+  }
+});
+
+test("the last MemorySampler's series: one line per label, aligned at 0 s on request", async () => {
+  // MemorySampler feeds the process's own publisher (the notebook's): a page served from it.
+  const own = await serveDashboard("127.0.0.1:0");
+  const samplerPage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  samplerPage.on("pageerror", (error) => void errors.push(error.message));
+  try {
+    const ms = new MemorySampler();
+    const grow = async (): Promise<number> => {
+      const blocks: Float64Array[] = [];
+      for (let i = 0; i < 6; i++) {
+        blocks.push(new Float64Array(2 ** 20).fill(i));
+        await new Promise((resolve) => setTimeout(resolve, 60));
+      }
+      return blocks.length;
+    };
+    await ms.sample("first", grow, { interval: 0.05 });
+    await ms.sample(EVIL, grow, { interval: 0.05 });
+    await samplerPage.goto(own.url);
+    const panel = samplerPage.locator('.tsdask-dashboard-card[data-kind="memory-sampler"]');
+    await panel.locator("svg .mark-line path").nth(1).waitFor({ timeout: 15_000 });
+    assert.equal(await panel.locator("svg .mark-line path").count(), 2, "one line per label");
+    assert.match((await panel.locator(".tsdask-dashboard-summary").textContent()) ?? "", /^2 series \(first, <img/);
+    const legend = await panel.locator("svg .role-legend-label text").allTextContents();
+    // Vega shortens long legend labels with an ellipsis; the label stays text.
+    assert.equal(legend.length, 2);
+    assert.equal(legend[0], "first");
+    assert.ok(legend[1].startsWith("<img src=x onerror="), legend[1]);
+    assert.match((await panel.locator("svg .role-axis-title text").allTextContents()).join("|"), /Time\|Process memory/);
+    await panel.locator(".tsdask-memory-sampler-align input").check();
+    await panel.locator("svg .role-axis-title text", { hasText: "Time since the block started (s)" }).waitFor({ timeout: 10_000 });
+    assert.equal(await samplerPage.locator('img[src="x"]').count(), 0);
+  } finally {
+    await samplerPage.close();
+    await own.close();
+  }
+});
+
+test("the last StatisticalProfiler's profile: its icicle, by task prefix", async () => {
+  const own = await serveDashboard("127.0.0.1:0");
+  const profilePage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  profilePage.on("pageerror", (error) => void errors.push(error.message));
+  try {
+    // Two prefixes of CPU-bound tasks on the sync scheduler: the main thread is sampled.
+    const busy = (ms: number): number => {
+      const end = Date.now() + ms;
+      let turns = 0;
+      while (Date.now() < end) turns++;
+      return turns;
+    };
+    const dsk: Record<string, unknown> = {};
+    for (let i = 0; i < 6; i++) {
+      dsk[`crunch-${i}`] = [busy, 60];
+      dsk[`grind-${i}`] = [busy, 30];
+    }
+    const sp = new StatisticalProfiler({ interval: 0.005, cycle: 0.1 });
+    await withCallbacks(sp, () => get(dsk, Object.keys(dsk)));
+    assert.ok(sp.results.count > 0, "the profiler sampled the tasks");
+    await profilePage.goto(own.url);
+    const panel = profilePage.locator('.tsdask-dashboard-card[data-kind="profile"]');
+    await panel.locator(".tsdask-icicle-cell").first().waitFor({ timeout: 15_000 });
+    const prefixes = await panel.locator("select option").allTextContents();
+    assert.ok(prefixes.some((text) => text.startsWith("crunch")) && prefixes.some((text) => text.startsWith("grind")), JSON.stringify(prefixes));
+    const cells = await panel.locator(".tsdask-icicle-cell").count();
+    assert.ok(cells >= 2, `the icicle has frames: ${cells}`);
+  } finally {
+    await profilePage.close();
+    await own.close();
   }
 });
 

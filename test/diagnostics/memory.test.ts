@@ -50,7 +50,8 @@ describe("MemorySampler", () => {
     const peak = Math.max(...points.map(([, bytes]) => bytes));
     assert.ok(peak - points[0][1] > 150e6, `the 240 MB array shows: ${points[0][1]} → ${peak}`);
     const records = ms.toRecords();
-    assert.deepEqual(Object.keys(records[0]), ["label", "time", "bytes"]);
+    assert.deepEqual(Object.keys(records[0]), ["label", "time", "bytes", "measure"]);
+    assert.equal(records[0].measure, "process");
     assert.equal(records.length, points.length);
   });
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { MemorySampler, type PerformanceReport, get, performanceReport } from "../../src";
-import { binCount } from "../../src/kernel/diagnostics/visualize/plot";
+import { binCount } from "../../src/protocol/plot/bins";
 import { ROOT, launchChromium } from "../helpers/jupyterlab";
 import { type OfflinePage, assertOffline, openOffline } from "../helpers/offline-page";
 import { filled, hotLoop } from "./hot";
@@ -131,7 +131,7 @@ describe("a local computation's report", () => {
     // Hovering it shows its source line (which holds markup) as text.
     const hotFrame = panel.locator(".tsdask-icicle-cell", { has: page.locator("text", { hasText: /^hotLoop$/ }) }).first().locator("rect");
     await hotFrame.hover();
-    assert.match((await panel.locator(".tsdask-profile-detail").textContent()) ?? "", /^hotLoop — hot\.js:\d+ — .*HOT LINE <img src=x onerror=globalThis\.__xss=1>/);
+    assert.match((await panel.locator(".tsdask-profile-detail").textContent()) ?? "", /^hotLoop — hot\.ts:\d+ — .*HOT LINE <img src=x onerror=globalThis\.__xss=1>/);
     assert.equal(await panel.locator("img").count(), 0);
 
     // Click the hotLoop frame: it becomes the root and the breadcrumbs grow.

@@ -2,7 +2,6 @@
 // under its task prefix with the right line numbers, prefixes and time windows select, the
 // administrative side holds the rest, and the fold turns tagged samples into trees.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { type SchedulerName, StatisticalProfiler, get, now, withCallbacks } from "../../src";
@@ -10,14 +9,8 @@ import { computeProfile } from "../../src/protocol/profile";
 import type { ProfileNode } from "../../src/protocol/records";
 import { foldThreadProfile } from "../../src/kernel/profiling/fold";
 import { profiling } from "../../src/kernel/profiling/hub";
+import { HOT_FILE, HOT_ID, HOT_LINE, findFrame } from "./fixtures";
 import { combine, hotLoop, mostlyWaiting } from "./hot";
-
-const HOT_FILE = join(__dirname, "hot.js");
-const hotLines = readFileSync(HOT_FILE, "utf8").split("\n");
-/** 1-based lines of the compiled fixture: where hotLoop starts, and its hot line. */
-const DEFINITION_LINE = hotLines.findIndex((line) => line.includes("function hotLoop(")) + 1;
-const HOT_LINE = hotLines.findIndex((line) => line.includes("// HOT LINE")) + 1;
-const HOT_ID = `hotLoop;${HOT_FILE};${DEFINITION_LINE}`;
 
 /** Four hot tasks, two waiting ones, and one that gathers them. */
 function graph(): Record<string, unknown> {
@@ -26,17 +19,6 @@ function graph(): Record<string, unknown> {
   for (let i = 0; i < 2; i++) dsk[`wait-${i}`] = [mostlyWaiting, 100];
   dsk.total = [combine, "burn-0", "burn-1", "burn-2", "burn-3", "wait-0", "wait-1"];
   return dsk;
-}
-
-/** The node of `identifier` anywhere below `tree` (the first found, depth first). */
-function find(tree: ProfileNode, identifier: string): ProfileNode | undefined {
-  const stack = [tree];
-  while (stack.length > 0) {
-    const node = stack.pop()!;
-    if (node.identifier === identifier) return node;
-    stack.push(...Object.values(node.children));
-  }
-  return undefined;
 }
 
 function findNamed(tree: ProfileNode, name: string): ProfileNode | undefined {
@@ -61,7 +43,7 @@ describe("StatisticalProfiler on the local schedulers", () => {
       const burn = sp.profile({ key: "burn" });
       // ≥ 0.4 s of CPU at one sample per 10 ms: even a crowded machine gives a fair number.
       assert.ok(burn.count >= 10, `${burn.count} samples under burn`);
-      const hot = find(burn, HOT_ID);
+      const hot = findFrame(burn, HOT_ID);
       assert.ok(hot !== undefined, `no ${HOT_ID} in ${JSON.stringify(Object.keys(burn.children))}`);
       assert.ok(hot.count >= 0.8 * burn.count, `hotLoop has ${hot.count} of ${burn.count} samples`);
       assert.equal(burn.children[HOT_ID]?.count, hot.count, "the tree starts at the task's own function");
@@ -71,7 +53,7 @@ describe("StatisticalProfiler on the local schedulers", () => {
       assert.match(hot.description.line, /Math\.sqrt\(i\) \/ i; \/\/ HOT LINE <img/);
       // Selections: a key's prefix, another prefix, a time window before the run.
       assert.equal(sp.profile({ key: "burn-3" }).count, burn.count, "a key stands for its prefix");
-      assert.equal(find(sp.profile({ key: "wait" }), HOT_ID), undefined, "hotLoop never ran under wait");
+      assert.equal(findFrame(sp.profile({ key: "wait" }), HOT_ID), undefined, "hotLoop never ran under wait");
       assert.equal(sp.profile({ stop: before - 5 }).count, 0);
       assert.equal(sp.results.count, computeProfile(sp.windows).count);
       assert.ok(sp.results.count >= burn.count);
@@ -86,7 +68,7 @@ describe("StatisticalProfiler on the local schedulers", () => {
     try {
       await get({ a: [hotLoop, 8000] }, "a", { scheduler: "threads", numWorkers: 1 });
       assert.equal(profiling.active, undefined);
-      const hot = find(sp.results, HOT_ID);
+      const hot = findFrame(sp.results, HOT_ID);
       assert.ok(hot !== undefined && hot.count >= 5, `hotLoop: ${hot?.count} samples`);
     } finally {
       sp.unregister();

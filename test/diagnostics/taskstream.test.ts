@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { threadId } from "node:worker_threads";
 import { TaskStreamCollector, TaskStreamTable, getTaskStream, get, now, withCallbacks } from "../../src";
 import { PHASE_COLORS, streamRows, taskStreamSpec } from "../../src/kernel/diagnostics/taskstream";
-import { DETAIL_LIMIT, binCount } from "../../src/kernel/diagnostics/visualize/plot";
+import { DETAIL_LIMIT, binCount } from "../../src/protocol/plot/bins";
 import type { TaskStreamRecord } from "../../src/protocol/records";
 import { add, boom, busy } from "./tasks";
 

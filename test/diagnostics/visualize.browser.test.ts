@@ -11,7 +11,7 @@ import { pathToFileURL } from "node:url";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { type OfflinePage, assertOffline, openOffline } from "../helpers/offline-page";
 import { type VegaLiteSpec, visualize } from "../../src/kernel/diagnostics/visualize";
-import { binCount } from "../../src/kernel/diagnostics/visualize/plot";
+import { binCount } from "../../src/protocol/plot/bins";
 import { XSS_KEY, cacheSnapshot, makeCache, makeResources, makeTasks, profiler, resourcesSnapshot, tasksSnapshot } from "./visualize-fixtures";
 
 const root = join(__dirname, "../../..");

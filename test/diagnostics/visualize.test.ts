@@ -13,7 +13,8 @@ import type { ProfileSnapshot } from "../../src/kernel/diagnostics/types";
 import { DisplayHandle } from "../../src/kernel/display";
 import { staticImage } from "../../src/kernel/display/plot";
 import { ProfilePlot, buildSpec, exportTrace, visualize } from "../../src/kernel/diagnostics/visualize";
-import { binCount, type VegaLiteSpec } from "../../src/kernel/diagnostics/visualize/plot";
+import { binCount } from "../../src/protocol/plot/bins";
+import type { VegaLiteSpec } from "../../src/kernel/diagnostics/visualize/plot";
 import { compileSpec, renderSVG } from "../../src/kernel/display/vega";
 import { traceEvents } from "../../src/kernel/diagnostics/visualize/trace";
 import {

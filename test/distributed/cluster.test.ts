@@ -244,6 +244,7 @@ describe("LocalCluster and Client", () => {
       record.startstops.map((s) => [s.action, s.source]),
       [
         ["transfer", source],
+        ["deserialize", undefined],
         ["compute", undefined],
       ],
     );

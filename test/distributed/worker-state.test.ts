@@ -92,10 +92,10 @@ describe("WorkerState", () => {
         { key: "a2", nbytes: 100, type: "Float64Array" },
       ],
       missing: [],
-      transfer: transfer(A),
+      transfer: [transfer(A)],
     });
     assert.deepEqual(ops(fromA), ["send add-keys a1,a2"]);
-    const fromB = state.handle({ type: "gather-dep-success", worker: B, received: [{ key: "b1", nbytes: 5, type: "number" }], missing: [], transfer: transfer(B) });
+    const fromB = state.handle({ type: "gather-dep-success", worker: B, received: [{ key: "b1", nbytes: 5, type: "number" }], missing: [], transfer: [transfer(B)] });
     assert.deepEqual(ops(fromB), ["send add-keys b1", "execute z"]);
     // Each transfer shows once, on the task it served.
     const report = sent(finished(state, "z"))[0];
@@ -121,7 +121,7 @@ describe("WorkerState", () => {
       worker: first.worker,
       received: [{ key: first.keys[0], nbytes: 1, type: "number" }],
       missing: [],
-      transfer: transfer(first.worker),
+      transfer: [transfer(first.worker)],
     });
     assert.deepEqual(
       ops(next).filter((op) => op.startsWith("gather-dep")),
@@ -140,9 +140,9 @@ describe("WorkerState", () => {
     state.handle({ type: "compute-task", message: compute("z", [held("k", [A, B])]) });
     const [firstTry] = [...state.inFlight.keys()];
     const other = firstTry === A ? B : A;
-    const retry = state.handle({ type: "gather-dep-success", worker: firstTry, received: [], missing: ["k"], transfer: transfer(firstTry) });
+    const retry = state.handle({ type: "gather-dep-success", worker: firstTry, received: [], missing: ["k"], transfer: [transfer(firstTry)] });
     assert.deepEqual(ops(retry), [`gather-dep ${other} k`]);
-    const giveUp = state.handle({ type: "gather-dep-success", worker: other, received: [], missing: ["k"], transfer: transfer(other) });
+    const giveUp = state.handle({ type: "gather-dep-success", worker: other, received: [], missing: ["k"], transfer: [transfer(other)] });
     assert.deepEqual(ops(giveUp).sort(), [`send missing-data k ${A}`, `send missing-data k ${B}`]);
     // The task that needed it is dropped: the scheduler sends it again with fresh holders.
     assert.equal(state.tasks.has("z"), false);
@@ -204,12 +204,13 @@ describe("WorkerState", () => {
   test("an erring task is reported with its phases and the transfers that fed it", () => {
     const state = new WorkerState({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("z", [held("a", [A])]) });
-    state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a", nbytes: 1, type: "number" }], missing: [], transfer: transfer(A) });
+    const decoded: StartStop = { action: "deserialize", start: 2, stop: 2.5 };
+    state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a", nbytes: 1, type: "number" }], missing: [], transfer: [transfer(A), decoded] });
     const compute_: StartStop = { action: "compute", start: 3, stop: 4 };
     const out = state.handle({ type: "execute-failure", key: "z", error: { kind: "value", value: 1 }, thread: 2, startstops: [compute_] });
     const [message] = sent(out);
     assert.ok(message.op === "task-erred");
-    assert.deepEqual(message.startstops, [transfer(A), compute_]);
+    assert.deepEqual(message.startstops, [transfer(A), decoded, compute_]);
     assert.equal(state.tasks.get("z")!.state, "error");
   });
 
@@ -225,7 +226,7 @@ describe("WorkerState", () => {
     const state = new WorkerState({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("z", [held("a", [A])]) });
     assert.deepEqual(ops(state.handle({ type: "free-keys", keys: ["z"] })), []);
-    const out = state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a", nbytes: 1, type: "number" }], missing: [], transfer: transfer(A) });
+    const out = state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a", nbytes: 1, type: "number" }], missing: [], transfer: [transfer(A)] });
     assert.deepEqual(ops(out), ["release-data a"]);
     assert.equal(state.tasks.size, 0);
   });
@@ -233,7 +234,7 @@ describe("WorkerState", () => {
   test("a key fetched here and then asked to be computed is reported as finished", () => {
     const state = new WorkerState({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("z", [held("a", [A])]) });
-    state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a", nbytes: 1, type: "number" }], missing: [], transfer: transfer(A) });
+    state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a", nbytes: 1, type: "number" }], missing: [], transfer: [transfer(A)] });
     assert.deepEqual(ops(state.handle({ type: "compute-task", message: compute("a") })), ["send task-finished a"]);
   });
 });

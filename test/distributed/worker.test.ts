@@ -149,16 +149,17 @@ describe("cluster worker process", () => {
     );
     const done = await b.next("task-finished", (m) => m.key === "check-z");
     const received = now();
-    // One transfer (both keys in one request), shown before the compute.
+    // One transfer (both keys in one request), then decoding its reply, shown before the compute.
     assert.deepEqual(
       done.startstops.map((s) => s.action),
-      ["transfer", "compute"],
+      ["transfer", "deserialize", "compute"],
     );
-    const transfer = done.startstops[0];
+    const [transfer, deserialize, compute] = done.startstops;
     assert.equal(transfer.source, a.address);
-    const compute = done.startstops[1];
     assert.ok(sent - FRESH_CLOCK_SLACK <= transfer.start, `transfer starts ${transfer.start - sent} s after sending`);
-    assert.ok(transfer.stop <= compute.start, `compute starts ${compute.start - transfer.stop} s after the transfer`);
+    assert.equal(deserialize.start, transfer.stop, "decoding follows the bytes' arrival");
+    assert.ok(deserialize.stop > deserialize.start);
+    assert.ok(deserialize.stop <= compute.start, `compute starts ${compute.start - deserialize.stop} s after the decoding`);
     assert.ok(compute.stop <= received + FRESH_CLOCK_SLACK, `compute ends ${compute.stop - received} s after the scheduler heard of it`);
     const addKeys = await b.next("add-keys");
     assert.deepEqual([...addKeys.keys].sort(), ["plain-y", "shared-x"]);

@@ -2,6 +2,7 @@
 // its own (`opts.callbacks`), those of the enclosing `withCallbacks` blocks, and registered ones.
 
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { TaskStreamRecord } from "../../protocol/records";
 import type { Graph } from "../graph/graph";
 import type { Key } from "../graph/keys";
 import type { TaskTiming, WorkerId } from "../scheduler/executor";
@@ -16,6 +17,11 @@ export type { WorkerId };
 /** What the scheduler knows about a finished task beyond its result: the worker's own timing, when measured. */
 export interface TaskInfo {
   readonly timing?: TaskTiming;
+  /**
+   * The task's task-stream record with all its phases (transfer, disk, compute), on the
+   * scheduler's clock, when a cluster ran it.
+   */
+  readonly record?: TaskStreamRecord;
 }
 
 /** The hooks, in the order they fire. Each is optional. */

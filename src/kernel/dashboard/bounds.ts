@@ -2,7 +2,8 @@
 // (DASHBOARD_LIMITS), newest entries kept where a list grows over time, and a profile tree is
 // pruned to its heaviest nodes. A snapshot crosses zeromq, the server and a websocket twice a second.
 
-import { DASHBOARD_LIMITS, type DashboardSections } from "../../protocol/dashboard";
+import { DASHBOARD_LIMITS, type DashboardSections, type ProfileSection } from "../../protocol/dashboard";
+import { type ProfileWindow, coarsenWindows, computeProfile, packProfile, profileTimeline } from "../../protocol/profile";
 import type { ProfileNode } from "../../protocol/records";
 
 const first = <T>(list: readonly T[], limit: number): readonly T[] => (list.length > limit ? list.slice(0, limit) : list);
@@ -31,6 +32,8 @@ export function boundSections(sections: DashboardSections): DashboardSections {
       profile: {
         tree: pruneProfile(profile.tree, limits.profileNodes),
         ...(profile.timeline && { timeline: last(profile.timeline, limits.profileTimeline) }),
+        // Built within its limits by profileSection.
+        ...(profile.packed && { packed: profile.packed }),
       },
     }),
     ...(memorySamples && { memorySamples: last(memorySamples, limits.memorySamples) }),
@@ -63,4 +66,23 @@ export function pruneProfile(root: ProfileNode, limit: number): ProfileNode {
   };
   if (root.count === threshold) room--;
   return copy(root);
+}
+
+/**
+ * A profile's dashboard section from its cycle windows: the compute tree and timeline, and the
+ * windows coarsened to DASHBOARD_LIMITS.profileWindows time bins (threads merged) with each
+ * prefix's tree pruned, so the interactive view keeps prefix and time selection at a bounded size.
+ */
+export function profileSection(windows: readonly ProfileWindow[], interval: number): ProfileSection {
+  const limits = DASHBOARD_LIMITS;
+  const coarse = coarsenWindows(windows, limits.profileWindows).map((window) => ({
+    ...window,
+    compute: Object.fromEntries(Object.entries(window.compute).map(([prefix, tree]) => [prefix, pruneProfile(tree, limits.profileWindowNodes)])),
+    administrative: pruneProfile(window.administrative, limits.profileWindowNodes),
+  }));
+  return {
+    tree: pruneProfile(computeProfile(windows), limits.profileNodes),
+    timeline: last(profileTimeline(windows), limits.profileTimeline),
+    packed: packProfile(coarse, interval),
+  };
 }

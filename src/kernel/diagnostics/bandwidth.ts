@@ -9,7 +9,7 @@ import type { DisplayHandle } from "../display";
 import { present } from "../display/figure";
 import { type VisualizeOptions, resolveOptions } from "./visualize/options";
 import type { VegaLiteSpec } from "./visualize/plot";
-import { VEGA_LITE_SCHEMA } from "./visualize/spec";
+import { VEGA_LITE_SCHEMA } from "../../protocol/plot/vega";
 import { ProfilePlot } from "./visualize/visualize";
 
 /** Each worker's transfer log, by worker address (what `client.run((w) => w.incomingTransferLog)` returns). */
@@ -85,6 +85,13 @@ export function bandwidthSummary(logs: TransferLogs, options: BandwidthOptions =
       .map(({ source, destination, ...m }) => ({ source, destination, bandwidth: rate(m), bytes: m.bytes, transfers: m.transfers }))
       .sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : a.destination < b.destination ? -1 : a.destination > b.destination ? 1 : 0)),
   };
+}
+
+/** The logs with workers (log owners and peers) shown by name: cluster workers are known by long addresses. */
+export function nameTransferLogs(logs: TransferLogs, workers: readonly { readonly address: string; readonly name: string }[]): TransferLogs {
+  const names = new Map(workers.map((w) => [w.address, w.name]));
+  const name = (address: string): string => names.get(address) ?? address;
+  return Object.fromEntries(Object.entries(logs).map(([worker, log]) => [name(worker), log.map((entry) => ({ ...entry, who: name(entry.who) }))]));
 }
 
 const rateText = (bytesPerSecond: number): string => `${formatBytes(bytesPerSecond)}/s`;

@@ -4,8 +4,9 @@
 // CommonJS); vega-scale has no top-level await, so Node's require(esm) loads it synchronously,
 // which lets a plot's spec (with its colours) be built while the cell is still running.
 
-/** A Vega-Lite specification as plain JSON-able data (users may restyle it before rendering). */
-export type VegaLiteSpec = Record<string, unknown>;
+import type { VegaLiteSpec } from "../../protocol/plot/vega";
+
+export type { VegaLiteSpec };
 
 const importVega = () => import("vega");
 const importVegaLite = () => import("vega-lite");

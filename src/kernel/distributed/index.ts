@@ -6,6 +6,19 @@ export { LocalCluster, type LocalClusterOptions } from "./local";
 export type { RedisCluster, RedisClusterOptions } from "./redis/cluster";
 export { RedisAddressError, RedisConnectError, RedisConnectionLostError, RedisDataLostError } from "./redis/errors";
 export { WorkerCannotRunError } from "./redis/functions";
-export { Client, Future, KilledWorkerError, ClusterResult, type FutureStatus, type ClusterHandle, type FutureOr } from "./client";
+export {
+  Client,
+  Future,
+  KilledWorkerError,
+  ClusterResult,
+  type FutureStatus,
+  type ClusterHandle,
+  type FutureOr,
+  ClusterDiagnostics,
+  type ClientTaskStreamOptions,
+  type ClientProfileOptions,
+  type ClientBandwidthOptions,
+  type PlottedTaskStream,
+} from "./client";
 export { Scheduler, type Transport, type TransportEvents, type Placement, TaskStreamRing, type CollectOptions } from "./scheduler";
 export type { WorkerView, WorkerDataView, WorkerMemoryView } from "./worker/view";

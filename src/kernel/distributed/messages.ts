@@ -4,6 +4,7 @@
 // batch encoded with `encodeValue` (./frames), so typed arrays inside travel as raw bytes.
 
 import type { FnSpec, PackedError } from "../scheduler/pool/wire";
+import type { PackedProfile } from "../../protocol/profile";
 import type { MetricRecord, StartStop, WorkerStatus } from "../../protocol/records";
 
 /** Where a worker is reached: `unix://<socket path>` for LocalCluster workers; its name for Redis workers. */
@@ -68,6 +69,14 @@ export interface RunMessage {
   readonly fn: FnSpec;
 }
 
+/** Sends back the worker's statistical profile windows overlapping [start, stop) (scheduler clock; Client.profile). */
+export interface ProfileRequestMessage {
+  readonly op: "profile";
+  readonly requestId: number;
+  readonly start?: number;
+  readonly stop?: number;
+}
+
 export interface HeartbeatReplyMessage {
   readonly op: "heartbeat-reply";
   /** The scheduler's clock when it handled the heartbeat. */
@@ -86,6 +95,7 @@ export type ToWorker =
   | DefineFunctionsMessage
   | FreeKeysMessage
   | RunMessage
+  | ProfileRequestMessage
   | HeartbeatReplyMessage
   | CloseWorkerMessage;
 
@@ -107,6 +117,8 @@ export interface RegisterMessage {
   readonly globals: readonly string[];
   /** The worker's clock when it sent this (for the first offset estimate). */
   readonly now: number;
+  /** Resident set size of the worker process (the cluster's memory is known before the first heartbeat). */
+  readonly memory?: number;
 }
 
 export interface TaskFinishedMessage {
@@ -216,6 +228,15 @@ export interface RunReplyMessage {
   readonly error?: PackedError;
 }
 
+export interface ProfileReplyMessage {
+  readonly op: "profile-reply";
+  readonly requestId: number;
+  /** The windows (source: the worker's address, times on the scheduler's clock); none when the worker does not profile. */
+  readonly profile: PackedProfile;
+  /** False when the worker was started without profiling. */
+  readonly enabled: boolean;
+}
+
 export type FromWorker =
   | RegisterMessage
   | TaskFinishedMessage
@@ -225,7 +246,8 @@ export type FromWorker =
   | ReleaseWorkerDataMessage
   | WorkerStatusMessage
   | HeartbeatMessage
-  | RunReplyMessage;
+  | RunReplyMessage
+  | ProfileReplyMessage;
 
 // ---- Data connections: to a worker's listener, from peers and from the scheduler -------------
 // Replies come in request order. Values travel as frames on a connection of their own, whose
@@ -274,6 +296,11 @@ export interface WorkerStartConfig {
   readonly localDirectory: string;
   /** Seconds added to the worker's own clock, to test clock correction (or TSDASK_CLOCK_OFFSET). */
   readonly clockOffset?: number;
+  /**
+   * The statistical profiler (Dask's distributed.worker.profile): seconds between samples and per
+   * window; false turns it off. Default { interval: 0.01, cycle: 1 }.
+   */
+  readonly profile?: { readonly interval: number; readonly cycle: number } | false;
   /**
    * Dask's memory thresholds as fractions of memoryLimit (distributed.worker.memory.target,
    * .spill, .pause; false turns one off). Defaults 0.6, 0.7, 0.8.

@@ -3,13 +3,13 @@
 // called the task's function, as Dask cuts at worker.py), the others to the administrative
 // profile. Idle samples are dropped. Each frame is a node per function, `name;filename;line`.
 
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ProfileWindow } from "../../protocol/profile";
 import { ProfileBuilder } from "../../protocol/profile";
 import type { ProfileNode } from "../../protocol/records";
 import { type Key, keyPrefix } from "../graph/keys";
-import { sourceLine } from "./source-lines";
+import { originalLocation, sourceLine } from "./source-lines";
 import type { ThreadProfile } from "./thread";
 
 export interface FoldOptions {
@@ -28,12 +28,17 @@ export const TASK_RUNNER_FILES: ReadonlySet<string> = new Set(
   ["../graph/spec.js", "../scheduler/executor.js", "../scheduler/pool/worker-main.js"].map((path) => resolve(__dirname, path)),
 );
 
+/** This module's folder: a task's samples taken in the profiler's own marks around it are not the task's work. */
+const PROFILER_FOLDER = __dirname;
+
 interface Frame {
   readonly identifier: string;
   readonly description: ProfileNode["description"];
   /** The runtime's own frames around JavaScript: dropped from the outside of a stack. */
   readonly outer: boolean;
   readonly runner: boolean;
+  /** The profiler's own code (marking a task's start and end). */
+  readonly profiler: boolean;
 }
 
 const IDLE = "(idle)";
@@ -62,15 +67,25 @@ export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions):
     let frame = nodeFrames[node];
     if (frame === undefined) {
       const [functionName, url, line0] = frames[nodeFrame[node]];
-      const filename = fileOf(url, line0);
+      const compiled = fileOf(url, line0);
       const name = functionName === "" ? "(anonymous)" : functionName;
-      const firstLine = line0 >= 0 ? line0 + 1 : 0;
-      const lineNumber = nodeLine[node] > 0 ? nodeLine[node] : firstLine;
+      let filename = compiled;
+      let firstLine = line0 >= 0 ? line0 + 1 : 0;
+      let lineNumber = nodeLine[node] > 0 ? nodeLine[node] : firstLine;
+      // Compiled code (TypeScript's output) is shown at its source's lines, where a source map says.
+      const definition = originalLocation(compiled, firstLine);
+      const hottest = lineNumber === firstLine ? definition : originalLocation(compiled, lineNumber);
+      if (definition !== undefined && hottest?.filename === definition.filename) {
+        filename = definition.filename;
+        firstLine = definition.line;
+        lineNumber = hottest.line;
+      }
       frame = nodeFrames[node] = {
         identifier: `${name};${filename};${firstLine}`,
         description: { filename, name, line_number: lineNumber, line: sourceLine(filename, lineNumber) },
         outer: url.startsWith("node:") || (url === "" && line0 < 0),
-        runner: runnerFiles.has(filename),
+        runner: runnerFiles.has(compiled),
+        profiler: dirname(compiled) === PROFILER_FOLDER,
       };
     }
     return frame;
@@ -113,9 +128,14 @@ export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions):
       window.administrative.add(stack);
       continue;
     }
+    const own = taskFrames(stack);
+    if (own[0]?.profiler === true) {
+      window.administrative.add(stack);
+      continue;
+    }
     let builder = window.compute.get(prefix);
     if (builder === undefined) window.compute.set(prefix, (builder = new ProfileBuilder()));
-    builder.add(taskFrames(stack));
+    builder.add(own);
   }
   return [...windows].sort((a, b) => a[0] - b[0]).map(([time, window]) => ({
     time,

@@ -13,6 +13,24 @@ export interface ProfilingOptions {
 
 export const DEFAULT_PROFILING: ProfilingOptions = { interval: 0.01, cycle: 1 };
 
+/**
+ * `options` checked and completed with Dask's defaults; errors name the option as
+ * `${label} ${name}` (label: "StatisticalProfiler option", "LocalCluster profile option").
+ */
+export function checkProfilingOptions(options: Partial<ProfilingOptions>, label: string): ProfilingOptions {
+  for (const name of Object.keys(options)) {
+    if (name !== "interval" && name !== "cycle") throw new TypeError(`Unknown ${label} "${name}"; known: interval, cycle`);
+  }
+  const { interval = DEFAULT_PROFILING.interval, cycle = DEFAULT_PROFILING.cycle } = options;
+  for (const [name, value, least] of [["interval", interval, 1e-4], ["cycle", cycle, 0.01]] as const) {
+    if (typeof value !== "number" || !Number.isFinite(value) || value < least) {
+      throw new TypeError(`${label} ${name} must be a number of seconds ≥ ${least}, got ${String(value)}`);
+    }
+  }
+  if (cycle < interval) throw new TypeError(`${label} cycle (${cycle} s) must be at least the interval (${interval} s)`);
+  return { interval, cycle };
+}
+
 /** Threads that sample while profiling is on, and hand their windows to the hub. */
 export interface ProfileSource {
   start(options: ProfilingOptions): void;

@@ -9,7 +9,10 @@ import { fpmData, mountFpmPanel } from "./fpm";
 import { ICONS } from "./icons";
 import { type PanelKind, sectionPanel } from "./kinds";
 import { mountMemoryPanel } from "./memory";
+import { mountMemorySamplerPanel } from "./memory-sampler";
+import { mountProfilePanel } from "./profile";
 import { mountProgressPanel } from "./progress";
+import { mountTaskStreamPanel } from "./taskstream";
 import { mountWorkersPanel } from "./workers";
 
 const CLUSTER = "const client = await Client.connect(await LocalCluster.start());";
@@ -29,6 +32,7 @@ export const PANEL_KINDS: readonly PanelKind[] = [
     icon: ICONS.taskStream,
     hasData: (s) => (s.taskStream?.records.length ?? 0) > 0,
     empty: { text: "The task stream shows each task as it runs on a cluster's workers. Connect a Client and run a computation:", code: CLUSTER },
+    mount: mountTaskStreamPanel,
   },
   {
     id: "progress",
@@ -70,14 +74,22 @@ export const PANEL_KINDS: readonly PanelKind[] = [
     title: "Profile",
     icon: ICONS.profile,
     hasData: (s) => (s.profile?.tree.count ?? 0) > 0,
-    empty: { text: "The statistical profile of the workers' task threads shows here once a Client's computation has run:", code: CLUSTER },
+    empty: {
+      text: "The statistical profile of the task threads shows here: a Client's cluster once a computation ran, or the last StatisticalProfiler's block:",
+      code: "const sp = new StatisticalProfiler();\nawait withCallbacks(sp, () => x.compute());",
+    },
+    mount: sectionPanel((s) => s.profile, mountProfilePanel),
   },
   {
     id: "memory-sampler",
     title: "Memory Sampler",
     icon: ICONS.memorySampler,
     hasData: (s) => (s.memorySamples?.length ?? 0) > 0,
-    empty: { text: "Cluster memory over time shows here while a MemorySampler records a Client's computation:", code: "const ms = new MemorySampler();" },
+    empty: {
+      text: "The series of the last MemorySampler that recorded show here (each when its block ends):",
+      code: 'const ms = new MemorySampler();\nawait ms.sample("run", () => x.compute());',
+    },
+    mount: sectionPanel((s) => s.memorySamples, mountMemorySamplerPanel),
   },
 ];
 

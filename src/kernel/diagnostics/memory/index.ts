@@ -1,6 +1,7 @@
 // MemorySampler: labelled memory-over-time series (Dask's), from a pluggable source: this process
-// tree now, a cluster's heartbeats later.
+// tree or a cluster's heartbeats.
 export { MemorySampler, type MemorySampleOptions, collectMemorySeries } from "./sampler";
-export { type MemorySource, type MemoryRecording, type MemoryPoint, type MemorySeries, localMemory } from "./source";
-export { type MemoryMeasure, MEASURES, measureNamed } from "./measures";
-export { memorySpec, memoryPlot, type MemoryPlotOptions } from "./plot";
+export { type MemorySource, type MemoryRecording, localMemory } from "./source";
+export { type MemoryMeasure, type MemoryPoint, type MemorySeries, MEASURES, measureNamed } from "../../../protocol/memory";
+export { memoryPlot, type MemoryPlotOptions } from "./plot";
+export { memorySpec } from "../../../protocol/plot/memory";

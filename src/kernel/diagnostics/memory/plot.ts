@@ -1,90 +1,16 @@
-// MemorySampler's plot: one line per label over time (or, aligned, over time since each label's
-// start), memory in the binary unit that suits the largest value. Each series ends at its own last
-// sample: nothing is carried past it (Dask's test of its multiseries plot asks the same).
+// MemorySampler's plot shown in a notebook or written to a file; the spec itself is
+// protocol/plot/memory.ts, shared with the dashboard's Memory Sampler panel.
 
-import { byteUnit, formatBytes } from "../../../protocol/format";
+import type { MemorySeries } from "../../../protocol/memory";
+import { memorySpec } from "../../../protocol/plot/memory";
 import type { DisplayHandle } from "../../display";
 import { present } from "../../display/figure";
 import { type VisualizeOptions, resolveOptions } from "../visualize/options";
-import { DETAIL_LIMIT, type VegaLiteSpec } from "../visualize/plot";
-import { VEGA_LITE_SCHEMA } from "../visualize/spec";
 import { ProfilePlot } from "../visualize/visualize";
-import { MEASURE_TITLES } from "./measures";
-import type { MemorySeries } from "./source";
 
 export interface MemoryPlotOptions extends VisualizeOptions {
   /** Start every series at 0 s (compare runs); default false: wall-clock time. */
   readonly align?: boolean;
-}
-
-/** The largest sample of each bin of a long series, so peaks survive thinning. */
-function thin(points: MemorySeries["points"], limit: number): MemorySeries["points"] {
-  if (points.length <= limit) return points;
-  const first = points[0][0];
-  const span = points[points.length - 1][0] - first || 1;
-  const kept: (typeof points)[number][] = [];
-  let bin = -1;
-  for (const point of points) {
-    const b = Math.min(limit - 1, Math.floor(((point[0] - first) / span) * limit));
-    if (b !== bin) {
-      kept.push(point);
-      bin = b;
-    } else if (point[1] > kept[kept.length - 1][1]) {
-      kept[kept.length - 1] = point;
-    }
-  }
-  return kept;
-}
-
-export function memorySpec(series: readonly MemorySeries[], options: { align: boolean; width: number; height: number; title: string; config?: Readonly<Record<string, unknown>> }): VegaLiteSpec {
-  const peak = Math.max(0, ...series.flatMap((s) => s.points.map(([, bytes]) => bytes)));
-  const { unit, size } = byteUnit(peak);
-  const measures = [...new Set(series.map((s) => s.measure))];
-  const values = series.flatMap((s) => {
-    const start = s.points[0]?.[0] ?? 0;
-    return thin(s.points, Math.ceil(DETAIL_LIMIT / Math.max(1, series.length))).map(([time, bytes]) => ({
-      label: s.label,
-      x: options.align ? Math.round((time - start) * 1e6) / 1e6 : time * 1000,
-      value: bytes / size,
-      bytes: formatBytes(bytes),
-      measure: s.measure,
-    }));
-  });
-  const x = options.align
-    ? { field: "x", type: "quantitative", title: "Time since the block started (s)", scale: { zero: true, nice: false } }
-    : { field: "x", type: "temporal", title: "Time", axis: { format: "%H:%M:%S" } };
-  const y = { field: "value", type: "quantitative", title: `${measures.length === 1 ? MEASURE_TITLES[measures[0]] : "Memory"} (${unit})`, scale: { zero: true } };
-  const color = { field: "label", type: "nominal", title: "Label", scale: { domain: series.map((s) => s.label), scheme: "tableau10" } };
-  return {
-    $schema: VEGA_LITE_SCHEMA,
-    title: options.title,
-    width: options.width,
-    height: options.height,
-    data: { values },
-    layer: [
-      // One line per label: a line joins only its own label's points, so it stops at its last sample.
-      {
-        params: [{ name: "zoom", select: { type: "interval", encodings: ["x"] }, bind: "scales" }],
-        mark: { type: "line", strokeWidth: 2 },
-        encoding: { x, y, color, detail: { field: "label" } },
-      },
-      {
-        mark: { type: "point", filled: true, size: 18 },
-        encoding: {
-          x,
-          y,
-          color,
-          tooltip: [
-            { field: "label", title: "Label" },
-            options.align ? { field: "x", type: "quantitative", title: "Seconds", format: ".2f" } : { field: "x", type: "temporal", title: "Time", format: "%H:%M:%S.%L" },
-            { field: "bytes", title: "Memory" },
-            { field: "measure", title: "Measure" },
-          ],
-        },
-      },
-    ],
-    config: { view: { stroke: null }, ...options.config },
-  };
 }
 
 /** The plot, shown in a notebook or written to `filename` (default memory-sampler.html). */

@@ -1,14 +1,17 @@
 // MemorySampler (Dask's distributed.diagnostics.MemorySampler): memory over time while blocks of
-// code run, one labelled series per block, to compare implementations or watch a computation.
+// code run, one labelled series per block, to compare implementations or watch a computation —
+// a cluster's memory from its heartbeats while a Client is open, else this process tree's.
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { MemorySample } from "../../../protocol/records";
+import { showLatest } from "../../dashboard/latest";
 import type { ProfilePlot } from "../visualize";
-import { type MemoryMeasure, measureNamed } from "./measures";
+import { type MemoryMeasure, type MemoryPoint, type MemorySeries, measureNamed } from "../../../protocol/memory";
 import type { DisplayHandle } from "../../display";
 import { memoryPlot, type MemoryPlotOptions } from "./plot";
-import { type MemoryPoint, type MemorySeries, type MemorySource, localMemory } from "./source";
+import { clusterSource } from "../cluster-source";
+import { type MemorySource, localMemory } from "./source";
 
 export interface MemorySampleOptions {
   /** A Dask MemoryState measure; default "process". */
@@ -34,10 +37,16 @@ export class MemorySampler {
   readonly samples = new Map<string, MemoryPoint[]>();
   /** The measure of each label's series. */
   readonly measures = new Map<string, MemoryMeasure>();
-  readonly source: MemorySource;
+  private readonly chosenSource: MemorySource | undefined;
 
+  /** `source`: where to measure; default: the open Client's cluster (heartbeats), else this process tree. */
   constructor(options: { readonly source?: MemorySource } = {}) {
-    this.source = options.source ?? localMemory;
+    this.chosenSource = options.source;
+  }
+
+  /** Where the next sample block measures: the source given, else the open Client's cluster, else this process tree. */
+  get source(): MemorySource {
+    return this.chosenSource ?? clusterSource()?.memory ?? localMemory;
   }
 
   /**
@@ -66,12 +75,16 @@ export class MemorySampler {
       this.samples.set(key, points);
       this.measures.set(key, measure);
       for (const sink of seriesSinks.getStore() ?? []) sink({ label: key, measure, points });
+      showLatest("MemorySampler", this, () => ({ memorySamples: this.toRecords() }));
     }
   }
 
-  /** Every sample as `{ label, time, bytes }` (records.ts MemorySample), series after series. */
+  /** Every sample as `{ label, time, bytes, measure }` (records.ts MemorySample), series after series. */
   toRecords(): MemorySample[] {
-    return [...this.samples].flatMap(([label, points]) => points.map(([time, bytes]) => ({ label, time, bytes })));
+    return [...this.samples].flatMap(([label, points]) => {
+      const measure = this.measures.get(label) ?? "process";
+      return points.map(([time, bytes]) => ({ label, time, bytes, measure }));
+    });
   }
 
   /** The series, for plots and reports. */

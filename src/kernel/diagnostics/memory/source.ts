@@ -9,17 +9,7 @@ import { CacheProfiler } from "../cache";
 import { nbytes } from "../nbytes";
 import { acquireSamplerThread, releaseSamplerThread } from "../resource";
 import { newSampler, processCpuMicros } from "../sampler";
-import { type MemoryMeasure, MEASURE_TITLES } from "./measures";
-
-/** [epoch seconds, bytes] */
-export type MemoryPoint = readonly [time: number, bytes: number];
-
-/** One labelled series of samples. */
-export interface MemorySeries {
-  readonly label: string;
-  readonly measure: MemoryMeasure;
-  readonly points: readonly MemoryPoint[];
-}
+import { type MemoryMeasure, type MemoryPoint, MEASURE_TITLES } from "../../../protocol/memory";
 
 export interface MemorySource {
   /** What it measures, for messages ("this process and its children", "cluster tcp://…"). */

@@ -6,8 +6,9 @@ import { readFileSync } from "node:fs";
 import { totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import type { ProfileViewData } from "../../../protocol";
+import type { FpmData } from "../../../protocol/fpm";
 import type { ProfileWindow } from "../../../protocol/profile";
-import type { ReportData, ReportPart, ReportSummary, VegaLiteSpecData } from "../../../protocol/report";
+import type { ReportData, ReportPart, ReportSummary, ReportWorker, VegaLiteSpecData } from "../../../protocol/report";
 import { escapeHTML, standalonePage } from "../../display/page";
 import { type BandwidthOptions, type TransferLogs, bandwidthSummary, bandwidthTypesSpec, bandwidthWorkersSpec } from "../bandwidth";
 import { type MemorySeries, memorySpec } from "../memory";
@@ -32,8 +33,15 @@ export interface ReportInputs {
   readonly threads?: number;
   /** Memory of the machines the workers run on (bytes); default: this machine's. */
   readonly memory?: number;
+  /** A cluster's workers (names, addresses, threads, memory limits, clock offsets). */
+  readonly workerList?: readonly ReportWorker[];
   /** Profile windows of the block (compute and administrative sides) and the sampling interval. */
   readonly profile?: { readonly windows: readonly ProfileWindow[]; readonly interval: number };
+  /**
+   * The windows' sources that are the scheduler's thread (a cluster's, in this process): their
+   * administrative side gets the Scheduler Profile tab instead of the workers'.
+   */
+  readonly schedulerSources?: readonly string[];
   /** Why there is no profile (when `profile` is absent). */
   readonly profileNote?: string;
   /** Workers' transfer logs; absent: `transfersNote` says why. */
@@ -41,11 +49,13 @@ export interface ReportInputs {
   readonly transfersNote?: string;
   /** CPU (% of one core) and memory (MB) over time, ResourceProfiler's samples. */
   readonly system?: readonly ResourceData[];
+  /** What the system samples measure (the plot's title). */
+  readonly systemTitle?: string;
   /** MemorySampler series recorded in the block. */
   readonly memorySeries?: readonly MemorySeries[];
   readonly memoryNote?: string;
   /** The FPM view's data (fine performance metrics with spans), when recorded. */
-  readonly fineMetrics?: unknown;
+  readonly fineMetrics?: FpmData;
 }
 
 const WIDTH = 1000;
@@ -62,15 +72,16 @@ export function buildReport(inputs: ReportInputs): ReportData {
     workers: inputs.workers ?? table.workers.list.length,
     threads: inputs.threads ?? rows.length,
     memory: inputs.memory ?? totalmem(),
+    ...(inputs.workerList === undefined ? {} : { workerList: inputs.workerList }),
     versions: versions(),
     code: inputs.code,
   };
   const none = (note: string): { note: string } => ({ note });
-  const profilePart = (kind: "compute" | "administrative"): ReportPart<ProfileViewData> => {
+  const scheduler = new Set(inputs.schedulerSources ?? []);
+  const profilePart = (kind: "compute" | "administrative", title: string, sources: (source: string) => boolean): ReportPart<ProfileViewData> => {
     if (inputs.profile === undefined) return none(inputs.profileNote ?? "No profile was recorded.");
     const { windows, interval } = inputs.profile;
-    const title = kind === "compute" ? "Worker profile (compute)" : "Worker profile (administrative)";
-    return { data: ProfileFigure.of(windows, interval, { kind, title }).data };
+    return { data: ProfileFigure.of(windows.filter((w) => sources(w.source)), interval, { kind, title }).data };
   };
   return {
     title: inputs.title ?? "tsdask performance report",
@@ -79,13 +90,14 @@ export function buildReport(inputs: ReportInputs): ReportData {
       table.taskCount === 0
         ? none("No task ran in this block.")
         : { data: taskStreamSpec(table, { width: WIDTH, title: "Task stream", palette: PREFIX_PALETTE }) },
-    computeProfile: profilePart("compute"),
-    administrativeProfile: profilePart("administrative"),
+    computeProfile: profilePart("compute", "Worker profile (compute)", () => true),
+    administrativeProfile: profilePart("administrative", "Worker profile (administrative)", (source) => !scheduler.has(source)),
+    ...(scheduler.size === 0 ? {} : { schedulerProfile: profilePart("administrative", "Scheduler profile (administrative)", (source) => scheduler.has(source)) }),
     bandwidth: bandwidthPart(inputs),
     system:
       inputs.system === undefined || inputs.system.length === 0
         ? none("No system samples were recorded.")
-        : { data: systemSpec(inputs.system, inputs.started, inputs.stopped) },
+        : { data: systemSpec(inputs.system, inputs.started, inputs.stopped, inputs.systemTitle ?? "CPU and memory of this process and its workers") },
     ...(inputs.fineMetrics === undefined ? {} : { fineMetrics: { data: inputs.fineMetrics } }),
     memory:
       inputs.memorySeries === undefined || inputs.memorySeries.length === 0
@@ -113,11 +125,11 @@ function bandwidthPart(inputs: ReportInputs): ReportData["bandwidth"] {
   return { data: { types: bandwidthTypesSpec(summary, { width: WIDTH - 200 }), workers: bandwidthWorkersSpec(summary, { width: WIDTH - 200 }) } };
 }
 
-function systemSpec(samples: readonly ResourceData[], started: number, stopped: number): VegaLiteSpecData {
+function systemSpec(samples: readonly ResourceData[], started: number, stopped: number, title: string): VegaLiteSpecData {
   return buildSpec([{ kind: "resources", results: samples, startTime: started, endTime: Math.max(stopped, samples.at(-1)?.time ?? stopped) }], {
     width: WIDTH,
     height: 300,
-    title: "CPU and memory of this process and its workers",
+    title,
     palette: "tableau20",
   });
 }

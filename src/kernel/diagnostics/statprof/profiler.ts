@@ -9,7 +9,9 @@ import { computeProfile, profileOf, profilePrefixes, profileTimeline } from "../
 import type { ProfileNode, ProfileTimelinePoint } from "../../../protocol/records";
 import { Callback } from "../../callbacks/callback";
 import { type Key, keyPrefix } from "../../graph/keys";
-import { DEFAULT_PROFILING, type ProfilingLease, profiling } from "../../profiling/hub";
+import { profileSection } from "../../dashboard/bounds";
+import { showLatest } from "../../dashboard/latest";
+import { type ProfilingLease, checkProfilingOptions, profiling } from "../../profiling/hub";
 import { callingThread } from "../../profiling/main-thread";
 import { now } from "../types";
 import { ProfileFigure, type ProfileFigureOptions } from "./figure";
@@ -57,16 +59,7 @@ export class StatisticalProfiler extends Callback {
   constructor(options: StatisticalProfilerOptions = {}) {
     super();
     if (options === null || typeof options !== "object") throw new TypeError(`StatisticalProfiler options must be an object, got ${options}`);
-    for (const name of Object.keys(options)) {
-      if (name !== "interval" && name !== "cycle") throw new TypeError(`Unknown StatisticalProfiler option "${name}"; known: interval, cycle`);
-    }
-    const { interval = DEFAULT_PROFILING.interval, cycle = DEFAULT_PROFILING.cycle } = options;
-    for (const [name, value, least] of [["interval", interval, 1e-4], ["cycle", cycle, 0.01]] as const) {
-      if (typeof value !== "number" || !Number.isFinite(value) || value < least) {
-        throw new TypeError(`StatisticalProfiler option ${name} must be a number of seconds ≥ ${least}, got ${String(value)}`);
-      }
-    }
-    if (cycle < interval) throw new TypeError(`StatisticalProfiler option cycle (${cycle} s) must be at least the interval (${interval} s)`);
+    const { interval, cycle } = checkProfilingOptions(options, "StatisticalProfiler option");
     this.interval = interval;
     this.cycle = cycle;
     this.sampledInterval = interval;
@@ -95,12 +88,7 @@ export class StatisticalProfiler extends Callback {
   /** A part of the profile: some prefixes, a time range, the administrative side. */
   profile(selection: ProfileSelection = {}): ProfileNode {
     const { key, start, stop, kind = "compute" } = selection;
-    let prefix: string[] | undefined;
-    if (key !== undefined) {
-      const keys = Array.isArray(key) && key.every((k) => typeof k === "string") && !isTupleKey(key) ? (key as readonly string[]) : [key as Key];
-      prefix = keys.map((k) => keyPrefix(k));
-    }
-    return profileOf(this.windows, kind, { prefix, start, stop });
+    return profileOf(this.windows, kind, { prefix: key === undefined ? undefined : prefixesOfKey(key), start, stop });
   }
 
   /** Samples per cycle window over time, all prefixes and per prefix (Dask's profile metadata). */
@@ -173,10 +161,18 @@ export class StatisticalProfiler extends Callback {
     this.lease.release();
     this.lease = undefined;
     this.endTime = time;
+    const windows = this.windows;
+    const interval = this.sampledInterval;
+    if (windows.length > 0) showLatest("StatisticalProfiler", this, () => ({ profile: profileSection(windows, interval) }));
   }
 }
 
-function isTupleKey(key: readonly unknown[]): boolean {
-  // ["x", 0, 1] is one key; ["inc", "dec"] two prefixes: a tuple key has a non-string part.
-  return key.some((part) => typeof part !== "string");
+/**
+ * The task prefixes a profile's `key` option means: a prefix ("inc") or a key ("inc-3f2a…",
+ * ["x", 0]) means its prefix; a list of strings, several ("inc", "dec"). A tuple key has a
+ * non-string part, so ["x", 0, 1] is one key.
+ */
+export function prefixesOfKey(key: Key | readonly string[]): string[] {
+  const several = Array.isArray(key) && key.every((part) => typeof part === "string");
+  return (several ? (key as readonly string[]) : [key as Key]).map((k) => keyPrefix(k));
 }

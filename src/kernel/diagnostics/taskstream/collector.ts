@@ -31,12 +31,27 @@ export function typeName(value: unknown): string {
   return typeof name === "string" && name !== "" ? name : "Object";
 }
 
+export interface TaskStreamCollectorOptions {
+  /**
+   * Record the tasks a cluster ran (their full records: transfer, disk and compute phases).
+   * Default true; false when the cluster's own task stream is read instead (getTaskStream does).
+   */
+  readonly clusterTasks?: boolean;
+}
+
 /**
- * Records every task of the computations it sees (Dask's TaskStreamPlugin, for the local
- * schedulers). Use it in a withCallbacks block, registered, or through getTaskStream().
+ * Records every task of the computations it sees (Dask's TaskStreamPlugin, as a callback): the
+ * local schedulers' tasks, and a cluster's with their phases. Use it in a withCallbacks block,
+ * registered, or through getTaskStream().
  */
 export class TaskStreamCollector extends Recorder<Dispatches> implements Visualizable {
   table = new TaskStreamTable();
+  private readonly clusterTasks: boolean;
+
+  constructor(options: TaskStreamCollectorOptions = {}) {
+    super();
+    this.clusterTasks = options.clusterTasks ?? true;
+  }
 
   protected newRun(): Dispatches {
     return newDispatches();
@@ -52,6 +67,11 @@ export class TaskStreamCollector extends Recorder<Dispatches> implements Visuali
   }
 
   override posttask(key: Key, result: unknown, _dsk: Graph, state: State, workerId: WorkerId, info: TaskInfo): void {
+    if (info.record !== undefined) {
+      takeDispatch(this.run(state), key);
+      if (this.clusterTasks) this.table.addRecord(info.record);
+      return;
+    }
     this.add(key, state, workerId, info, true, nbytes(result), typeName(result));
   }
 

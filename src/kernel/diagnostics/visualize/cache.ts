@@ -2,8 +2,9 @@
 // scheduler's cache over time, as a step line. Many changes are thinned to each time bin's peak.
 
 import type { CacheData } from "../types";
-import { seconds, timeAxis } from "./frame";
-import { DETAIL_LIMIT, type PlotContext, type VegaLiteSpec, binCount } from "./plot";
+import { DETAIL_LIMIT, binCount, seconds } from "../../../protocol/plot/bins";
+import { timeAxis } from "./frame";
+import type { PlotContext, VegaLiteSpec } from "./plot";
 
 interface Change {
   readonly t: number;

@@ -59,8 +59,3 @@ export function timeAxis(frame: TimeFrame, showTitle: boolean): Record<string, u
     axis: { grid: false },
   };
 }
-
-/** Rounds seconds for tooltips and data: microseconds are more than any plot resolves. */
-export function seconds(value: number): number {
-  return Math.round(value * 1e6) / 1e6;
-}

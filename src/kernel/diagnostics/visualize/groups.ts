@@ -2,13 +2,9 @@
 // per visualize() call and given to every plot, so a group has one colour in the task and cache plots.
 
 import { type Key, keyPrefixer } from "../../graph/keys";
+import { OTHER_COLOR, rankGroups } from "../../../protocol/plot/groups";
 import type { ProfileSnapshot } from "../types";
 
-/** Groups past the most important ones share this name and a neutral colour: legends stay readable. */
-export const OTHER_GROUP = "other";
-export const OTHER_COLOR = "#b0b0b0";
-/** Distinct colours a person can still tell apart in one legend (tableau20 has 20). */
-export const MAX_GROUPS = 20;
 
 export interface GroupColors {
   /** The colour group of a task group: the group itself, or OTHER_GROUP past the cap. */
@@ -60,18 +56,6 @@ function add(map: Map<string, number>, key: string, value: number): void {
   map.set(key, (map.get(key) ?? 0) + value);
 }
 
-/** The most important groups keep their name; past MAX_GROUPS, the rest become OTHER_GROUP. */
-export function rankGroups(weights: ReadonlyMap<string, number>): { domain: string[]; named: string[]; colorGroup(group: string): string } {
-  const ranked = [...weights.keys()].filter((group) => group !== OTHER_GROUP);
-  const capped = ranked.length > MAX_GROUPS;
-  const named = capped ? ranked.slice(0, MAX_GROUPS - 1) : ranked;
-  const kept = new Set(named);
-  return {
-    domain: capped || weights.has(OTHER_GROUP) ? [...named, OTHER_GROUP] : named,
-    named,
-    colorGroup: (group) => (kept.has(group) ? group : OTHER_GROUP),
-  };
-}
 
 /**
  * Assigns colours to groups in order of importance (the map's order). `palette` is a list of CSS

@@ -2,8 +2,9 @@
 // on independent y scales. Long recordings are thinned to the peak of each time bin.
 
 import type { ResourceData } from "../types";
-import { seconds, timeAxis } from "./frame";
-import { DETAIL_LIMIT, type PlotContext, type VegaLiteSpec, binCount } from "./plot";
+import { DETAIL_LIMIT, binCount, seconds } from "../../../protocol/plot/bins";
+import { timeAxis } from "./frame";
+import type { PlotContext, VegaLiteSpec } from "./plot";
 
 const CPU = "% CPU";
 const MEMORY = "Memory (MB)";

@@ -1,6 +1,7 @@
 // Stacks the profilers' plots top to bottom on one time axis: a shared x scale driven by one
 // interval selection bound to the scales of every plot, so wheel-zoom or drag in any plot moves all.
 
+import { VEGA_LITE_SCHEMA, ZOOM_PARAM } from "../../../protocol/plot/vega";
 import type { ProfileSnapshot } from "../types";
 import { cachePlot } from "./cache";
 import { timeFrame } from "./frame";
@@ -9,9 +10,6 @@ import type { PlotContext, VegaLiteSpec } from "./plot";
 import { resourcesPlot } from "./resources";
 import { tasksPlot } from "./tasks";
 
-export const VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json";
-/** The selection parameter that zooms and pans the shared time axis. */
-export const ZOOM_PARAM = "zoom";
 
 export interface SpecOptions {
   readonly width: number;

@@ -3,10 +3,10 @@
 
 import { formatKey } from "../../graph/keys";
 import type { TaskData } from "../types";
-import { seconds, timeAxis } from "./frame";
+import { DETAIL_LIMIT, binIntervals, binnedEncoding, seconds } from "../../../protocol/plot/bins";
+import { timeAxis } from "./frame";
 import { taskFunctionName } from "./groups";
-import { binIntervals, binnedEncoding } from "./bins";
-import { DETAIL_LIMIT, type PlotContext, type VegaLiteSpec } from "./plot";
+import type { PlotContext, VegaLiteSpec } from "./plot";
 
 /** The label of a worker row; the sync scheduler runs tasks on the main thread (worker id null). */
 export function workerLabel(workerId: TaskData["workerId"]): string {

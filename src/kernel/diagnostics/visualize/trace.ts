@@ -7,7 +7,8 @@ import { resolve } from "node:path";
 import { formatKey } from "../../graph/keys";
 import type { CacheData, ProfileSnapshot, ResourceData, TaskData, Visualizable } from "../types";
 import { type TimeFrame, timeFrame } from "./frame";
-import { groupWeights, rankGroups, recordGroups, taskFunctionName } from "./groups";
+import { rankGroups } from "../../../protocol/plot/groups";
+import { groupWeights, recordGroups, taskFunctionName } from "./groups";
 import { workerRows } from "./tasks";
 
 /** One Trace Event; `ts` and `dur` in microseconds. */

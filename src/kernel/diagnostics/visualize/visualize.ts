@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { inspect } from "node:util";
 import type { ProfileSnapshot, Visualizable } from "../types";
-import { MAX_GROUPS } from "./groups";
+import { MAX_GROUPS } from "../../../protocol/plot/groups";
 import { standaloneHTML } from "./html";
 import type { MimeBundle } from "../../../protocol";
 import type { DisplayHandle } from "../../display";

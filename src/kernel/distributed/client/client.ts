@@ -26,9 +26,22 @@ import type { WorkerView } from "../worker/view";
 import { clusterFeed } from "../dashboard";
 import { type ClusterSummary, clusterText, showCluster } from "../display";
 import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
+import type { ProfileNode, TaskStreamRecord } from "../../../protocol/records";
+import type { BandwidthDetail } from "../../diagnostics/bandwidth";
+import { registerClusterSource } from "../../diagnostics/cluster-source";
 import type { RedisClusterOptions } from "../redis/cluster";
 import type { WorkerState } from "../scheduler/workers";
 import { computeGraph } from "./computation";
+import {
+  type ClientBandwidthOptions,
+  type ClientProfileOptions,
+  type ClientTaskStreamOptions,
+  ClusterDiagnostics,
+  type PlottedTaskStream,
+  clientBandwidth,
+  clientProfile,
+  clientTaskStream,
+} from "./diagnostics";
 import { Future, FutureHold } from "./future";
 import { planSpans, planSubmission } from "./submission";
 
@@ -55,6 +68,9 @@ export class Client implements GraphScheduler, AsyncDisposable {
   private readonly holds = new Set<FutureHold>();
   private closed = false;
   private readonly stopWatching: () => void;
+  /** What seed 003's diagnostics read of the cluster (the default cluster for them while this client is open). */
+  readonly diagnostics: ClusterDiagnostics;
+  private readonly unregisterDiagnostics: () => void;
   /** Takes the cluster off the notebook's dashboard feed. */
   private readonly leaveDashboard: () => void;
 
@@ -66,6 +82,8 @@ export class Client implements GraphScheduler, AsyncDisposable {
     this.stopWatching = cluster.scheduler.onClose(() => void this.close());
     openClients.push(this);
     setDefaultGraphScheduler(this);
+    this.diagnostics = new ClusterDiagnostics(cluster.scheduler, this.description);
+    this.unregisterDiagnostics = registerClusterSource(this.diagnostics);
     // While open, the cluster feeds the kernel's dashboard (the JupyterLab panels, serveDashboard()).
     this.leaveDashboard = clusterFeed(cluster).attach(dashboardPublisher, "Client");
   }
@@ -200,6 +218,42 @@ export class Client implements GraphScheduler, AsyncDisposable {
     return await fn(this.scheduler);
   }
 
+  // ---- Diagnosing performance (seed 003) ---------------------------------------------------------
+
+  /**
+   * Dask's `client.get_task_stream(start, stop, count)`: the task-stream records the scheduler
+   * holds (the last 100 000 by default), oldest first — every task's worker, thread, result size
+   * and phases (compute, transfer from a peer, disk-read, disk-write, deserialize) on the
+   * scheduler's clock. With `plot`, also the plot: `{ data, table, figure }`.
+   */
+  getTaskStream(options?: ClientTaskStreamOptions & { readonly plot?: false }): Promise<TaskStreamRecord[]>;
+  getTaskStream(options: ClientTaskStreamOptions & { readonly plot: true | "save" }): Promise<PlottedTaskStream>;
+  getTaskStream(options?: ClientTaskStreamOptions): Promise<TaskStreamRecord[] | PlottedTaskStream>;
+  async getTaskStream(options: ClientTaskStreamOptions = {}): Promise<TaskStreamRecord[] | PlottedTaskStream> {
+    this.checkOpen();
+    return clientTaskStream(this.scheduler, this.diagnostics, options);
+  }
+
+  /**
+   * Dask's `client.profile(key, start, stop, workers, filename)`: the workers' statistical
+   * profile (Dask's tree, merged over workers and threads), of one task prefix or all, of a time
+   * window (scheduler clock), compute (in tasks) or administrative; `filename` also writes the
+   * interactive profile as an offline HTML page, `plot: true` shows it.
+   */
+  async profile(options: ClientProfileOptions = {}): Promise<ProfileNode> {
+    this.checkOpen();
+    return clientProfile(this.diagnostics, options);
+  }
+
+  /**
+   * Bandwidth by data type and by (source, destination) worker pair from the workers' transfer
+   * logs (Dask's "Bandwidth Types" and "Bandwidth Workers"); `plot` draws both.
+   */
+  async bandwidth(options: ClientBandwidthOptions = {}): Promise<BandwidthDetail> {
+    this.checkOpen();
+    return clientBandwidth(this.diagnostics, options);
+  }
+
   // ---- Fine performance metrics and spans --------------------------------------------------------
   // Workers send what they measure with their heartbeats (every 0.5 s); these calls first wait
   // for one from each worker, begun after the call, so everything measured before it is in.
@@ -270,6 +324,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     if (this.closed) return;
     this.closed = true;
     this.stopWatching();
+    this.unregisterDiagnostics();
     this.leaveDashboard();
     for (const hold of [...this.holds]) hold.release();
     const at = openClients.indexOf(this);

@@ -3,6 +3,7 @@
 // the computation's state, so diagnostics read it as they do on the local schedulers), and the
 // requested results are gathered straight from the workers holding them at the end.
 
+import type { TaskStreamRecord } from "../../../protocol/records";
 import type { Callback, TaskInfo } from "../../callbacks/callback";
 import type { Graph } from "../../graph/graph";
 import type { Key } from "../../graph/keys";
@@ -179,7 +180,7 @@ class Computation implements TaskListener {
     this.start(node);
   }
 
-  finished(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined): void {
+  finished(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined, record?: TaskStreamRecord): void {
     const node = this.nodeOfSlot.get(slot);
     if (node === undefined) return;
     if (this.plan.isOutput[node] === 1) this.outputFinished(node);
@@ -194,7 +195,7 @@ class Computation implements TaskListener {
     mirror.finishTask(node, result);
     const key = this.plan.keys[node];
     const workerId = report === undefined ? address : `${address}#${report.thread}`;
-    const info: TaskInfo = { timing: report === undefined ? undefined : timingOf(report) };
+    const info: TaskInfo = report === undefined ? {} : { timing: timingOf(report), record };
     for (const cb of this.posttasks) cb.posttask!(key, result, this.plan.graph, mirror.view, workerId, info);
   }
 

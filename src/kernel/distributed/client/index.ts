@@ -4,3 +4,10 @@ export { Client, type ClusterHandle, type FutureOr } from "./client";
 export { Future, type FutureStatus } from "./future";
 export { KilledWorkerError } from "./errors";
 export { ClusterResult } from "./results";
+export {
+  ClusterDiagnostics,
+  type ClientTaskStreamOptions,
+  type ClientProfileOptions,
+  type ClientBandwidthOptions,
+  type PlottedTaskStream,
+} from "./diagnostics";

@@ -1,5 +1,6 @@
 // A cluster as a dashboard provider: its summary, workers, memory, computations' progress, fine
-// performance metrics, recent task stream and bandwidth, read from the scheduler in this process.
+// performance metrics, recent task stream, bandwidth and the workers' statistical profile, read
+// from the scheduler in this process (the profile fetched from the workers while tasks run).
 // One ClusterFeed per scheduler, shared by every publisher that shows it (the notebook's feed while
 // a Client is open, the cluster's own dashboard page). Live while tasks run; when idle, only news a
 // panel would show (a worker joining, memory moving, new metrics) makes a snapshot.
@@ -14,6 +15,7 @@ import type { Scheduler } from "../scheduler/scheduler";
 import type { GraphSubmission } from "../scheduler/state";
 import type { WorkerState } from "../scheduler/workers";
 import { ClusterComputations } from "./computations";
+import { ClusterProfileFollower } from "./profile";
 
 /** What the feed needs of a cluster (a LocalCluster, or a Client's ClusterHandle). */
 export interface FeedCluster {
@@ -72,6 +74,7 @@ function moved(before: WorkerShown, after: WorkerShown): boolean {
 export class ClusterFeed {
   private readonly attachments = new Map<DashboardPublisher, { readonly source: DashboardSource; users: number }>();
   private readonly computations: ClusterComputations;
+  private readonly profile: ClusterProfileFollower;
   private live = false;
   private built: { at: number; sections: DashboardSections } | undefined;
   /** The task-stream window last sent, by the ring's index then: rebuilt only when tasks finished. */
@@ -81,6 +84,7 @@ export class ClusterFeed {
 
   constructor(private readonly cluster: FeedCluster) {
     this.computations = new ClusterComputations(cluster.scheduler, () => this.changed());
+    this.profile = new ClusterProfileFollower(cluster.scheduler, () => this.changed());
   }
 
   /**
@@ -118,6 +122,7 @@ export class ClusterFeed {
     const workers = scheduler.workerRecords();
     for (const ws of scheduler.workers.values()) this.shown.set(ws.address, shownOf(ws));
     const progress = this.computations.progress();
+    const profile = this.profile.current(this.live);
     const sections: DashboardSections = {
       cluster: this.summary(workers),
       workers,
@@ -126,6 +131,7 @@ export class ClusterFeed {
       metrics: this.metrics(workers.length),
       ...this.taskStream(),
       bandwidth: scheduler.bandwidth(),
+      ...(profile !== undefined && { profile }),
     };
     this.built = { at: time, sections };
     // Nothing left to run: the snapshot just built is the last of this live stretch.
@@ -189,6 +195,8 @@ export class ClusterFeed {
   private setLive(live: boolean): void {
     if (this.live === live) return;
     this.live = live;
+    // The run's last profile windows: fetched as it ends, shown in a snapshot after.
+    if (!live && this.attachments.size > 0) this.profile.runEnded();
     for (const { source } of this.attachments.values()) source.setLive(live);
   }
 
@@ -207,6 +215,7 @@ export class ClusterFeed {
       scheduler.off("worker-joined", this.onWorkersChanged);
       scheduler.off("worker-left", this.onWorkersChanged);
       this.computations.clear();
+      this.profile.clear();
       this.setLive(false);
       this.shown.clear();
       this.built = undefined;

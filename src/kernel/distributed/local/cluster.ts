@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { availableParallelism, totalmem } from "node:os";
 import { inspect } from "node:util";
+import { DEFAULT_PROFILING, checkProfilingOptions } from "../../profiling/hub";
 import { DashboardPublisher } from "../../dashboard/publisher";
 import { DEFAULT_DASHBOARD_ADDRESS, type DashboardServer, parseDashboardAddress, serveDashboard } from "../../dashboard/server";
 import { clusterFeed } from "../dashboard";
@@ -47,6 +48,13 @@ export interface LocalClusterOptions {
   readonly memoryThresholds?: WorkerStartConfig["memoryThresholds"];
   /** For tests of clock correction: seconds added to each worker's clock, by worker number. */
   readonly simulatedClockOffsets?: readonly number[];
+  /**
+   * The workers' statistical profiler (Dask's distributed.worker.profile): on by default, sampling
+   * every `interval` seconds (0.01) in windows of `cycle` seconds (1); false turns it off.
+   */
+  readonly profile?: boolean | { readonly interval?: number; readonly cycle?: number };
+  /** Task-stream records the scheduler keeps (Dask's task-stream-length). Default 100 000. */
+  readonly taskStreamLength?: number;
 }
 
 const OPTION_NAMES = new Set([
@@ -59,6 +67,8 @@ const OPTION_NAMES = new Set([
   "allowedFailures",
   "memoryThresholds",
   "simulatedClockOffsets",
+  "profile",
+  "taskStreamLength",
 ]);
 
 /** How long start waits for its workers to register. */
@@ -95,6 +105,7 @@ export class LocalCluster implements AsyncDisposable {
       memoryLimit: settings.memoryLimit,
       memoryThresholds: options.memoryThresholds,
       clockOffsets: options.simulatedClockOffsets,
+      profile: settings.profile,
     });
     const scheduler = new Scheduler(transport, settings.scheduler);
     const cluster = new LocalCluster(
@@ -252,6 +263,7 @@ interface Settings {
   readonly memoryLimit: number;
   readonly dashboardAddress: string | number | null;
   readonly scheduler: SchedulerSettings;
+  readonly profile: WorkerStartConfig["profile"];
 }
 
 /** Dask's defaults and checks; a bad option is an error naming it. */
@@ -290,6 +302,10 @@ function checkOptions(options: LocalClusterOptions): Settings {
   if (offsets !== undefined && (!Array.isArray(offsets) || !offsets.every((o) => typeof o === "number" && Number.isFinite(o)))) {
     throw new TypeError(`Option simulatedClockOffsets must be an array of seconds, got ${JSON.stringify(offsets)}`);
   }
+  const taskStreamLength = options.taskStreamLength;
+  if (taskStreamLength !== undefined && !(Number.isInteger(taskStreamLength) && taskStreamLength >= 1)) {
+    throw new RangeError(`Option taskStreamLength must be a whole number ≥ 1, got ${taskStreamLength}`);
+  }
   return {
     name,
     nWorkers,
@@ -297,8 +313,17 @@ function checkOptions(options: LocalClusterOptions): Settings {
     memoryLimit,
     dashboardAddress,
     // TSDASK_METRICS=off: no fine performance metrics (the workers read it too), to measure what they cost (bench/cluster-fpm.ts).
-    scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures, metrics: process.env.TSDASK_METRICS !== "off" },
+    scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures, taskStreamLength, metrics: process.env.TSDASK_METRICS !== "off" },
+    profile: profileOption(options.profile),
   };
+}
+
+/** The workers' profiler settings from the option: on with Dask's defaults unless false. */
+function profileOption(option: LocalClusterOptions["profile"]): WorkerStartConfig["profile"] {
+  if (option === undefined || option === true) return { ...DEFAULT_PROFILING };
+  if (option === false) return false;
+  if (typeof option !== "object" || option === null) throw new TypeError(`Option profile must be true, false or { interval, cycle }, got ${JSON.stringify(option)}`);
+  return checkProfilingOptions(option, "LocalCluster profile option");
 }
 
 /** Dask's nprocesses_nthreads: up to 4 cores a process each; beyond, about √cores processes. */

@@ -30,6 +30,7 @@ export interface LocalWorkerSettings {
   readonly memoryThresholds?: WorkerStartConfig["memoryThresholds"];
   /** Simulated clock offsets (seconds) by worker number, for tests of clock correction. */
   readonly clockOffsets?: readonly number[];
+  readonly profile?: WorkerStartConfig["profile"];
 }
 
 /** A worker slot: its name stays, its process changes when the nanny replaces it. */
@@ -163,6 +164,7 @@ export class LocalTransport implements Transport {
       localDirectory: join(this.folder, `${name}.${incarnation}`),
       ...(this.settings.clockOffsets?.[index] !== undefined ? { clockOffset: this.settings.clockOffsets[index] } : {}),
       ...(this.settings.memoryThresholds !== undefined ? { memoryThresholds: this.settings.memoryThresholds } : {}),
+      ...(this.settings.profile !== undefined ? { profile: this.settings.profile } : {}),
     };
     const worker = new WorkerProcess(config);
     const slot: Slot = { index, process: worker, connection: undefined, registered: false, retiring: false, left: false };

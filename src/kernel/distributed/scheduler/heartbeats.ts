@@ -2,7 +2,7 @@
 // cluster's memory measures (MemoryState), running bandwidth estimates, and the cumulative
 // fine performance metrics of every worker (span ids squashed). Pure: times come in as arguments.
 
-import type { BandwidthSummary, ClusterMemory, MetricRecord } from "../../../protocol/records";
+import type { BandwidthSummary, ClusterMemory, MetricRecord, SystemSample } from "../../../protocol/records";
 import type { WorkerAddress, WorkerMetrics } from "../messages";
 
 /** Dask's `distributed.worker.memory.recent-to-old-time`. */
@@ -139,5 +139,51 @@ export class CumulativeMetrics {
 
   clear(): void {
     this.totals.clear();
+  }
+}
+
+/** Heartbeats kept for the system history: an hour of two workers at 0.5 s (Dask keeps 7200 samples). */
+export const SYSTEM_HISTORY_LENGTH = 14_400;
+
+/**
+ * CPU and memory of the cluster over time, from the workers' heartbeats: one sample per
+ * heartbeat, each the sum over workers of their latest reports. Bounded; oldest dropped first.
+ */
+export class SystemHistory {
+  private readonly samples: SystemSample[] = [];
+  private readonly latest = new Map<WorkerAddress, { cpu: number; memory: number }>();
+  private first = 0;
+
+  constructor(private readonly capacity = SYSTEM_HISTORY_LENGTH) {}
+
+  add(time: number, worker: WorkerAddress, cpu: number, memory: number): void {
+    this.latest.set(worker, { cpu, memory });
+    let cpuSum = 0;
+    let memorySum = 0;
+    for (const report of this.latest.values()) {
+      cpuSum += report.cpu;
+      memorySum += report.memory;
+    }
+    this.samples.push({ time, cpu: cpuSum, memory: memorySum, workers: this.latest.size });
+    // Drop in chunks, so a full history costs O(1) per heartbeat on average.
+    if (this.samples.length - this.first > this.capacity) this.first++;
+    if (this.first > this.capacity) {
+      this.samples.splice(0, this.first);
+      this.first = 0;
+    }
+  }
+
+  removeWorker(worker: WorkerAddress): void {
+    this.latest.delete(worker);
+  }
+
+  /** The samples taken in [start, stop], oldest first. */
+  between(start = -Infinity, stop = Infinity): SystemSample[] {
+    const out: SystemSample[] = [];
+    for (let i = this.first; i < this.samples.length; i++) {
+      const sample = this.samples[i];
+      if (sample.time >= start && sample.time <= stop) out.push(sample);
+    }
+    return out;
   }
 }

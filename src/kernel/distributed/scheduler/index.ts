@@ -21,13 +21,15 @@
 // `taskStream` (TaskStreamRing: `index`, `collect({ start, stop, count, startIndex })` of
 // TaskStreamRecords), `cumulativeWorkerMetrics()`, `spans()` (SpanRecords, from `state.spans`,
 // Dask's spans extension), `syncMetrics()` (waits for a heartbeat from every worker), `memory()`
-// (ClusterMemory), `bandwidth()` (BandwidthSummary), `workerRecords()` (WorkerRecord[]),
-// `taskCounts()`, and the "worker-joined" / "worker-left" / "graph-submitted" / "heartbeat"
-// events (the dashboard's ClusterFeed follows computations and idle news with them). These read
-// what is there now, cheaply (a dashboard polls them); the client's metrics()/spans() sync first.
+// (ClusterMemory), `bandwidth()` (BandwidthSummary), `systemHistory(start, stop)` (cluster CPU and
+// memory per heartbeat), `profileWindows(range, workers)` (the workers' statistical profiles,
+// pulled on request), `workerRecords()` (WorkerRecord[]), `taskCounts()`, and the "worker-joined"
+// / "worker-left" / "graph-submitted" / "heartbeat" events (the dashboard's ClusterFeed follows
+// computations and idle news with them). These read what is there now, cheaply (a dashboard polls
+// them); the client's metrics()/spans() sync first.
 export { Scheduler, type SchedulerSettings, type SchedulerEvents } from "./scheduler";
 export { ClusterState, type GraphSubmission, type TaskListener, type TaskFailure, type TaskStateName, type SchedulerOptions } from "./state";
 export { TaskStreamRing, type CollectOptions, DEFAULT_TASK_STREAM_LENGTH } from "./task-stream";
 export type { Transport, TransportEvents, Placement } from "./transport";
 export { WorkerState } from "./workers";
-export { BandwidthEstimate, CumulativeMetrics, WorkerMemory, clusterMemory } from "./heartbeats";
+export { BandwidthEstimate, CumulativeMetrics, SystemHistory, WorkerMemory, clusterMemory } from "./heartbeats";

@@ -4,10 +4,12 @@
 // memory, bandwidth, workers). It lives in the client's process; `client.runOnScheduler` gets it.
 
 import { EventEmitter } from "node:events";
-import type { BandwidthSummary, ClusterMemory, MetricRecord, SpanRecord, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
+import type { BandwidthSummary, ClusterMemory, MetricRecord, SpanRecord, SystemSample, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
 import { now } from "../../clock";
 import { type FnSpec, type PackedError, unpackError } from "../../scheduler/pool/wire";
-import type { FromWorker, GatherReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress, WorkerMetrics } from "../messages";
+import type { FromWorker, GatherReplyMessage, ProfileReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress, WorkerMetrics } from "../messages";
+import { DEFAULT_PROFILING } from "../../profiling/hub";
+import { type ProfileWindow, unpackProfile } from "../../../protocol/profile";
 import { FunctionTable } from "../../scheduler/pool/ship";
 import { ClusterState, type GraphSubmission, type SchedulerOptions, type TaskListener } from "./state";
 import type { CollectOptions, TaskStreamRing } from "./task-stream";
@@ -27,9 +29,21 @@ export interface SchedulerEvents {
   heartbeat: [worker: WorkerState, metrics: WorkerMetrics];
 }
 
+type Reply = RunReplyMessage | ProfileReplyMessage;
+
 interface PendingRequest {
   readonly worker: WorkerAddress;
-  readonly settle: (reply: RunReplyMessage | Error) => void;
+  readonly settle: (reply: Reply | Error) => void;
+}
+
+/** What the workers' profilers hold for a time range (see Scheduler.profileWindows). */
+export interface ClusterProfile {
+  /** One window per worker and cycle, named after the worker, on the scheduler's clock. */
+  readonly windows: ProfileWindow[];
+  /** Seconds between samples. */
+  readonly interval: number;
+  /** Workers that answered with their profile (a worker started without profiling does not). */
+  readonly workers: WorkerAddress[];
 }
 
 /** How often gather looks for a key again after its holders lost it (it is being recomputed). */
@@ -153,6 +167,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   bandwidth(): BandwidthSummary {
     return this.state.bandwidth.summary();
   }
+  /** The cluster's CPU and memory over [start, stop] (scheduler clock), one sample per heartbeat. */
+  systemHistory(start?: number, stop?: number): SystemSample[] {
+    return this.state.system.between(start, stop);
+  }
   workerRecords(): WorkerRecord[] {
     return [...this.state.workers.values()].map((ws) => ws.record());
   }
@@ -274,6 +292,32 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
   }
 
+  /**
+   * The workers' statistical profiles (Dask's get_profile): every window overlapping [start, stop)
+   * (scheduler clock) from each of `workers` (default: all). A worker that leaves meanwhile is left out.
+   */
+  async profileWindows(range: { readonly start?: number; readonly stop?: number } = {}, workers?: readonly WorkerAddress[]): Promise<ClusterProfile> {
+    this.checkOpen();
+    const release = this.hold();
+    try {
+      const targets = workers ?? [...this.state.workers.keys()];
+      const replies = await Promise.all(targets.map((worker) => this.request(worker, (requestId) => ({ op: "profile", requestId, start: range.start, stop: range.stop }))));
+      const windows: ProfileWindow[] = [];
+      const profiled: WorkerAddress[] = [];
+      let interval: number | undefined;
+      targets.forEach((worker, i) => {
+        const reply = replies[i];
+        if (reply instanceof Error || reply.op !== "profile-reply" || !reply.enabled) return;
+        profiled.push(worker);
+        interval ??= reply.profile.interval;
+        windows.push(...unpackProfile(reply.profile));
+      });
+      return { windows, interval: interval ?? DEFAULT_PROFILING.interval, workers: profiled };
+    } finally {
+      release();
+    }
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -302,7 +346,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     let forState: FromWorker[] | undefined;
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i];
-      if (message.op === "run-reply") {
+      if (message.op === "run-reply" || message.op === "profile-reply") {
         forState ??= messages.slice(0, i);
         const request = this.requests.get(message.requestId);
         if (request !== undefined) {
@@ -371,7 +415,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     for (const [ws, messages] of this.state.takeMessages()) this.transport.send(ws.address, messages);
   }
 
-  private request(worker: WorkerAddress, build: (requestId: number) => ToWorker): Promise<RunReplyMessage | Error> {
+  private request(worker: WorkerAddress, build: (requestId: number) => ToWorker): Promise<Reply | Error> {
     return new Promise((resolve) => {
       if (!this.state.workers.has(worker)) {
         resolve(new Error(`Worker ${worker} is not connected`));

@@ -25,7 +25,7 @@ import type {
   WorkerAddress,
 } from "../messages";
 import { type NumberColumn, grownColumn } from "./columns";
-import { BandwidthEstimate, CumulativeMetrics, clusterMemory } from "./heartbeats";
+import { BandwidthEstimate, CumulativeMetrics, SystemHistory, clusterMemory } from "./heartbeats";
 import { SlotHeap } from "./queue";
 import { TaskStreamRing } from "./task-stream";
 import type { Placement } from "./transport";
@@ -56,8 +56,11 @@ export type TaskFailure =
 export interface TaskListener {
   /** The task went to `worker` and can start there (its inputs are computed): Callback.pretask. */
   dispatched?(slot: number, worker: WorkerState | undefined): void;
-  /** The result is in memory (`report` is absent when it already was at submission). */
-  finished?(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined): void;
+  /**
+   * The result is in memory (`report` is absent when it already was at submission); `record` is
+   * the task-stream record the report made.
+   */
+  finished?(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined, record?: TaskStreamRecord): void;
   erred?(slot: number, failure: TaskFailure): void;
 }
 
@@ -162,6 +165,8 @@ export class ClusterState {
   readonly metrics: boolean;
   readonly taskStream: TaskStreamRing;
   readonly bandwidth = new BandwidthEstimate();
+  /** The cluster's CPU and memory over time, from heartbeats. */
+  readonly system = new SystemHistory();
   readonly cumulativeMetrics = new CumulativeMetrics();
   /** Dask's spans extension: spans, their tasks' counts and times, their metrics, the cluster's threads over time. */
   readonly spans = new SpansState();
@@ -444,6 +449,7 @@ export class ClusterState {
     this.spans.setTotalThreads(now, this.totalThreads);
     ws.status = "closed";
     this.bandwidth.removeWorker(address);
+    this.system.removeWorker(address);
     const processing = [...ws.processing];
     for (const slot of processing) {
       const wasRunnable = this.waitingLocally[slot] === 0;
@@ -977,8 +983,9 @@ export class ClusterState {
     this.learn(slot, report);
     if (report.digests !== undefined) this.addDigests(report.digests);
     this.spanRan(slot, report);
-    this.taskStream.push(this.streamRecord(slot, ws, report));
-    this.notifyFinished(slot, ws, report);
+    const record = this.streamRecord(slot, ws, report);
+    this.taskStream.push(record);
+    this.notifyFinished(slot, ws, report, record);
     // Dependents: one input fewer to wait for.
     for (const dependent of this.dependents[slot]) {
       if (--this.waitingOn[dependent] !== 0) continue;
@@ -1265,6 +1272,7 @@ export class ClusterState {
   private heartbeat(ws: WorkerState, message: HeartbeatMessage, now: number): void {
     const { metrics } = message;
     ws.metrics = metrics;
+    ws.lastHeartbeat = now;
     ws.heartbeats++;
     ws.cpu = metrics.cpu;
     // The worker's own estimate (from round trips) beats one taken from a single message.
@@ -1274,6 +1282,7 @@ export class ClusterState {
     ws.transferredOut += metrics.transfer.outgoingBytes;
     this.bandwidth.update(ws.address, metrics.bandwidth, this.workers.size);
     this.addDigests(metrics.digests);
+    this.system.add(now, ws.address, metrics.cpu, metrics.memory);
     this.reply(ws, now);
   }
 
@@ -1305,11 +1314,11 @@ export class ClusterState {
     else listeners.dispatched?.(slot, ws);
   }
 
-  private notifyFinished(slot: number, ws: WorkerState | undefined, report: TaskFinishedMessage | undefined): void {
+  private notifyFinished(slot: number, ws: WorkerState | undefined, report: TaskFinishedMessage | undefined, record?: TaskStreamRecord): void {
     const listeners = this.listeners[slot];
     if (listeners === undefined) return;
-    if (Array.isArray(listeners)) for (const l of [...listeners]) l.finished?.(slot, ws, report);
-    else listeners.finished?.(slot, ws, report);
+    if (Array.isArray(listeners)) for (const l of [...listeners]) l.finished?.(slot, ws, report, record);
+    else listeners.finished?.(slot, ws, report, record);
   }
 
   private notifyErred(slot: number, failure: TaskFailure): void {

@@ -31,6 +31,8 @@ const FIRST_COLUMN_LENGTH = 1024;
 export class TaskStreamRing {
   /** Records appended since the ring was made (Dask's `index`): the next record's position. */
   private appended = 0;
+  /** Told of every record as it is appended (a performance report recording every task, however many). */
+  private watchers: Set<(record: TaskStreamRecord) => void> | undefined;
   /** Rows allocated in every column. */
   private rows = 0;
   private keys: string[] = [];
@@ -92,6 +94,16 @@ export class TaskStreamRing {
       this.phases[row] = startstops;
     }
     this.appended++;
+    if (this.watchers !== undefined) for (const watcher of this.watchers) watcher(record);
+  }
+
+  /** Calls `watcher` with every record appended from now on, however many; returns the function that stops it. */
+  watch(watcher: (record: TaskStreamRecord) => void): () => void {
+    (this.watchers ??= new Set()).add(watcher);
+    return () => {
+      this.watchers?.delete(watcher);
+      if (this.watchers?.size === 0) this.watchers = undefined;
+    };
   }
 
   /** Oldest first. */

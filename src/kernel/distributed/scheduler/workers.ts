@@ -29,6 +29,8 @@ export class WorkerState {
   outbox: ToWorker[] = [];
   /** On the scheduler's clock. */
   lastSeen: number;
+  /** When its latest heartbeat (with its metrics since the one before) arrived, scheduler clock; 0 before the first. */
+  lastHeartbeat = 0;
   /** Estimated (worker clock − scheduler clock), seconds. */
   clockOffset: number;
   cpu = 0;
@@ -54,6 +56,7 @@ export class WorkerState {
     this.memoryLimit = registration.memoryLimit;
     this.lastSeen = now;
     this.clockOffset = registration.now - now;
+    if (registration.memory !== undefined) this.memory.process = registration.memory;
   }
 
   /** Tasks it could be running now (not waiting locally for inputs). */

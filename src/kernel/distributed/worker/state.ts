@@ -85,8 +85,11 @@ export type WorkerEvent =
       readonly received: readonly { readonly key: string; readonly nbytes: number; readonly type: string }[];
       /** Keys the peer does not hold. */
       readonly missing: readonly string[];
-      /** The transfer's "transfer" phase (scheduler clock, source = the peer). */
-      readonly transfer: StartStop;
+      /**
+       * The transfer's phases (scheduler clock): "transfer" (source = the peer), then
+       * "deserialize" when decoding the reply was measured apart.
+       */
+      readonly transfer: readonly StartStop[];
     }
   | {
       /** The peer could not be reached, or the connection broke: it is taken to be gone. */
@@ -433,7 +436,7 @@ export class WorkerState {
       // The task stream shows a transfer once, on the first task it served (Dask's way).
       const first = this.firstDependent(task);
       if (!transferShown && first !== undefined) {
-        first.startstops = [...first.startstops, event.transfer];
+        first.startstops = [...first.startstops, ...event.transfer];
         transferShown = true;
       }
       for (const dependent of task.dependents) this.inputArrived(dependent, task);

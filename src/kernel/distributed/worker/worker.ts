@@ -10,7 +10,9 @@ import { hostname } from "node:os";
 import { nbytes as sizeOf } from "../../diagnostics/nbytes";
 import { resolveFunction } from "../../scheduler/pool/functions";
 import { packError } from "../../scheduler/pool/wire";
+import { type PackedProfile, packProfile } from "../../../protocol/profile";
 import type { StartStop, WorkerStatus } from "../../../protocol/records";
+import { checkProfilingOptions } from "../../profiling/hub";
 import { decodeBatch, encodeBatches } from "../batches";
 import { Connection, listen } from "../comm";
 import { encodeValue } from "../frames";
@@ -20,6 +22,7 @@ import type {
   GatherReplyMessage,
   GetDataRequest,
   HeartbeatReplyMessage,
+  ProfileRequestMessage,
   RunMessage,
   ToWorker,
   WorkerAddress,
@@ -32,6 +35,7 @@ import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute
 import { MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
 import { keyRepr, typeName } from "./names";
 import { type FetchResult, PeerClient, serveGetData } from "./peers";
+import { WorkerProfiler } from "./profile";
 import { WorkerState, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
 import { TransferStats } from "./transfers";
@@ -55,6 +59,7 @@ export class Worker {
   private readonly transfers = new TransferStats();
   private readonly thresholds: MemoryThresholds;
   private readonly runner: TaskRunner;
+  private readonly profiler: WorkerProfiler;
   private readonly running = new Map<string, RunningTask>();
   private server: Server | undefined;
   private scheduler: Connection | undefined;
@@ -99,6 +104,7 @@ export class Worker {
         memoryLimit: config.memoryLimit,
         globals,
         now: worker.heartbeatSentAt,
+        memory: process.memoryUsage.rss(),
       });
       worker.monitorTimer = setInterval(() => worker.monitorMemory(), MONITOR_INTERVAL_MS);
       worker.monitorTimer.unref();
@@ -125,6 +131,7 @@ export class Worker {
     this.view = this.makeView();
     // Last: nothing above may fail once threads exist.
     this.runner = new TaskRunner(config.nthreads);
+    this.profiler = new WorkerProfiler(this.address, this.clock, config.profile);
   }
 
   // ---- Messages from the scheduler -------------------------------------------------------------
@@ -152,6 +159,9 @@ export class Worker {
         return;
       case "run":
         void this.runFunction(message);
+        return;
+      case "profile":
+        void this.sendProfile(message);
         return;
       case "heartbeat-reply":
         this.onHeartbeatReply(message);
@@ -304,13 +314,11 @@ export class Worker {
     const start = this.clock.toScheduler(this.clock.fromMachine(result.start));
     const stop = this.clock.toScheduler(this.clock.fromMachine(result.stop));
     if (received.length > 0) this.transfers.received({ start, stop, who: worker, keys: sizes, wireBytes: result.wireBytes, types: [...types] });
-    this.apply({
-      type: "gather-dep-success",
-      worker,
-      received,
-      missing: result.missing,
-      transfer: { action: "transfer", start, stop, source: worker },
-    });
+    // The reply is decoded once all its bytes are in, at the end of the fetch: that stretch is the grey "deserialize".
+    const decoded = Math.max(start, stop - result.deserializeSeconds);
+    const transfer: StartStop[] = [{ action: "transfer", start, stop: decoded, source: worker }];
+    if (decoded < stop) transfer.push({ action: "deserialize", start: decoded, stop });
+    this.apply({ type: "gather-dep-success", worker, received, missing: result.missing, transfer });
     this.digests.addAll(["gather-dep"], ledger.finalize(stored > 0 ? undefined : received.length > 0 ? "cancelled" : "missing"));
   }
 
@@ -383,6 +391,17 @@ export class Worker {
       reply = { op: "run-reply", requestId: message.requestId, ok: false, error: packError(error) };
     }
     this.send(reply);
+  }
+
+  private async sendProfile(message: ProfileRequestMessage): Promise<void> {
+    let profile: PackedProfile;
+    try {
+      profile = await this.profiler.windows({ start: message.start, stop: message.stop });
+    } catch (error) {
+      this.log(`cannot read its profile: ${(error as Error).stack ?? error}`);
+      profile = packProfile([], this.profiler.interval);
+    }
+    this.send({ op: "profile-reply", requestId: message.requestId, profile, enabled: this.profiler.enabled });
   }
 
   // ---- Sending to the scheduler ------------------------------------------------------------------
@@ -510,6 +529,7 @@ export class Worker {
     this.status = "closing";
     clearTimeout(this.heartbeatTimer);
     clearInterval(this.monitorTimer);
+    this.profiler.close();
     this.runner.close();
     this.peers.close();
     for (const connection of this.peerConnections) connection.destroy();
@@ -570,5 +590,9 @@ function checkConfig(config: WorkerStartConfig): void {
   if (!Number.isInteger(config.nthreads) || config.nthreads < 1) fail("nthreads", "a whole number ≥ 1", config.nthreads);
   if (typeof config.memoryLimit !== "number" || Number.isNaN(config.memoryLimit) || config.memoryLimit < 0) {
     fail("memoryLimit", "a number of bytes ≥ 0 (0: no limit)", config.memoryLimit);
+  }
+  if (config.profile !== undefined && config.profile !== false) {
+    if (typeof config.profile !== "object" || config.profile === null) fail("profile", "false or { interval, cycle }", config.profile);
+    checkProfilingOptions(config.profile, "WorkerStartConfig.profile option");
   }
 }

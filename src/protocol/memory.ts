@@ -1,7 +1,7 @@
 // Dask's MemoryState measures (records.ts ClusterMemory), by their TypeScript names, with Dask's
-// snake_case spellings accepted so a seed line works as written.
+// snake_case spellings accepted so a seed line works as written; and MemorySampler's series.
 
-import type { ClusterMemory } from "../../../protocol/records";
+import type { ClusterMemory } from "./records";
 
 export type MemoryMeasure = keyof ClusterMemory;
 
@@ -35,4 +35,14 @@ export function measureNamed(name: unknown): MemoryMeasure {
     if ((MEASURES as readonly string[]).includes(camel)) return camel as MemoryMeasure;
   }
   throw new TypeError(`MemorySampler: unknown measure ${JSON.stringify(name)}; the measures are ${MEASURES.join(", ")} (Dask's snake_case names work too)`);
+}
+
+/** [epoch seconds, bytes] */
+export type MemoryPoint = readonly [time: number, bytes: number];
+
+/** One labelled series of samples. */
+export interface MemorySeries {
+  readonly label: string;
+  readonly measure: MemoryMeasure;
+  readonly points: readonly MemoryPoint[];
 }

@@ -1,8 +1,24 @@
 // Time bins for plots of many intervals (tasks, task phases): per row and bin, the busy fraction
 // and the colour group with the most busy time, instead of one sub-pixel mark per interval.
 
-import { seconds } from "./frame";
-import { binCount } from "./plot";
+/**
+ * Above this many task records the task plot shows per-worker time bins instead of one rectangle
+ * per task. 5 000 is where rectangles stop being readable and cheap at once: at 800 px a run of
+ * 5 000 tasks over a few workers is already ~1 px per task (Dask #397's grey slab), and Vega's
+ * canvas renders ~10 k marks in ~0.3 s but 100 k in ~1 s per redraw (js-ecosystem.md §7), while
+ * the inlined data grows ~60 bytes per mark. The same limit bounds the points of line plots.
+ */
+export const DETAIL_LIMIT = 5000;
+
+/** Time bins per plot when aggregating: one per 2 px, finer than the eye needs, coarse enough to stay small. */
+export function binCount(width: number): number {
+  return Math.max(1, Math.round(width / 2));
+}
+
+/** Rounds seconds for tooltips and data: microseconds are more than any plot resolves. */
+export function seconds(value: number): number {
+  return Math.round(value * 1e6) / 1e6;
+}
 
 export interface BinnedIntervals {
   /** Epoch seconds of each interval. */

@@ -1,0 +1,237 @@
+// Seed 003's diagnostics for a cluster, behind the Client so every transport's cluster is
+// diagnosed alike: the scheduler's task-stream ring, the workers' statistical profiles and
+// transfer logs, heartbeat memory and system samples, cumulative metrics. While a client is open
+// its ClusterDiagnostics is what getTaskStream, MemorySampler and performanceReport read
+// (diagnostics/cluster-source.ts); the Client's getTaskStream, profile and bandwidth call here.
+
+import type { ProfileWindow } from "../../../protocol/profile";
+import { administrativeProfile, computeProfile } from "../../../protocol/profile";
+import type { MetricRecord, ProfileNode, SystemSample, TaskStreamRecord, TransferLogEntry, WorkerRecord } from "../../../protocol/records";
+import { MEASURE_TITLES, type MemoryMeasure, type MemoryPoint } from "../../../protocol/memory";
+import { now } from "../../clock";
+import { type BandwidthDetail, type BandwidthOptions, type TransferLogs, bandwidthPlot, bandwidthSummary, nameTransferLogs } from "../../diagnostics/bandwidth";
+import type { ClusterDiagnosticsSource, TimeRange } from "../../diagnostics/cluster-source";
+import type { MemoryRecording, MemorySource } from "../../diagnostics/memory/source";
+import { type ProfileFigureOptions, ProfileFigure } from "../../diagnostics/statprof/figure";
+import { prefixesOfKey } from "../../diagnostics/statprof/profiler";
+import { TaskStreamTable, taskStreamPlot } from "../../diagnostics/taskstream";
+import type { VisualizeOptions } from "../../diagnostics/visualize/options";
+import type { ProfilePlot } from "../../diagnostics/visualize/visualize";
+import type { Key } from "../../graph/keys";
+import type { WorkerAddress } from "../messages";
+import type { Scheduler } from "../scheduler/scheduler";
+import type { CollectOptions } from "../scheduler/task-stream";
+import type { WorkerView } from "../worker/view";
+
+// Self-contained, so they travel to the workers as source (client.run's rules).
+const incomingLog = (worker: WorkerView): readonly TransferLogEntry[] => worker.incomingTransferLog;
+const outgoingLog = (worker: WorkerView): readonly TransferLogEntry[] => worker.outgoingTransferLog;
+
+/** How often reportedSince looks at the workers' heartbeats. */
+const POLL_MS = 25;
+
+export class ClusterDiagnostics implements ClusterDiagnosticsSource {
+  readonly memory: MemorySource;
+
+  constructor(
+    private readonly scheduler: Scheduler,
+    readonly description: string,
+  ) {
+    this.memory = heartbeatMemory(scheduler, description);
+  }
+
+  taskStreamIndex(): number {
+    return this.scheduler.taskStream.index;
+  }
+
+  taskStreamSince(index: number): { records: TaskStreamRecord[]; dropped: number } {
+    const ring = this.scheduler.taskStream;
+    const oldestHeld = ring.index - ring.length;
+    return { records: ring.collect({ startIndex: index }), dropped: Math.max(0, oldestHeld - index) };
+  }
+
+  watchTaskStream(watcher: (record: TaskStreamRecord) => void): () => void {
+    return this.scheduler.taskStream.watch(watcher);
+  }
+
+  profile(range: TimeRange, workers?: readonly string[]): Promise<{ windows: ProfileWindow[]; interval: number }> {
+    return this.scheduler.profileWindows(range, workers === undefined ? undefined : this.addressesOf(workers));
+  }
+
+  async transferLogs(direction: "incoming" | "outgoing", range: TimeRange = {}): Promise<TransferLogs> {
+    const spec = this.scheduler.functions.specFor(direction === "incoming" ? incomingLog : outgoingLog, "client.run");
+    const logs = (await this.scheduler.runOnWorkers(spec)) as Record<WorkerAddress, TransferLogEntry[]>;
+    const { start = -Infinity, stop = Infinity } = range;
+    for (const [worker, log] of Object.entries(logs)) logs[worker] = log.filter((entry) => entry.stop >= start && entry.start <= stop);
+    return logs;
+  }
+
+  system(range: TimeRange): SystemSample[] {
+    return this.scheduler.systemHistory(range.start, range.stop);
+  }
+
+  metrics(): MetricRecord[] {
+    return this.scheduler.cumulativeWorkerMetrics();
+  }
+
+  workers(): WorkerRecord[] {
+    return this.scheduler.workerRecords();
+  }
+
+  reportedSince(time: number, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    return new Promise((resolve) => {
+      const check = (): void => {
+        const waiting = [...this.scheduler.workers.values()].some((ws) => ws.lastHeartbeat < time);
+        if (!waiting || Date.now() >= deadline || this.scheduler.isClosed) resolve();
+        else setTimeout(check, POLL_MS);
+      };
+      check();
+    });
+  }
+
+  /** Worker addresses from addresses or names; an unknown one is an error naming it. */
+  addressesOf(workers: readonly string[]): WorkerAddress[] {
+    const known = this.scheduler.workers;
+    return workers.map((worker) => {
+      if (known.has(worker)) return worker;
+      for (const ws of known.values()) if (ws.name === worker) return ws.address;
+      throw new Error(`No worker ${JSON.stringify(worker)} in ${this.description}; workers: ${[...known.values()].map((ws) => `${ws.name} (${ws.address})`).join(", ")}`);
+    });
+  }
+}
+
+/**
+ * The cluster's memory as its workers' heartbeats report it (Dask's scheduler MemoryState, every
+ * measure): a sample every `interval` seconds, the first at once. It stops with the cluster.
+ */
+function heartbeatMemory(scheduler: Scheduler, description: string): MemorySource {
+  return {
+    description: `the workers of ${description} (heartbeats)`,
+    record(measure: MemoryMeasure, interval: number): MemoryRecording {
+      if (!(measure in MEASURE_TITLES)) throw new TypeError(`MemorySampler: unknown measure ${JSON.stringify(measure)}`);
+      const points: MemoryPoint[] = [];
+      const sample = (): void => void points.push([now(), scheduler.memory()[measure]]);
+      sample();
+      const timer = setInterval(sample, interval * 1000);
+      // The sampled block keeps the process alive; the sampler must not keep it after.
+      timer.unref();
+      const stopWatching = scheduler.onClose(() => clearInterval(timer));
+      return {
+        run: (block) => block(),
+        async stop() {
+          clearInterval(timer);
+          stopWatching();
+          return points;
+        },
+      };
+    },
+  };
+}
+
+// ---- What the Client's methods do --------------------------------------------------------------
+
+export interface ClientTaskStreamOptions extends CollectOptions, VisualizeOptions {
+  /** Also plot the records: true shows them (notebook) or writes `filename` (elsewhere); "save" always writes. */
+  readonly plot?: boolean | "save";
+}
+
+/** Records and their plot (Dask's `(records, figure)` for `plot=True`). */
+export interface PlottedTaskStream {
+  readonly data: TaskStreamRecord[];
+  readonly table: TaskStreamTable;
+  readonly figure: ProfilePlot;
+}
+
+const COLLECT_NAMES = ["start", "stop", "count", "startIndex"];
+
+export async function clientTaskStream(scheduler: Scheduler, diagnostics: ClusterDiagnostics, options: ClientTaskStreamOptions): Promise<TaskStreamRecord[] | PlottedTaskStream> {
+  if (options === null || typeof options !== "object") throw new TypeError(`client.getTaskStream takes an options object, got ${String(options)}`);
+  const { plot, start, stop, count, startIndex, ...plotOptions } = options;
+  for (const [name, value] of [["start", start], ["stop", stop], ["count", count], ["startIndex", startIndex]] as const) {
+    if (value !== undefined && !(typeof value === "number" && Number.isFinite(value))) {
+      throw new TypeError(`client.getTaskStream option ${name} must be a number${name === "start" || name === "stop" ? " (epoch seconds)" : ""}, got ${JSON.stringify(value)}`);
+    }
+  }
+  if (plot !== undefined && plot !== true && plot !== false && plot !== "save") throw new TypeError(`Option plot must be true, false or "save", got ${JSON.stringify(plot)}`);
+  const data = scheduler.getTaskStream({ start, stop, count, startIndex });
+  if (plot === undefined || plot === false) {
+    const unknown = Object.keys(plotOptions).filter((name) => !COLLECT_NAMES.includes(name));
+    if (unknown.length > 0) throw new TypeError(`Unknown client.getTaskStream option "${unknown[0]}" (plot options need plot: true); known: plot, ${COLLECT_NAMES.join(", ")}`);
+    return data;
+  }
+  const table = TaskStreamTable.fromRecords(data);
+  table.nameWorkers(diagnostics.workers());
+  const figure = await taskStreamPlot(table, { ...plotOptions, ...(plot === "save" ? { save: true } : {}) });
+  return { data, table, figure };
+}
+
+export interface ClientProfileOptions {
+  /** A task prefix ("inc"), a key whose prefix is meant, or several prefixes. Default: all. */
+  readonly key?: Key | readonly string[];
+  /** Epoch seconds on the scheduler's clock. */
+  readonly start?: number;
+  readonly stop?: number;
+  /** Worker addresses or names. Default: all. */
+  readonly workers?: readonly string[];
+  /** "compute" (default): samples taken in tasks; "administrative": the workers' other work. */
+  readonly kind?: "compute" | "administrative";
+  /** Write the interactive profile (icicle over a timeline) to this HTML file. */
+  readonly filename?: string;
+  /** Show the interactive profile in the notebook (or write `filename`, default dask-profile.html, elsewhere). */
+  readonly plot?: boolean;
+}
+
+const PROFILE_OPTIONS = ["key", "start", "stop", "workers", "kind", "filename", "plot"];
+
+export async function clientProfile(diagnostics: ClusterDiagnostics, options: ClientProfileOptions): Promise<ProfileNode> {
+  if (options === null || typeof options !== "object") throw new TypeError(`client.profile takes an options object, got ${String(options)}`);
+  for (const name of Object.keys(options)) {
+    if (!PROFILE_OPTIONS.includes(name)) throw new TypeError(`Unknown client.profile option "${name}"; known: ${PROFILE_OPTIONS.join(", ")}`);
+  }
+  const { key, start, stop, workers, kind = "compute", filename, plot = false } = options;
+  for (const [name, value] of [["start", start], ["stop", stop]] as const) {
+    if (value !== undefined && !(typeof value === "number" && Number.isFinite(value))) throw new TypeError(`client.profile option ${name} must be epoch seconds, got ${JSON.stringify(value)}`);
+  }
+  if (kind !== "compute" && kind !== "administrative") throw new TypeError(`client.profile option kind must be "compute" or "administrative", got ${JSON.stringify(kind)}`);
+  if (workers !== undefined && !(Array.isArray(workers) && workers.every((w) => typeof w === "string"))) {
+    throw new TypeError(`client.profile option workers must be a list of worker addresses or names`);
+  }
+  if (filename !== undefined && (typeof filename !== "string" || filename === "")) throw new TypeError(`client.profile option filename must be a file name, got ${JSON.stringify(filename)}`);
+  if (typeof plot !== "boolean") throw new TypeError(`client.profile option plot must be true or false, got ${JSON.stringify(plot)}`);
+  const prefix = key === undefined ? undefined : prefixesOfKey(key);
+  const { windows, interval } = await diagnostics.profile({ start, stop }, workers);
+  const query = { start, stop, prefix };
+  const tree = kind === "compute" ? computeProfile(windows, query) : administrativeProfile(windows, query);
+  if (filename !== undefined || plot) {
+    const figureOptions: ProfileFigureOptions = {
+      kind,
+      title: kind === "compute" ? "Worker profile (compute)" : "Worker profile (administrative)",
+      ...(prefix?.length === 1 ? { key: prefix[0] } : {}),
+      ...(filename === undefined ? {} : { filename, save: true }),
+    };
+    await ProfileFigure.show(windows, interval, figureOptions);
+  }
+  return tree;
+}
+
+export interface ClientBandwidthOptions extends BandwidthOptions, TimeRange {
+  /** Also plot it: bars by type over a source × destination heatmap (shown, or written to `filename`). */
+  readonly plot?: boolean | "save";
+  readonly filename?: string;
+}
+
+/** Bandwidth by type and by worker pair from the workers' real transfer logs. */
+export async function clientBandwidth(diagnostics: ClusterDiagnostics, options: ClientBandwidthOptions): Promise<BandwidthDetail> {
+  if (options === null || typeof options !== "object") throw new TypeError(`client.bandwidth takes an options object, got ${String(options)}`);
+  const known = ["direction", "start", "stop", "plot", "filename"];
+  for (const name of Object.keys(options)) if (!known.includes(name)) throw new TypeError(`Unknown client.bandwidth option "${name}"; known: ${known.join(", ")}`);
+  const { direction = "incoming", start, stop, plot = false, filename } = options;
+  if (direction !== "incoming" && direction !== "outgoing") throw new TypeError(`Option direction must be "incoming" or "outgoing", got ${JSON.stringify(direction)}`);
+  const logs = await diagnostics.transferLogs(direction, { start, stop });
+  if (plot !== false) {
+    const named = bandwidthSummary(nameTransferLogs(logs, diagnostics.workers()), { direction });
+    await bandwidthPlot(named, { ...(filename === undefined ? {} : { filename }), ...(plot === "save" ? { save: true } : {}) });
+  }
+  return bandwidthSummary(logs, { direction });
+}
