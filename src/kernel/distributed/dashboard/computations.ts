@@ -201,15 +201,14 @@ export class ClusterComputations {
     const index = ring.index;
     if (index < this.streamIndex) this.streamIndex = 0; // the ring was cleared
     if (index === this.streamIndex) return;
-    const records = ring.collect({ startIndex: this.streamIndex });
-    const first = index - records.length;
+    const { first, prefixes } = ring.prefixesSince(this.streamIndex);
     // Records that left the ring before anyone looked: counted where there is room, oldest first.
     let missed = first - this.streamIndex;
     for (const computation of this.running) {
       if (missed === 0 || computation.streamStart > first) break;
       missed -= computation.countAny(missed);
     }
-    for (let i = 0; i < records.length; i++) this.countFor(records[i].prefix, first + i);
+    for (let i = 0; i < prefixes.length; i++) this.countFor(prefixes[i], first + i);
     this.streamIndex = index;
   }
 

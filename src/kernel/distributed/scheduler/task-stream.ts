@@ -123,6 +123,18 @@ export class TaskStreamRing {
     return out;
   }
 
+  /**
+   * The prefixes of the records from position `startIndex` on (those still held), oldest first,
+   * with the position of the first: what the dashboard counts finished tasks by, read straight
+   * from the column (rebuilding a million records per snapshot cost 50 ms).
+   */
+  prefixesSince(startIndex: number): { readonly first: number; readonly prefixes: string[] } {
+    const first = Math.max(this.appended - this.length, Math.min(this.appended, startIndex));
+    const prefixes: string[] = [];
+    for (let i = first; i < this.appended; i++) prefixes.push(this.prefixes[i % this.capacity]);
+    return { first, prefixes };
+  }
+
   clear(): void {
     this.appended = 0;
     this.rows = 0;
