@@ -20,6 +20,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 import { Client, DashboardFeed, DashboardPublisher, LocalCluster, type State, dashboardPublisher, get, serveDashboard, withCallbacks } from "../src";
+import { profileSection } from "../src/kernel/dashboard/bounds";
 import { threadCpuSeconds } from "../src/kernel/diagnostics/sampler";
 import { threadCpuMs } from "../src/kernel/metrics/clock";
 import type { Graph } from "../src/kernel/graph/graph";
@@ -123,7 +124,15 @@ function fullSections(time: number): DashboardSections {
     description: { filename: "file.ts", name, line_number: 1, line: "" },
     children: depth < 9 ? { a: node(`${name}a`, depth + 1), b: node(`${name}b`, depth + 1) } : {},
   });
-  return { ...cluster, workers, taskStream: { records: taskStream, total: 1e6 }, metrics: { metrics }, profile: { tree: node("root", 0) } };
+  // The profile's windows too, each with a few prefixes' trees: profileSection bounds them as a kernel's would.
+  const windows = Array.from({ length: 2 * DASHBOARD_LIMITS.profileWindows }, (_, i) => ({
+    time: time - 60 + i,
+    stop: time - 59 + i,
+    source: workers[i % 64]!.address,
+    compute: { "sum-0": node("root", 0), "sum-1": node("root", 1), "sum-2": node("root", 2) },
+    administrative: node("loop", 3),
+  }));
+  return { ...cluster, workers, taskStream: { records: taskStream, total: 1e6 }, metrics: { metrics }, profile: profileSection(windows, 0.01) };
 }
 
 function fullSnapshotCost(): { ms: number; bytes: number } {
@@ -346,7 +355,7 @@ async function main(): Promise<void> {
       `${withFeed!.publishMs.toFixed(1)} ms in all = ${publishShare.toFixed(3)} % of one core, mean ${(meanBytes / 1024).toFixed(1)} kiB each`,
   );
   console.log(
-    `a snapshot with every section at its limit (64 workers, ${DASHBOARD_LIMITS.taskStream} task-stream records, metrics, a 1023-node profile): ` +
+    `a snapshot with every section at its limit (64 workers, ${DASHBOARD_LIMITS.taskStream} task-stream records, metrics, a 1023-node profile and its time windows): ` +
       `${full.ms.toFixed(2)} ms, ${(full.bytes / 1024).toFixed(0)} kiB; at 2/s: ${((2 * full.ms) / 10).toFixed(2)} % of one core`,
   );
   console.log(

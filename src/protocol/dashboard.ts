@@ -92,7 +92,7 @@ export interface ProfileSection {
   readonly tree: ProfileNode;
   readonly timeline?: readonly ProfileTimelinePoint[];
   /** The same samples in coarse time windows by prefix, for the interactive view (prefix and time selection). */
-  readonly packed?: PackedProfile;
+  readonly packed: PackedProfile;
 }
 
 /** What providers give: every part optional. */

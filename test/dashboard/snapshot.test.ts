@@ -31,6 +31,9 @@ test("a bad envelope is refused with the reason; a bad section is dropped and na
     'the "taskStream" section was dropped: "records" is not a list',
     'the "profile" section was dropped: "tree" is not an object',
   ]);
+  const treeOnly = parseSnapshot({ ...snapshot, profile: { tree: { identifier: "root", count: 1, description: {}, children: {} } } });
+  assert.equal(treeOnly.profile, undefined);
+  assert.deepEqual(treeOnly.errors, ['the "profile" section was dropped: "packed" is not a packed profile']);
 });
 
 test("newer means a later seq of the same source, or any seq of a new source (a restarted kernel)", () => {

@@ -33,7 +33,7 @@ export function boundSections(sections: DashboardSections): DashboardSections {
         tree: pruneProfile(profile.tree, limits.profileNodes),
         ...(profile.timeline && { timeline: last(profile.timeline, limits.profileTimeline) }),
         // Built within its limits by profileSection.
-        ...(profile.packed && { packed: profile.packed }),
+        packed: profile.packed,
       },
     }),
     ...(memorySamples && { memorySamples: last(memorySamples, limits.memorySamples) }),

@@ -29,6 +29,7 @@ function sectionProblem(name: DashboardSectionName, value: unknown): string | un
   const bad = shape.find((field) => !Array.isArray(value[field]));
   if (bad !== undefined) return `"${bad}" is not a list`;
   if (name === "profile" && !isFields(value.tree)) return '"tree" is not an object';
+  if (name === "profile" && !(isFields(value.packed) && Array.isArray(value.packed.windows))) return '"packed" is not a packed profile';
   return undefined;
 }
 
