@@ -29,10 +29,14 @@ export const MEASURE_TITLES: Readonly<Record<MemoryMeasure, string>> = {
 };
 
 /** The measure a name stands for: `"managed_total"` and `"managedTotal"` alike. */
+export function isMemoryMeasure(name: unknown): name is MemoryMeasure {
+  return (MEASURES as readonly unknown[]).includes(name);
+}
+
 export function measureNamed(name: unknown): MemoryMeasure {
   if (typeof name === "string") {
     const camel = name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
-    if ((MEASURES as readonly string[]).includes(camel)) return camel as MemoryMeasure;
+    if (isMemoryMeasure(camel)) return camel;
   }
   throw new TypeError(`MemorySampler: unknown measure ${JSON.stringify(name)}; the measures are ${MEASURES.join(", ")} (Dask's snake_case names work too)`);
 }

@@ -121,12 +121,24 @@ test("cluster sections fill the workers, memory and bandwidth panels; hostile na
   }
 });
 
-test("the last MemorySampler's series: one line per label, aligned at 0 s on request", async () => {
-  // MemorySampler feeds the process's own publisher (the notebook's): a page served from it.
+/**
+ * Runs `check` with a page on the process's own publisher (the notebook's), which MemorySampler
+ * and StatisticalProfiler feed; the page and its server are closed afterwards.
+ */
+async function withOwnFeedPage(check: (ownPage: Page, url: string) => Promise<void>): Promise<void> {
   const own = await serveDashboard("127.0.0.1:0");
-  const samplerPage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  samplerPage.on("pageerror", (error) => void errors.push(error.message));
+  const ownPage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  ownPage.on("pageerror", (error) => void errors.push(error.message));
   try {
+    await check(ownPage, own.url);
+  } finally {
+    await ownPage.close();
+    await own.close();
+  }
+}
+
+test("the last MemorySampler's series: one line per label, aligned at 0 s on request", () =>
+  withOwnFeedPage(async (samplerPage, url) => {
     const ms = new MemorySampler();
     const grow = async (): Promise<number> => {
       const blocks: Float64Array[] = [];
@@ -138,7 +150,7 @@ test("the last MemorySampler's series: one line per label, aligned at 0 s on req
     };
     await ms.sample("first", grow, { interval: 0.05 });
     await ms.sample(EVIL, grow, { interval: 0.05 });
-    await samplerPage.goto(own.url);
+    await samplerPage.goto(url);
     const panel = samplerPage.locator('.tsdask-dashboard-card[data-kind="memory-sampler"]');
     await panel.locator("svg .mark-line path").nth(1).waitFor({ timeout: 15_000 });
     assert.equal(await panel.locator("svg .mark-line path").count(), 2, "one line per label");
@@ -152,17 +164,10 @@ test("the last MemorySampler's series: one line per label, aligned at 0 s on req
     await panel.locator(".tsdask-memory-sampler-align input").check();
     await panel.locator("svg .role-axis-title text", { hasText: "Time since the block started (s)" }).waitFor({ timeout: 10_000 });
     assert.equal(await samplerPage.locator('img[src="x"]').count(), 0);
-  } finally {
-    await samplerPage.close();
-    await own.close();
-  }
-});
+  }));
 
-test("the last StatisticalProfiler's profile: its icicle, by task prefix", async () => {
-  const own = await serveDashboard("127.0.0.1:0");
-  const profilePage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  profilePage.on("pageerror", (error) => void errors.push(error.message));
-  try {
+test("the last StatisticalProfiler's profile: its icicle, by task prefix", () =>
+  withOwnFeedPage(async (profilePage, url) => {
     // Two prefixes of CPU-bound tasks on the sync scheduler: the main thread is sampled.
     const busy = (ms: number): number => {
       const end = Date.now() + ms;
@@ -178,18 +183,14 @@ test("the last StatisticalProfiler's profile: its icicle, by task prefix", async
     const sp = new StatisticalProfiler({ interval: 0.005, cycle: 0.1 });
     await withCallbacks(sp, () => get(dsk, Object.keys(dsk)));
     assert.ok(sp.results.count > 0, "the profiler sampled the tasks");
-    await profilePage.goto(own.url);
+    await profilePage.goto(url);
     const panel = profilePage.locator('.tsdask-dashboard-card[data-kind="profile"]');
     await panel.locator(".tsdask-icicle-cell").first().waitFor({ timeout: 15_000 });
     const prefixes = await panel.locator("select option").allTextContents();
     assert.ok(prefixes.some((text) => text.startsWith("crunch")) && prefixes.some((text) => text.startsWith("grind")), JSON.stringify(prefixes));
     const cells = await panel.locator(".tsdask-icicle-cell").count();
     assert.ok(cells >= 2, `the icicle has frames: ${cells}`);
-  } finally {
-    await profilePage.close();
-    await own.close();
-  }
-});
+  }));
 
 test("the page made no request outside its server and logged no error", () => {
   const origin = new URL(server.url).origin;

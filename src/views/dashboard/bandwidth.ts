@@ -7,6 +7,8 @@ import type { BandwidthSummary } from "../../protocol/records";
 import { KeyedRows, element, textElement } from "../dom";
 import type { PanelView } from "./kinds";
 
+const collator = new Intl.Collator(undefined, { numeric: true });
+
 /** Above this many workers the matrix would be unreadable: pairs are listed as bars instead. */
 const MATRIX_WORKERS = 16;
 
@@ -37,7 +39,6 @@ class PairMatrix {
   readonly node = element("table", "tsdask-dashboard-table tsdask-bandwidth-matrix");
 
   update(pairs: readonly Pair[], nameOf: (address: string) => string): void {
-    const collator = new Intl.Collator(undefined, { numeric: true });
     const byName = (a: string, b: string): number => collator.compare(nameOf(a), nameOf(b));
     const sources = [...new Set(pairs.map((pair) => pair.source))].sort(byName);
     const destinations = [...new Set(pairs.map((pair) => pair.destination))].sort(byName);

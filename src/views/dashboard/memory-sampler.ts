@@ -1,7 +1,7 @@
 // The Memory Sampler panel: the series of the kernel's last MemorySampler, one line per label, drawn
 // with the same spec as `ms.plot()`; an "align" switch starts every series at 0 s (Dask's
 // `plot(align=True)`), kept with the panel across reloads.
-import { MEASURES, type MemoryMeasure, type MemoryPoint, type MemorySeries } from "../../protocol/memory";
+import { type MemoryMeasure, type MemoryPoint, type MemorySeries, isMemoryMeasure } from "../../protocol/memory";
 import { memorySpec } from "../../protocol/plot/memory";
 import type { MemorySample } from "../../protocol/records";
 import { element, textElement } from "../dom";
@@ -17,8 +17,7 @@ export function seriesOf(samples: readonly MemorySample[]): MemorySeries[] {
   for (const { label, time, bytes, measure } of samples) {
     let series = byLabel.get(label);
     if (series === undefined) {
-      const known = (MEASURES as readonly string[]).includes(measure ?? "") ? (measure as MemoryMeasure) : "process";
-      byLabel.set(label, (series = { measure: known, points: [] }));
+      byLabel.set(label, (series = { measure: isMemoryMeasure(measure) ? measure : "process", points: [] }));
     }
     series.points.push([time, bytes]);
   }

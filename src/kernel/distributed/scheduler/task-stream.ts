@@ -112,7 +112,7 @@ export class TaskStreamRing {
     let from = first;
     let to = this.appended;
     if (options.startIndex !== undefined) {
-      from = Math.max(first, Math.min(to, options.startIndex));
+      from = this.heldFrom(options.startIndex);
     } else {
       if (options.start !== undefined) from = this.bisect(first, to, options.start);
       if (options.stop !== undefined) to = Math.max(from, this.bisect(from, to, options.stop));
@@ -129,10 +129,15 @@ export class TaskStreamRing {
    * from the column (rebuilding a million records per snapshot cost 50 ms).
    */
   prefixesSince(startIndex: number): { readonly first: number; readonly prefixes: string[] } {
-    const first = Math.max(this.appended - this.length, Math.min(this.appended, startIndex));
+    const first = this.heldFrom(startIndex);
     const prefixes: string[] = [];
     for (let i = first; i < this.appended; i++) prefixes.push(this.prefixes[i % this.capacity]);
     return { first, prefixes };
+  }
+
+  /** The position `startIndex` clamped to the records held now. */
+  private heldFrom(startIndex: number): number {
+    return Math.max(this.appended - this.length, Math.min(this.appended, startIndex));
   }
 
   clear(): void {
