@@ -1,6 +1,7 @@
 // Shared by the benchmarks: timing, running the Dask side in the project's Python, and printing.
 
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Browser, chromium } from "playwright-core";
@@ -141,4 +142,18 @@ export function printTable(header: readonly string[], rows: readonly (readonly (
 
 function format(value: number): string {
   return Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 1 ? value.toFixed(2) : value.toFixed(3);
+}
+
+/** CPU seconds (user + system, every thread) a process has used, from /proc. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // utime and stime are the 14th and 15th fields of the whole line (11th, 12th after the name).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }

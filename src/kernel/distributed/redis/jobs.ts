@@ -10,6 +10,14 @@ import type { RunMessage, RunReplyMessage, WireTask } from "../messages";
 /** Task specs up to this size travel inside their job; larger ones are stored and the job names them. */
 export const INLINE_TASK_BYTES = 128 * 1024;
 
+/**
+ * Results up to this size (their frames) also travel with their outcome, and the client carries
+ * them inside the jobs of the tasks that use them: a worker then runs such a task without a read
+ * from Redis (a chain of small values: one round trip less per task). The stored value stays the
+ * reference (the client's gather, a re-run, a value too large to carry).
+ */
+export const CARRIED_VALUE_BYTES = 1024;
+
 export interface TaskJobData {
   /** keyId of the task's key. */
   readonly key: string;
@@ -21,8 +29,15 @@ export interface TaskJobData {
   readonly task: { readonly frames: readonly string[] } | { readonly stored: string };
   /** The definitions of the function ids the task calls. */
   readonly functions: readonly (readonly [number, FnSpec])[];
-  /** keyIds of the inputs the task references (read from the store before it runs). */
+  /** keyIds of the inputs the task references (read from the store before it runs, unless carried). */
   readonly inputs: readonly string[];
+  /** Inputs whose value the job carries (see CARRIED_VALUE_BYTES): keyId and the stored frames in base64. */
+  readonly carried?: readonly (readonly [key: string, frames: readonly string[]])[];
+  /**
+   * How many jobs the client queued in the same step, this one included: more than a worker's
+   * threads tell it to take jobs ahead (see RedisWorker.jobsAtOnce).
+   */
+  readonly queuedWith?: number;
 }
 
 /** A task spec's frames, for the job (inline) or for the store (too large to inline). */
@@ -33,6 +48,16 @@ export function encodeTask(task: WireTask): { frames: Buffer[]; inline: boolean 
 
 export function decodeInlineTask(frames: readonly string[]): WireTask {
   return decodeValue(frames.map((frame) => Buffer.from(frame, "base64")), { shared: false }) as WireTask;
+}
+
+/** A value's frames as a job carries them (JSON: base64). */
+export function carryFrames(frames: readonly Uint8Array[]): string[] {
+  return frames.map((frame) => Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString("base64"));
+}
+
+/** The value of frames a job carries. */
+export function decodeCarried(frames: readonly string[]): unknown {
+  return decodeValue(frames.map((frame) => Buffer.from(frame, "base64")));
 }
 
 interface OutcomeBase {
@@ -68,6 +93,8 @@ export type OutcomeEntry =
       readonly metrics: readonly MetricRecord[];
       /** The read of the task's inputs, when it had any. */
       readonly transfer?: TransferLogEntry;
+      /** The value's frames, when they are at most CARRIED_VALUE_BYTES. */
+      readonly frames?: readonly Uint8Array[];
     })
   | (OutcomeBase & {
       readonly status: "erred";

@@ -127,10 +127,10 @@ export class RedisStore {
 
   /**
    * Stores `value` under `key` unless a value is there already. `outcome`: bytes added to the
-   * namespace's outcome stream in the same atomic step (made from the stored value's info), after
-   * a mark: "1" if this call published the value, "0" if one was there.
+   * namespace's outcome stream in the same atomic step (made from the stored value's info and
+   * frames), after a mark: "1" if this call published the value, "0" if one was there.
    */
-  async put(key: string, value: unknown, outcome?: (info: StoredInfo) => Buffer): Promise<{ info: StoredInfo; result: PublishOutcome }> {
+  async put(key: string, value: unknown, outcome?: (info: StoredInfo, frames: readonly Buffer[]) => Buffer): Promise<{ info: StoredInfo; result: PublishOutcome }> {
     const { info, result } = this.publish(key, value, outcome);
     return { info, result: await result };
   }
@@ -141,10 +141,10 @@ export class RedisStore {
    * Redis, so a caller may go on without waiting for the reply. Larger values take several
    * commands and round trips; wait for `result`.
    */
-  publish(key: string, value: unknown, outcome?: (info: StoredInfo) => Buffer): { info: StoredInfo; issued: boolean; result: Promise<PublishOutcome> } {
+  publish(key: string, value: unknown, outcome?: (info: StoredInfo, frames: readonly Buffer[]) => Buffer): { info: StoredInfo; issued: boolean; result: Promise<PublishOutcome> } {
     const frames = encodeValue(value);
     const info = { nbytes: framesByteLength(frames), type: typeName(value) };
-    const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, outcome?.(info) ?? "");
+    const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, outcome?.(info, frames) ?? "");
     return { info, issued, result };
   }
 

@@ -32,7 +32,7 @@ import type { Transport, TransportEvents } from "../scheduler/transport";
 import { WorkerClock } from "../worker/clock";
 import { observeRedisTime } from "./clock";
 import { type ConnectOptions, type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
-import { type OutcomeEntry, type TaskJobData, type WorkerRequest, decodeOutcome, encodeTask } from "./jobs";
+import { type OutcomeEntry, type Publication, type TaskJobData, type WorkerRequest, carryFrames, decodeCarried, decodeOutcome, encodeTask } from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient } from "./registry";
 import { RedisStore } from "./store";
@@ -58,6 +58,14 @@ export type QueuedTask = ComputeTaskMessage & { readonly functions?: readonly (r
 export type RedisTaskFinished = TaskFinishedMessage & { readonly transfer?: TransferLogEntry };
 
 
+/** A result in the store, as the client keeps it. */
+interface Held {
+  /** The key's repr, to name it if Redis loses it. */
+  readonly name: string;
+  /** Its frames (base64) when small enough to carry in the jobs that use it (see CARRIED_VALUE_BYTES). */
+  readonly carried?: readonly string[];
+}
+
 interface Pending {
   readonly jobId: string;
   readonly name: string;
@@ -71,6 +79,8 @@ const CLOSE_TIMEOUT_MS = 5000;
 const ADD_SLICE = 1000;
 /** Outcomes read per round trip. */
 const OUTCOME_BATCH = 1000;
+/** Most bytes of small results (base64) the client keeps to carry in jobs; beyond it results are read from Redis. */
+const CARRIED_BUDGET = 4 * 1024 * 1024;
 
 export class RedisTransport implements Transport {
   readonly placement = "queue" as const;
@@ -85,8 +95,13 @@ export class RedisTransport implements Transport {
   private readonly pending = new Map<string, Pending>();
   /** Deletions of stored values under way, by key. */
   private readonly deleting = new Map<string, Promise<void>>();
-  /** Results in the store: keyId → repr (to name them if Redis loses them). */
-  private readonly held = new Map<string, string>();
+  /** Results in the store, by keyId. */
+  private readonly held = new Map<string, Held>();
+  /** Bytes of the `carried` frames in `held`. */
+  private carriedBytes = 0;
+  /** Keys whose stored values are deleted in the next turn of the event loop (see forget). */
+  private toDelete: string[] = [];
+  private deletion: Promise<void> | undefined;
   private readonly workers = new Map<string, RegisteredWorker>();
   private events: TransportEvents | undefined;
   private nextJob = 0;
@@ -231,7 +246,7 @@ export class RedisTransport implements Transport {
     for (const { task, jobId } of batch) {
       if (this.pending.get(task.key)?.jobId !== jobId) continue; // forgotten meanwhile
       try {
-        jobs.push({ name: task.prefix, data: await this.jobData(task, jobId), opts: jobOptions(jobId, task.priority) });
+        jobs.push({ name: task.prefix, data: await this.jobData(task, jobId, batch.length), opts: jobOptions(jobId, task.priority) });
       } catch (error) {
         this.pending.delete(task.key);
         erred.push(taskErred(task.key, error));
@@ -250,7 +265,7 @@ export class RedisTransport implements Transport {
     }
   }
 
-  private async jobData(task: QueuedTask, jobId: string): Promise<TaskJobData> {
+  private async jobData(task: QueuedTask, jobId: string, queuedWith: number): Promise<TaskJobData> {
     const functions: [number, FnSpec][] = [];
     for (const id of functionIds(task.task)) {
       const spec = this.functions.get(id) ?? this.functionTable?.spec(id);
@@ -266,6 +281,11 @@ export class RedisTransport implements Transport {
       this.pending.set(task.key, { jobId, name: task.name, specToken: jobId });
       spec = { stored: jobId };
     }
+    const carried: [string, readonly string[]][] = [];
+    for (const { key } of task.dependencies) {
+      const frames = this.held.get(key)?.carried;
+      if (frames !== undefined) carried.push([key, frames]);
+    }
     return {
       key: task.key,
       name: task.name,
@@ -274,6 +294,8 @@ export class RedisTransport implements Transport {
       task: spec,
       functions,
       inputs: task.dependencies.map((dependency) => dependency.key),
+      carried: carried.length > 0 ? carried : undefined,
+      queuedWith,
     };
   }
 
@@ -288,36 +310,85 @@ export class RedisTransport implements Transport {
         this.queue.remove(job.jobId).catch(() => {});
         if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
       }
-      this.held.delete(key);
+      this.release(key);
     }
     this.deleteValues(keys);
   }
 
-  /** Deletes stored values; a key queued again meanwhile waits for its old value to be gone (see enqueue). */
+  private hold(key: string, value: Held): void {
+    this.release(key);
+    if (value.carried !== undefined) {
+      const bytes = value.carried.reduce((sum, frame) => sum + frame.length, 0);
+      if (this.carriedBytes + bytes > CARRIED_BUDGET) value = { name: value.name };
+      else this.carriedBytes += bytes;
+    }
+    this.held.set(key, value);
+  }
+
+  private release(key: string): void {
+    const frames = this.held.get(key)?.carried;
+    if (frames !== undefined) this.carriedBytes -= frames.reduce((sum, frame) => sum + frame.length, 0);
+    this.held.delete(key);
+  }
+
+  /**
+   * Deletes stored values, in one command per turn of the event loop: after the jobs the same
+   * outcomes made ready were added, so the next task of a chain does not wait behind it. A key
+   * queued again meanwhile waits for its old value to be gone (see enqueue).
+   */
   private deleteValues(keys: readonly string[]): void {
-    const deleted = this.store.delete(keys).catch(() => {});
-    for (const key of keys) this.deleting.set(key, deleted);
-    void deleted.then(() => {
-      for (const key of keys) if (this.deleting.get(key) === deleted) this.deleting.delete(key);
-    });
+    if (keys.length === 0) return;
+    this.toDelete.push(...keys);
+    if (this.deletion === undefined) {
+      const deletion = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        const batch = this.toDelete;
+        this.toDelete = [];
+        this.deletion = undefined;
+        await this.store.delete(batch).catch(() => {});
+        for (const key of batch) if (this.deleting.get(key) === deletion) this.deleting.delete(key);
+      });
+      this.deletion = deletion;
+    }
+    for (const key of keys) this.deleting.set(key, this.deletion);
   }
 
   /** Values of keys in the store; keys not there are absent from the map. */
   async fetch(keys: readonly string[]): Promise<ReadonlyMap<string, unknown>> {
     this.checkUsable();
-    return (await this.store.get(keys)).values;
+    // Small values came with their outcomes: only the others are read.
+    const values = new Map<string, unknown>();
+    const toRead: string[] = [];
+    for (const key of keys) {
+      const frames = this.held.get(key)?.carried;
+      if (frames !== undefined) values.set(key, decodeCarried(frames));
+      else toRead.push(key);
+    }
+    if (toRead.length > 0) for (const [key, value] of (await this.store.get(toRead)).values) values.set(key, value);
+    return values;
   }
 
   // ---- Workers → scheduler -------------------------------------------------------------------
 
-  /** Reads the outcome stream past the last entry handled; handled entries are deleted. */
+  /**
+   * Reads the outcome stream past the last entry handled; handled entries are deleted, in the
+   * same write as the next read. That write waits for the next turn of the event loop, after the
+   * jobs these outcomes made ready were added: a chain's next task does not wait behind it.
+   */
   private async readOutcomes(): Promise<void> {
     const stream = this.namespace.outcomes;
     let last = "0-0";
+    let handled: string[] = [];
     while (this.failure === undefined && this.closing === undefined) {
       let reply: unknown;
       try {
-        reply = await this.blocking.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", stream, last);
+        const read = this.blocking.pipeline();
+        if (handled.length > 0) read.xdel(stream, ...handled);
+        read.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", stream, last);
+        const replies = (await read.exec()) ?? [];
+        handled = [];
+        const [error, value] = replies[replies.length - 1] ?? [new Error("no reply")];
+        if (error !== null) throw error;
+        reply = value;
       } catch (error) {
         if (this.failure !== undefined || this.closing !== undefined) return;
         // The connection dropped: it reconnects by itself (tick() bounds how long); unread entries wait.
@@ -330,7 +401,8 @@ export class RedisTransport implements Transport {
       const ids = entries.map(([id]) => id.toString());
       last = ids[ids.length - 1];
       this.handleOutcomes(entries.map(([, fields]) => fields[1]));
-      this.redis.xdel(stream, ...ids).catch(() => {});
+      handled = ids;
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
@@ -358,16 +430,19 @@ export class RedisTransport implements Transport {
       if (job.specToken !== undefined) this.store.deleteTask(entry.key, job.specToken).catch(() => {});
       const messages = byWorker.get(entry.worker) ?? [];
       byWorker.set(entry.worker, messages);
-      messages.push(...this.toMessages(entry, job));
+      messages.push(...this.toMessages(entry, job, publication));
     }
     if (orphans.length > 0) this.deleteValues(orphans);
     for (const [worker, messages] of byWorker) this.events?.received(worker, messages);
   }
 
-  private toMessages(entry: OutcomeEntry, job: Pending): FromWorker[] {
+  private toMessages(entry: OutcomeEntry, job: Pending, publication: Publication): FromWorker[] {
     switch (entry.status) {
       case "finished": {
-        this.held.set(entry.key, job.name);
+        // Frames are carried only when they are the stored value: a re-run that found a value
+        // stored (perhaps another, should the task not be deterministic) sent its own.
+        const carried = publication === "published" && entry.frames !== undefined ? carryFrames(entry.frames) : undefined;
+        this.hold(entry.key, { name: job.name, carried });
         const finished: RedisTaskFinished = {
           op: "task-finished",
           key: entry.key,
@@ -515,7 +590,7 @@ export class RedisTransport implements Transport {
   }
 
   private dataLost(): RedisDataLostError {
-    return new RedisDataLostError(this.description, [...this.held.values(), ...[...this.pending.values()].map((job) => job.name)]);
+    return new RedisDataLostError(this.description, [...[...this.held.values()].map((value) => value.name), ...[...this.pending.values()].map((job) => job.name)]);
   }
 
   private fail(error: Error): void {
@@ -558,6 +633,7 @@ export class RedisTransport implements Transport {
     clearInterval(this.pollTimer);
     this.pending.clear();
     this.held.clear();
+    this.carriedBytes = 0;
     // Only while Redis answers, and not for long: otherwise the workers sweep the namespace once
     // they notice this client's connections are gone.
     if (this.redis.status === "ready") {

@@ -9,6 +9,7 @@
 // first run's result and stops, or loses the race to publish and leaves the stored value alone.
 
 import { availableParallelism, hostname, totalmem } from "node:os";
+import type { Socket } from "node:net";
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import { type Job, Worker as QueueWorker } from "bullmq";
 import type { Redis } from "ioredis";
@@ -27,7 +28,16 @@ import { type WorkerView, workerView } from "../worker/view";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
 import { FunctionGate } from "./functions";
-import { type OutcomeEntry, type ReplyEntry, type TaskJobData, type WorkerRequest, decodeInlineTask, encodeOutcome } from "./jobs";
+import {
+  CARRIED_VALUE_BYTES,
+  type OutcomeEntry,
+  type ReplyEntry,
+  type TaskJobData,
+  type WorkerRequest,
+  decodeCarried,
+  decodeInlineTask,
+  encodeOutcome,
+} from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
 import { DEFAULT_PART_SIZE, type FetchResult, RedisStore, sweepNamespace } from "./store";
@@ -74,6 +84,11 @@ interface ServedClient {
   readonly namespace: Namespace;
   readonly store: RedisStore;
   readonly queue: QueueWorker<TaskJobData, void>;
+  /**
+   * Whether the client queued more jobs at once than this worker has threads (see jobsAtOnce);
+   * the queue running dry ends it.
+   */
+  backlog: boolean;
 }
 
 const NOTHING_FETCHED: FetchResult = { frames: new Map(), types: new Map(), missing: [], bytes: 0, sizes: new Map() };
@@ -103,6 +118,8 @@ export class RedisWorker {
   /** Tasks run to an outcome on a thread since the worker started (Dask's executed_count). */
   private executed = 0;
   private fetching = 0;
+  /** The socket whose writes holdWrites holds until the next turn of the event loop. */
+  private heldSocket: Socket | undefined;
   /** Reads of inputs from Redis (incoming, peer "redis") and writes of results to it (outgoing). */
   private readonly transfers = new TransferStats();
   /** Fine performance metrics since the worker started (each task's also travel with its outcome). */
@@ -257,13 +274,13 @@ export class RedisWorker {
   private serve(clientId: string): void {
     const namespace = new Namespace(clientId);
     const store = new RedisStore(this.redis, namespace, { partSize: this.options.partSize });
-    const queue: QueueWorker<TaskJobData, void> = new QueueWorker<TaskJobData, void>(TASK_QUEUE, (job) => this.runJob(store, job).finally(() => (queue.concurrency = this.jobsAtOnce())), {
+    const queue: QueueWorker<TaskJobData, void> = new QueueWorker<TaskJobData, void>(TASK_QUEUE, (job) => this.takeJob(served, job), {
       // This worker's own connection: results are published on it, and BullMQ completes their
       // jobs after them on it (it opens a connection of its own for its blocking waits).
       connection: this.redis,
       prefix: namespace.queuePrefix,
       name: this.name,
-      concurrency: this.jobsAtOnce(),
+      concurrency: this.options.nthreads,
       lockDuration: this.options.lockDuration * 1000,
       stalledInterval: this.options.stalledInterval * 1000,
       maxStalledCount: this.options.maxStalledCount,
@@ -288,17 +305,25 @@ export class RedisWorker {
       };
       store.pushOutcome(encodeOutcome(entry)).catch(() => {});
     });
-    this.served.set(clientId, { namespace, store, queue });
+    const served: ServedClient = { namespace, store, queue, backlog: false };
+    queue.on("drained", () => {
+      served.backlog = false;
+      queue.concurrency = this.jobsAtOnce(served);
+    });
+    this.served.set(clientId, served);
   }
 
   /**
-   * Jobs taken at once: one per thread while tasks are long; when tasks are so short that the
-   * trips to Redis between jobs would leave the threads waiting, as many as a thread takes in one
-   * batch (TaskRunner.capacity: about half a millisecond of work), at most MAX_JOBS_PER_THREAD so
-   * that long tasks following short ones do not pile up here while other workers idle.
+   * Jobs taken at once: one per thread while tasks are long, or come one at a time (a chain: each
+   * look for a further job would cost Redis commands and find none). When tasks are so short that
+   * the trips to Redis between jobs would leave the threads waiting, and more are queued, as many
+   * as a thread takes in one batch (TaskRunner.capacity: about half a millisecond of work), at
+   * most MAX_JOBS_PER_THREAD so that long tasks following short ones do not pile up here while
+   * other workers idle.
    */
-  private jobsAtOnce(): number {
-    return Math.min(this.runner.capacity, this.options.nthreads * MAX_JOBS_PER_THREAD);
+  private jobsAtOnce(client: ServedClient): number {
+    if (!client.backlog) return this.options.nthreads;
+    return Math.max(this.options.nthreads, Math.min(this.runner.capacity, this.options.nthreads * MAX_JOBS_PER_THREAD));
   }
 
   private async stopServing(clientId: string, sweep: boolean): Promise<void> {
@@ -312,7 +337,19 @@ export class RedisWorker {
 
   // ---- Running tasks ----------------------------------------------------------------------
 
-  private async runJob(store: RedisStore, job: Job<TaskJobData, void>): Promise<void> {
+  /** Runs a job; while the client queues more jobs than threads, takes further jobs before this one is done. */
+  private async takeJob(client: ServedClient, job: Job<TaskJobData, void>): Promise<void> {
+    if ((job.data.queuedWith ?? 1) > this.options.nthreads) client.backlog = true;
+    client.queue.concurrency = this.jobsAtOnce(client);
+    try {
+      await this.runJob(client, job);
+    } finally {
+      // The threads' batch size follows the tasks' durations.
+      client.queue.concurrency = this.jobsAtOnce(client);
+    }
+  }
+
+  private async runJob({ store }: ServedClient, job: Job<TaskJobData, void>): Promise<void> {
     const data = job.data;
     const base = { jobId: job.id ?? "", key: data.key, worker: this.name };
     // BullMQ counts every start of a job and every stall: only a job started before may find its result stored.
@@ -344,13 +381,15 @@ export class RedisWorker {
     const received = this.clock.now();
     let fetched: FetchResult = NOTHING_FETCHED;
     let done = false;
+    const carried = new Map(data.carried);
+    const toRead = carried.size === 0 ? data.inputs : data.inputs.filter((key) => !carried.has(key));
     // A re-run (its job stalled on a worker that died) first looks whether that run already
     // published the result, in the same round trip as the read of the inputs. A first run skips
     // that look: publishing only once keeps it harmless should an older job of the key be ahead.
-    if (data.inputs.length > 0 || rerun) {
+    if (toRead.length > 0 || rerun) {
       this.fetching++;
       try {
-        [fetched, [done]] = await Promise.all([data.inputs.length > 0 ? store.fetch(data.inputs) : NOTHING_FETCHED, rerun ? store.has([data.key]) : [false]]);
+        [fetched, [done]] = await Promise.all([toRead.length > 0 ? store.fetch(toRead) : NOTHING_FETCHED, rerun ? store.has([data.key]) : [false]]);
       } finally {
         this.fetching--;
       }
@@ -361,9 +400,11 @@ export class RedisWorker {
     const fetchedAt = this.clock.now();
     const inputs = new Map<string, unknown>();
     for (const [key, frames] of fetched.frames) inputs.set(key, decodeValue(frames));
+    for (const [key, frames] of carried) inputs.set(key, decodeCarried(frames));
     const task = "frames" in data.task ? decodeInlineTask(data.task.frames) : ((await store.getTask(data.key, data.task.stored)) as WireTask);
     const decodedAt = this.clock.now();
-    const transferred = data.inputs.length > 0;
+    // Inputs the job carried were not read: no transfer, as in Dask for data already on the worker.
+    const transferred = toRead.length > 0;
     const startstops: StartStop[] = [];
     const metrics: MetricRecord[] = [];
     let transfer: TransferLogEntry | undefined;
@@ -407,7 +448,8 @@ export class RedisWorker {
     }
     for (const [activity, value, unit] of run.metrics) execute.add(activity, value, unit);
     const serializing = this.clock.now();
-    const publication = store.publish(data.key, run.value, (info) => {
+    this.holdWrites();
+    const publication = store.publish(data.key, run.value, (info, frames) => {
       const serialized = this.clock.now();
       execute.add("serialize", serialized - serializing, "seconds");
       this.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: { [data.name]: info.nbytes }, wireBytes: info.nbytes, types: [info.type] });
@@ -420,13 +462,33 @@ export class RedisWorker {
         startstops,
         metrics: [...metrics, ...executeMetrics()],
         transfer,
+        frames: info.nbytes <= CARRIED_VALUE_BYTES ? frames : undefined,
       });
     });
     // The job completes on the same connection after this command (see serve), so a small
-    // result needs no round trip of its own: Redis runs the two in order.
+    // result needs no round trip of its own: Redis runs the two in order, and they leave in one
+    // write (holdWrites).
     if (publication.issued) publication.result.catch((error: Error) => this.log(`tsdask worker ${this.name}: cannot store the result of ${data.name}: ${error.message}`));
     else await publication.result;
     return undefined;
+  }
+
+  /**
+   * Holds this worker's writes to Redis until the callbacks of this turn of the event loop have
+   * run: a task's result and BullMQ's completion of its job (issued once the job's processor
+   * returns, after a few promise steps) then leave in one write, which wakes Redis once rather
+   * than twice. Commands stay in order; on a busy machine each wake-up costs a context switch.
+   */
+  private holdWrites(): void {
+    // ioredis's current socket is `stream` (see RedisTransport.applyKeepAlive).
+    const socket = (this.redis as unknown as { stream?: Socket }).stream;
+    if (this.heldSocket !== undefined || socket === undefined) return;
+    this.heldSocket = socket;
+    socket.cork();
+    setImmediate(() => {
+      this.heldSocket = undefined;
+      socket.uncork();
+    });
   }
 
   /** Digests `metrics` under `prefix` here (for `client.run`), and returns them as records for the task's outcome. */
