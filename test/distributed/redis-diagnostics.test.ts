@@ -12,11 +12,12 @@ import { Redis } from "ioredis";
 import { Client, MemorySampler, get, getTaskStream, nbytes, now, performanceReport } from "../../src";
 import { parseWorkerArgs } from "../../src/cli/worker";
 import { MEASURES } from "../../src/protocol/memory";
-import { HOT_FILE, HOT_ID, HOT_LINE, findFrame } from "../diagnostics/fixtures";
-import { combine, filled, hotLoop, mostlyWaiting } from "../diagnostics/hot";
+import { HOT_ID, findFrame } from "../diagnostics/fixtures";
+import { combine, filled, hotLoop } from "../diagnostics/hot";
+import { checkHotProfile, hotGraph } from "../helpers/hot-profile";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { slowly } from "../fixtures/redis-tasks";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server";
+import { type RedisServer, expectEmpty, startRedisServer } from "../helpers/redis-server";
 import { type WorkerProcess, startWorker } from "../helpers/redis-workers";
 import { waitFor } from "../helpers/wait";
 
@@ -52,34 +53,17 @@ describe("seed 003's diagnostics on a Redis cluster whose worker w2 runs 1000 s 
   after(async () => {
     await client?.close();
     await Promise.all(workers.map((worker) => worker.stop()));
-    await waitFor("Redis to be empty once clients and workers are gone", async () => (await redis.dbsize()) === 0, 10).catch(async (error: Error) => {
-      throw new Error(`${error.message}; left: ${(await redis.keys("*")).join(", ")}`);
-    });
+    await expectEmpty(redis);
     redis.disconnect();
     await server?.stop();
   });
 
   test("client.profile: the hot function dominates its prefix on its TypeScript lines; both workers' windows on the client's clock", async () => {
     const t0 = now();
-    const dsk: Record<string, unknown> = {};
-    for (let i = 0; i < 4; i++) dsk[`burn-${i}`] = [hotLoop, 6000];
-    for (let i = 0; i < 2; i++) dsk[`wait-${i}`] = [mostlyWaiting, 100];
-    dsk.all = [combine, "burn-0", "burn-1", "burn-2", "burn-3", "wait-0", "wait-1"];
-    const ts = await getTaskStream(() => get(dsk, "all"));
+    const ts = await getTaskStream(() => get(hotGraph(), "all"));
     const t1 = now();
     assert.equal(new Set(ts.data.filter((r) => r.prefix === "burn").map((r) => r.worker)).size, 2, "burn ran on both workers");
-
-    const burn = await client.profile({ key: "burn", start: t0, stop: t1 });
-    assert.ok(burn.count >= 10, `${burn.count} samples under burn`);
-    const hot = findFrame(burn, HOT_ID);
-    assert.ok(hot !== undefined, `no ${HOT_ID} in ${Object.keys(burn.children).join(", ")}`);
-    assert.ok(hot.count >= 0.8 * burn.count, `hotLoop has ${hot.count} of ${burn.count} samples`);
-    assert.equal(burn.children[HOT_ID]?.count, hot.count, "the tree starts at the task's own function");
-    assert.equal(hot.description.filename, HOT_FILE, "the TypeScript source, through the source map");
-    assert.equal(hot.description.line_number, HOT_LINE);
-    assert.match(hot.description.line, /Math\.sqrt\(i\) \/ i; \/\/ HOT LINE/);
-    assert.equal(findFrame(await client.profile({ key: "wait", start: t0, stop: t1 }), HOT_ID), undefined, "hotLoop never ran under wait");
-    assert.equal((await client.profile({ stop: t0 - 30 })).count, 0, "a window before the run is empty (w2's 1000 s ahead too)");
+    const burn = await checkHotProfile(client, t0, t1);
     const byW1 = await client.profile({ key: "burn", start: t0, stop: t1, workers: ["w1"] });
     const byW2 = await client.profile({ key: "burn", start: t0, stop: t1, workers: ["w2"] });
     assert.ok(byW1.count > 0 && byW2.count > 0, `w1 ${byW1.count}, w2 ${byW2.count}`);
