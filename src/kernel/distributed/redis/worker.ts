@@ -1,7 +1,9 @@
 // A worker of a Redis cluster (`tsdask worker redis://…`): registers and heartbeats in Redis,
 // serves every client connected to that Redis through the client's BullMQ task queue (a job per
 // thread, more when tasks are tiny), reads each task's inputs from the client's store, runs the
-// task on its threads and publishes the result with the task's outcome, then leaves.
+// task on its threads and publishes the result with the task's outcome, then leaves. Its threads
+// are sampled by the statistical profiler a LocalCluster worker uses (../worker/profile), whose
+// windows it sends to a client that asks on its request channel.
 //
 // A job that a dead worker held is taken over by another worker once BullMQ's lock on it lapses
 // (`lockDuration`) and a stalled check runs (`stalledInterval`): seconds, not BullMQ's default
