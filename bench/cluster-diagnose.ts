@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, LocalCluster, get, performanceReport } from "../src";
 import * as da from "../src/kernel/collections/array";
-import { DASK_PYTHON, type ReportOpened, cpuSeconds, ensureDistributed, launchChromium, median, openDaskReport, openReport, printTable, runPython } from "./harness";
+import { DASK_PYTHON, type ReportOpened, cpuSeconds, ensureDistributed, median, launchChromium, openDaskReport, openReport, printTable, runPython } from "./harness";
 import { inc } from "../test/fixtures/tasks";
 
 const ROUNDS = Number(process.env.TSDASK_BENCH_ROUNDS ?? 4);

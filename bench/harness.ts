@@ -134,17 +134,7 @@ export async function openDaskReport(browser: Browser, file: string): Promise<nu
 }
 
 /** Prints rows as an aligned table. */
-export function printTable(header: readonly string[], rows: readonly (readonly (string | number)[])[]): void {
-  const cells = [header, ...rows].map((row) => row.map((cell) => (typeof cell === "number" ? format(cell) : cell)));
-  const widths = header.map((_, i) => Math.max(...cells.map((row) => row[i].length)));
-  for (const row of cells) console.log(row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join("  "));
-}
-
-function format(value: number): string {
-  return Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 1 ? value.toFixed(2) : value.toFixed(3);
-}
-
-/** CPU seconds (user + system, every thread) a process has used, from /proc. */
+/** CPU seconds (user + system) a process has used, from /proc. */
 export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -156,4 +146,14 @@ export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length >> 1;
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+export function printTable(header: readonly string[], rows: readonly (readonly (string | number)[])[]): void {
+  const cells = [header, ...rows].map((row) => row.map((cell) => (typeof cell === "number" ? format(cell) : cell)));
+  const widths = header.map((_, i) => Math.max(...cells.map((row) => row[i].length)));
+  for (const row of cells) console.log(row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join("  "));
+}
+
+function format(value: number): string {
+  return Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 1 ? value.toFixed(2) : value.toFixed(3);
 }
