@@ -20,10 +20,16 @@ export const threadCpuMs: () => number = (() => {
   try {
     const fd = openSync("/proc/thread-self/schedstat", "r");
     const buffer = Buffer.alloc(64);
+    // The digits are summed straight from the bytes: no string is made per reading.
     const read = (): number => {
       const length = readSync(fd, buffer, 0, buffer.length, 0);
-      const text = buffer.toString("latin1", 0, length);
-      return Number(text.slice(0, text.indexOf(" "))) / 1e6;
+      let ns = 0;
+      for (let i = 0; i < length; i++) {
+        const digit = buffer[i] - 48;
+        if (digit < 0 || digit > 9) return i === 0 ? Number.NaN : ns / 1e6;
+        ns = ns * 10 + digit;
+      }
+      return Number.NaN;
     };
     if (Number.isFinite(read())) return read;
     closeSync(fd);
