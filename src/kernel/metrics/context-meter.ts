@@ -86,6 +86,29 @@ export class TaskMeter {
   }
 }
 
+/** How a pool thread times its tasks: a TaskMeter, or a TaskTimer when it keeps no metrics. */
+export type TaskClock = Pick<TaskMeter, "begin" | "run" | "end">;
+
+/**
+ * A TaskMeter's stand-in for a pool that keeps no metrics (PoolOptions.metrics false): wall
+ * times only, no CPU clock, and tasks run outside contextMeter's scope (its calls do nothing).
+ */
+export class TaskTimer implements TaskClock {
+  begin(): TaskLedger {
+    const ledger = new TaskLedger();
+    ledger.start = nowMs();
+    return ledger;
+  }
+
+  run<A extends unknown[], R>(_ledger: TaskLedger, fn: (...args: A) => R, ...args: A): R {
+    return fn(...args);
+  }
+
+  end(ledger: TaskLedger): void {
+    ledger.end = nowMs();
+  }
+}
+
 /**
  * The execute-layer breakdown of a task of `wall` seconds that used `cpu` seconds of its thread:
  * thread-cpu and thread-noncpu for the time outside the user's meters, then the user's metrics.

@@ -6,7 +6,7 @@ import { type MessagePort, receiveMessageOnPort, threadId, workerData } from "no
 import { nowMs as epochMs } from "../../clock";
 import { estimateNbytes } from "../../diagnostics/nbytes";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
-import { TaskLedger, TaskMeter, executeMetrics } from "../../metrics/context-meter";
+import { type TaskClock, type TaskLedger, TaskMeter, TaskTimer, executeMetrics } from "../../metrics/context-meter";
 import { type AnyFunction, resolveFunction } from "./functions";
 import { isProfilerControl } from "../../profiling/messages";
 import * as profiler from "../../profiling/worker-host";
@@ -96,22 +96,8 @@ function report(): void {
   }
 }
 
-/** The TaskMeter's stand-in when the pool measures nothing: wall times only, no CPU clock, no ledger scope. */
-const wallClock = {
-  begin(): TaskLedger {
-    const ledger = new TaskLedger();
-    ledger.start = epochMs();
-    return ledger;
-  },
-  run<A extends unknown[], R>(_ledger: TaskLedger, fn: (...args: A) => R, ...args: A): R {
-    return fn(...args);
-  },
-  end(ledger: TaskLedger): void {
-    ledger.end = epochMs();
-  },
-};
 /** Times each task and keeps the ledger contextMeter records into while it runs. */
-const taskClock: Pick<TaskMeter, "begin" | "run" | "end"> = measures ? new TaskMeter() : wallClock;
+const taskClock: TaskClock = measures ? new TaskMeter() : new TaskTimer();
 
 function record(ok: boolean, value: unknown, task: TaskLedger, bytesIn: number): void {
   taskClock.end(task);
