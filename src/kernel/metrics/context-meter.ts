@@ -84,10 +84,15 @@ export class TaskMeter {
   end(ledger: TaskLedger): void {
     this.clock.end(ledger);
   }
+
+  /** The thread is about to wait for work (see ThreadClock.idle). */
+  idle(): void {
+    this.clock.idle();
+  }
 }
 
 /** How a pool thread times its tasks: a TaskMeter, or a TaskTimer when it keeps no metrics. */
-export type TaskClock = Pick<TaskMeter, "begin" | "run" | "end">;
+export type TaskClock = Pick<TaskMeter, "begin" | "run" | "end" | "idle">;
 
 /**
  * A TaskMeter's stand-in for a pool that keeps no metrics (PoolOptions.metrics false): wall
@@ -107,6 +112,8 @@ export class TaskTimer implements TaskClock {
   end(ledger: TaskLedger): void {
     ledger.end = nowMs();
   }
+
+  idle(): void {}
 }
 
 /**

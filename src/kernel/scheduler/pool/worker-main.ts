@@ -154,9 +154,11 @@ const POLL_MS = 0.05;
 function onMessage(message: PoolMessage): void {
   for (let next: PoolMessage | undefined = message; next !== undefined; ) {
     const started = epochMs();
-    if (!runMessage(next) || port === null || !waitAwake || epochMs() - started > POLL_MS) return;
+    if (!runMessage(next) || port === null || !waitAwake || epochMs() - started > POLL_MS) break;
     next = poll(port);
   }
+  // Back to the event loop: the thread waits for the next message (or a task's promise).
+  taskClock.idle();
 }
 
 function poll(from: MessagePort): PoolMessage | undefined {
