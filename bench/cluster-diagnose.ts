@@ -10,12 +10,12 @@
 // Run: npm run bench -- cluster-diagnose   (TSDASK_BENCH_ROUNDS, TSDASK_REPORT_TASKS and
 // TSDASK_DASK_REPORT_TASKS change the sizes)
 
-import { readFileSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, LocalCluster, get, performanceReport } from "../src";
 import * as da from "../src/kernel/collections/array";
-import { DASK_PYTHON, type ReportOpened, ensureDistributed, launchChromium, openDaskReport, openReport, printTable, runPython } from "./harness";
+import { DASK_PYTHON, type ReportOpened, cpuSeconds, ensureDistributed, median, launchChromium, openDaskReport, openReport, printTable, runPython } from "./harness";
 import { inc } from "../test/fixtures/tasks";
 
 const ROUNDS = Number(process.env.TSDASK_BENCH_ROUNDS ?? 4);
@@ -28,19 +28,6 @@ interface Run {
   cpu: number;
 }
 
-/** CPU seconds (user + system) a process has used, from /proc. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // utime and stime are the 14th and 15th fields of the whole line (11th, 12th after the name).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-}
 const percent = (value: number, base: number): string => `${(((value - base) / base) * 100).toFixed(1)} %`;
 /** The median over rounds of on / off − 1, each round's two runs taken back to back. */
 const paired = (runs: Record<"on" | "off", Run[]>, field: keyof Run): string => percent(median(runs.on.map((on, i) => on[field] / runs.off[i][field])), 1);
