@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { ComputeTaskMessage, DependencyInfo, FromWorker } from "../../src/kernel/distributed/messages";
-import { Digests, MetricsLedger, type WorkerInstruction, WorkerState } from "../../src/kernel/distributed/worker";
+import { Digests, MetricsLedger, TaskAccount, type WorkerInstruction, WorkerState } from "../../src/kernel/distributed/worker";
 import { runMetrics } from "../../src/kernel/distributed/worker/execute";
 import { DEFAULT_THRESHOLDS, decideMemory, memoryThresholds } from "../../src/kernel/distributed/worker/memory";
 import type { StartStop } from "../../src/protocol/records";
@@ -288,6 +288,60 @@ describe("worker metrics", () => {
     assert.deepEqual(digests.takeSinceHeartbeat(), []);
     assert.equal(digests.get(["gather-dep", "network", "seconds"]), 0.75);
     assert.deepEqual(digests.tuples()[0], [["execute", "span-1", "inc", "memory-read", "count"], 3]);
+  });
+
+  test("a finished task's digests: summed in place per span and prefix, the same as digesting each metric, folded when read or sent", () => {
+    const run = [
+      ["thread-cpu", 0.25, "seconds"],
+      ["thread-noncpu", 0, "seconds"],
+      ["I/O", 0.5, "seconds"],
+      ["executor", 0.125, "seconds"],
+    ] as const;
+    const digests = new Digests();
+    for (let i = 0; i < 2; i++) {
+      const account = new TaskAccount();
+      account.add("memory-read", 1, "count");
+      account.add("memory-read", 8, "bytes");
+      digests.addTask("span-1", "inc", account, run, 1);
+    }
+    // A task without inputs digests no memory reads; a failed one lumps its seconds under "failed".
+    digests.addTask("span-1", "add", new TaskAccount(), run, 1);
+    const failed = new TaskAccount();
+    failed.add("memory-read", 1, "count");
+    failed.add("memory-read", 4, "bytes");
+    digests.addTask("span-1", "add", failed, run, 2, "failed");
+    const expected = new Digests();
+    for (let i = 0; i < 2; i++) {
+      expected.addAll(["execute", "span-1", "inc"], [["memory-read", 1, "count"], ["memory-read", 8, "bytes"], ...run, ["other", 0.125, "seconds"]]);
+    }
+    expected.addAll(["execute", "span-1", "add"], [...run, ["other", 0.125, "seconds"]]);
+    expected.addAll(["execute", "span-1", "add"], [["memory-read", 1, "count"], ["memory-read", 4, "bytes"], ["failed", 2, "seconds"]]);
+    const byKey = (records: { activity: string; unit: string; prefix?: string; value: number }[]): Map<string, number> =>
+      new Map(records.map((record) => [`${record.prefix} ${record.activity} ${record.unit}`, record.value]));
+    assert.deepEqual(byKey(digests.records()), byKey(expected.records()));
+    // thread-noncpu was digested as 0: it still has its entry, as when digested one by one.
+    assert.equal(byKey(digests.records()).get("inc thread-noncpu seconds"), 0);
+    assert.deepEqual(byKey(digests.takeSinceHeartbeat()), byKey(expected.takeSinceHeartbeat()));
+    assert.deepEqual(digests.takeSinceHeartbeat(), []);
+    // After a heartbeat, only what was added since goes with the next one; totals keep everything.
+    digests.addTask("span-1", "inc", new TaskAccount(), run, 1);
+    assert.deepEqual(
+      byKey(digests.takeSinceHeartbeat()),
+      new Map([
+        ["inc I/O seconds", 0.5],
+        ["inc thread-cpu seconds", 0.25],
+        ["inc thread-noncpu seconds", 0],
+        ["inc executor seconds", 0.125],
+        ["inc other seconds", 0.125],
+      ]),
+    );
+    assert.equal(digests.get(["execute", "span-1", "inc", "thread-cpu", "seconds"]), 0.75);
+    // A spilled input's disk read (anything but memory reads) goes with the task's own list.
+    const spilled = new TaskAccount();
+    spilled.add("disk-read", 100, "bytes");
+    digests.addTask("span-1", "inc", spilled, run, 1);
+    assert.equal(digests.get(["execute", "span-1", "inc", "disk-read", "bytes"]), 100);
+    assert.equal(digests.get(["execute", "span-1", "inc", "other", "seconds"]), 0.5);
   });
 
   test("an instruction's ledger: what nothing measured becomes other; a failure lumps all seconds under one label", async () => {

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { contextMeter } from "../../src";
+import { type TaskTimes, ThreadClock, threadCpuMs } from "../../src/kernel/metrics/clock";
 import { TaskLedger, TaskMeter, executeMetrics } from "../../src/kernel/metrics/context-meter";
 
 const meter = new TaskMeter();
@@ -171,5 +172,42 @@ describe("executeMetrics: a task's execute-layer breakdown", () => {
 
   test("no CPU clock on the platform: the time is reported whole, as 'thread'", () => {
     assert.deepEqual(asMap(executeMetrics(0.3, Number.NaN, null)), new Map([["thread seconds", 0.3]]));
+  });
+});
+
+describe("ThreadClock: a task's CPU time", () => {
+  /** Spins on the CPU for `ms` of wall time. */
+  function spin(ms: number): void {
+    const end = performance.now() + ms;
+    while (performance.now() < end);
+  }
+
+  test("a thread that waits between tasks (idle) needs no CPU reading at their start and still splits them right", async () => {
+    const clock = new ThreadClock();
+    const times = (): TaskTimes => ({ start: 0, end: 0, cpu: Number.NaN, cpuStart: Number.NaN });
+    /** Runs `work` as a task after a 30 ms wait; its measured CPU ms and what the thread's own counter says it used. */
+    const afterWait = async (work: () => void): Promise<{ measured: number; used: number; wall: number }> => {
+      clock.idle();
+      await sleep(30);
+      const task = times();
+      const before = threadCpuMs();
+      clock.begin(task);
+      work();
+      clock.end(task);
+      return { measured: task.cpu, used: threadCpuMs() - before, wall: task.end - task.start };
+    };
+    const first = times();
+    clock.begin(first);
+    spin(5);
+    clock.end(first);
+    for (let round = 0; round < 3; round++) {
+      // Had the 30 ms wait counted as CPU (as the time since the last reading does when the
+      // thread never said it went idle), the spin would show almost no CPU.
+      const busy = await afterWait(() => spin(20));
+      // (What Linux's counter lags behind is carried from task to task: a few ms either way.)
+      assert.ok(busy.measured > 0.5 * busy.used && busy.measured <= busy.wall, `a 20 ms spin after a wait: ${busy.measured} ms of CPU measured, ${busy.used} ms used`);
+      const sleeper = await afterWait(() => sleepSync(20));
+      assert.ok(sleeper.measured < 0.5 * sleeper.wall, `a 20 ms sleep after a wait: ${sleeper.measured} ms of CPU measured, ${sleeper.used} ms used`);
+    }
   });
 });

@@ -20,10 +20,16 @@ export const threadCpuMs: () => number = (() => {
   try {
     const fd = openSync("/proc/thread-self/schedstat", "r");
     const buffer = Buffer.alloc(64);
+    // The digits are summed straight from the bytes: no string is made per reading.
     const read = (): number => {
       const length = readSync(fd, buffer, 0, buffer.length, 0);
-      const text = buffer.toString("latin1", 0, length);
-      return Number(text.slice(0, text.indexOf(" "))) / 1e6;
+      let ns = 0;
+      for (let i = 0; i < length; i++) {
+        const digit = buffer[i] - 48;
+        if (digit < 0 || digit > 9) return i === 0 ? Number.NaN : ns / 1e6;
+        ns = ns * 10 + digit;
+      }
+      return Number.NaN;
     };
     if (Number.isFinite(read())) return read;
     closeSync(fd);
@@ -65,23 +71,37 @@ export interface TaskTimes {
  * Brackets the tasks of one thread with wall and CPU readings. The CPU clock is read at a task's
  * end only when the task was long enough to tell, and at its start only when the last reading is
  * stale; in between, the time since the last reading counts as CPU (the thread was busy running
- * tsdask's own loop). Linux's counter lags by up to a scheduler tick, so a task may see CPU time
- * that belongs to its predecessor: what exceeds a task's wall time is carried to the next tasks
+ * tsdask's own loop) — except the time after the thread said it went `idle`, waiting for work:
+ * that is no CPU, so a thread that waits between tasks (a chain of tiny tasks) needs no reading at
+ * their start. Linux's counter lags by up to a scheduler tick, so a task may see CPU time that
+ * belongs to its predecessor: what exceeds a task's wall time is carried to the next tasks
  * instead of being lost, so sums over many tasks stay right.
  */
 export class ThreadClock {
   private cpuAt = Number.NaN;
   private wallAt = Number.NEGATIVE_INFINITY;
   private carry = 0;
+  /** When the thread last went idle, if it has not begun a task since (NaN otherwise). */
+  private idleAt = Number.NaN;
 
   begin(times: TaskTimes): void {
     const wall = nowMs();
-    if (wall - this.wallAt > REUSE_READING_MS) {
+    if (this.idleAt >= this.wallAt) {
+      // Busy (on CPU) from the last reading until it went idle, then no CPU until now.
+      this.cpuAt += this.idleAt - this.wallAt;
+      this.wallAt = wall;
+    } else if (wall - this.wallAt > REUSE_READING_MS) {
       this.cpuAt = threadCpuMs();
       this.wallAt = wall;
     }
+    this.idleAt = Number.NaN;
     times.start = wall;
     times.cpuStart = this.cpuAt + (wall - this.wallAt);
+  }
+
+  /** The thread is about to wait for work: it uses no CPU until its next `begin`. */
+  idle(): void {
+    if (!Number.isNaN(this.cpuAt)) this.idleAt = nowMs();
   }
 
   end(times: TaskTimes): void {

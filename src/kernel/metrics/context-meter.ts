@@ -84,6 +84,36 @@ export class TaskMeter {
   end(ledger: TaskLedger): void {
     this.clock.end(ledger);
   }
+
+  /** The thread is about to wait for work (see ThreadClock.idle). */
+  idle(): void {
+    this.clock.idle();
+  }
+}
+
+/** How a pool thread times its tasks: a TaskMeter, or a TaskTimer when it keeps no metrics. */
+export type TaskClock = Pick<TaskMeter, "begin" | "run" | "end" | "idle">;
+
+/**
+ * A TaskMeter's stand-in for a pool that keeps no metrics (PoolOptions.metrics false): wall
+ * times only, no CPU clock, and tasks run outside contextMeter's scope (its calls do nothing).
+ */
+export class TaskTimer implements TaskClock {
+  begin(): TaskLedger {
+    const ledger = new TaskLedger();
+    ledger.start = nowMs();
+    return ledger;
+  }
+
+  run<A extends unknown[], R>(_ledger: TaskLedger, fn: (...args: A) => R, ...args: A): R {
+    return fn(...args);
+  }
+
+  end(ledger: TaskLedger): void {
+    ledger.end = nowMs();
+  }
+
+  idle(): void {}
 }
 
 /**

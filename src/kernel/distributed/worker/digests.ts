@@ -28,6 +28,59 @@ interface Entry {
 type Scope = Map<string, Map<string, Entry>>;
 
 /**
+ * The (activity, unit) pairs nearly every task digests, in the order they are first digested.
+ * Tasks add them to their (span, prefix)'s TaskTally as plain numbers; the tallies are folded
+ * into the entries only when digests are read or sent with a heartbeat.
+ */
+const TASK_ACTIVITIES: readonly (readonly [activity: string, unit: string])[] = [
+  ["memory-read", "count"],
+  ["memory-read", "bytes"],
+  ["thread-cpu", "seconds"],
+  ["thread-noncpu", "seconds"],
+  ["serialize", "seconds"],
+  ["executor", "seconds"],
+  ["other", "seconds"],
+];
+const [MEMORY_READ_COUNT, MEMORY_READ_BYTES, THREAD_CPU, THREAD_NONCPU, SERIALIZE, EXECUTOR, OTHER] = TASK_ACTIVITIES.keys();
+
+/** A TASK_ACTIVITIES slot, or -1 for any other metric. */
+function taskSlot(activity: string, unit: string): number {
+  if (unit !== "seconds") return -1;
+  switch (activity) {
+    case "thread-cpu":
+      return THREAD_CPU;
+    case "thread-noncpu":
+      return THREAD_NONCPU;
+    case "serialize":
+      return SERIALIZE;
+    case "executor":
+      return EXECUTOR;
+    default:
+      return -1;
+  }
+}
+
+/** The TASK_ACTIVITIES sums of one (span, prefix) since they were last folded. */
+class TaskTally {
+  readonly sums = new Float64Array(TASK_ACTIVITIES.length);
+  /** Whether anything was added to a slot (a digest of 0 still makes its entry). */
+  readonly touched = new Uint8Array(TASK_ACTIVITIES.length);
+  /** Whether any slot is touched. */
+  dirty = false;
+
+  constructor(
+    readonly span: string,
+    readonly prefix: string,
+  ) {}
+
+  add(slot: number, value: number): void {
+    this.sums[slot] += value;
+    this.touched[slot] = 1;
+    this.dirty = true;
+  }
+}
+
+/**
  * Digests are looked up by their parts (context and span and prefix, then activity, then unit)
  * in nested maps: no key string is built per task, so a task's half-dozen digests cost a few
  * map reads.
@@ -40,6 +93,9 @@ export class Digests {
   private readonly entries: Entry[] = [];
   /** Entries digested since the previous heartbeat, in the order first digested since. */
   private pending: Entry[] = [];
+  /** Span id → task prefix → tally; and the tallies with something to fold. */
+  private readonly tallies = new Map<string, Map<string, TaskTally>>();
+  private dirtyTallies: TaskTally[] = [];
 
   add(key: DigestKey, value: number): void {
     if (key[0] === "execute") this.addTo(this.executeScope(key[1], key[2]), ["execute", key[1], key[2]], key[3], value, key[4]);
@@ -52,8 +108,35 @@ export class Digests {
     for (const [activity, value, unit] of metrics) this.addTo(scope, prefix, activity, value, unit);
   }
 
+  /**
+   * Digests a finished task of `span` and `prefix`: what `account` noted while it ran, the
+   * metrics of its run, and as "other" the part of its `elapsed` seconds no seconds metric
+   * explains; or, for a task that failed or was cancelled, all its seconds under `coarse`
+   * (see MetricsLedger.finalize).
+   */
+  addTask(span: string, prefix: string, account: TaskAccount, run: readonly Metric[], elapsed: number, coarse?: string): void {
+    if (coarse !== undefined || account.extra !== null) {
+      this.addAll(["execute", span, prefix], finalizeMetrics([...account.metrics(), ...run], elapsed, coarse));
+      return;
+    }
+    const tally = this.tally(span, prefix);
+    if (account.memoryReads > 0) {
+      tally.add(MEMORY_READ_COUNT, account.memoryReads);
+      tally.add(MEMORY_READ_BYTES, account.memoryBytes);
+    }
+    let seconds = 0;
+    for (const [activity, value, unit] of run) {
+      const slot = taskSlot(activity, unit);
+      if (slot >= 0) tally.add(slot, value);
+      else this.add(["execute", span, prefix, activity, unit], value);
+      if (unit === "seconds") seconds += value;
+    }
+    tally.add(OTHER, Math.max(0, elapsed - seconds));
+  }
+
   /** The value summed under `key` since the worker started (0 if none). */
   get(key: DigestKey): number {
+    this.fold();
     const scope = key[0] === "execute" ? this.execute.get(key[1])?.get(key[2]) : this.contexts.get(key[0]);
     const [activity, unit] = key[0] === "execute" ? [key[3], key[4]] : [key[1], key[2]];
     return scope?.get(activity)?.get(unit)?.total ?? 0;
@@ -61,11 +144,13 @@ export class Digests {
 
   /** Everything since the worker started, as Dask's (tuple key, value) pairs. */
   tuples(): [DigestKey, number][] {
+    this.fold();
     return this.entries.map((entry) => [entry.key, entry.total]);
   }
 
   /** Everything since the worker started, as records. */
   records(): MetricRecord[] {
+    this.fold();
     return this.entries.map((entry) => toRecord(entry.key, entry.total));
   }
 
@@ -74,12 +159,38 @@ export class Digests {
    * can run, so nothing digested while a heartbeat is on its way is lost or sent twice.
    */
   takeSinceHeartbeat(): MetricRecord[] {
+    this.fold();
     const taken = this.pending;
     this.pending = [];
     return taken.map((entry) => {
       entry.reported = true;
       return toRecord(entry.key, entry.sinceHeartbeat);
     });
+  }
+
+  private tally(span: string, prefix: string): TaskTally {
+    let bySpan = this.tallies.get(span);
+    if (bySpan === undefined) this.tallies.set(span, (bySpan = new Map()));
+    let tally = bySpan.get(prefix);
+    if (tally === undefined) bySpan.set(prefix, (tally = new TaskTally(span, prefix)));
+    if (!tally.dirty) this.dirtyTallies.push(tally);
+    return tally;
+  }
+
+  /** Adds the tallies' sums to their entries and clears them. */
+  private fold(): void {
+    for (const tally of this.dirtyTallies) {
+      const scope = this.executeScope(tally.span, tally.prefix);
+      for (let slot = 0; slot < TASK_ACTIVITIES.length; slot++) {
+        if (tally.touched[slot] === 0) continue;
+        const [activity, unit] = TASK_ACTIVITIES[slot];
+        this.addTo(scope, ["execute", tally.span, tally.prefix], activity, tally.sums[slot], unit);
+      }
+      tally.sums.fill(0);
+      tally.touched.fill(0);
+      tally.dirty = false;
+    }
+    this.dirtyTallies = [];
   }
 
   private executeScope(span: string, prefix: string): Scope {
@@ -154,20 +265,43 @@ export class MetricsLedger {
    * instruction's time goes, keeping only the measurements in other units.
    */
   finalize(coarse?: string): Metric[] {
-    const elapsed = this.elapsed();
-    if (coarse !== undefined) return [...this.metrics.filter(([, , unit]) => unit !== "seconds"), [coarse, elapsed, "seconds"]];
-    let seconds = 0;
-    for (const [, value, unit] of this.metrics) if (unit === "seconds") seconds += value;
-    return [...this.metrics, ["other", Math.max(0, elapsed - seconds), "seconds"]];
+    return finalizeMetrics(this.metrics, this.elapsed(), coarse);
   }
 }
 
-/** A ledger that keeps nothing: the worker's when metrics are off (TSDASK_METRICS=off, to measure their cost). */
-class IgnoringLedger extends MetricsLedger {
-  override add(): void {}
-  override skip(): void {}
-  override finalize(): Metric[] {
-    return [];
+/**
+ * The final list of an instruction's `metrics` over `elapsed` seconds: with "other" for the
+ * seconds no measurement explains, or, with `coarse`, all its seconds under that label and only
+ * the measurements in other units kept.
+ */
+function finalizeMetrics(metrics: readonly Metric[], elapsed: number, coarse?: string): Metric[] {
+  if (coarse !== undefined) return [...metrics.filter(([, , unit]) => unit !== "seconds"), [coarse, elapsed, "seconds"]];
+  let seconds = 0;
+  for (const [, value, unit] of metrics) if (unit === "seconds") seconds += value;
+  return [...metrics, ["other", Math.max(0, elapsed - seconds), "seconds"]];
+}
+
+/**
+ * What the worker notes about one task besides its run (its inputs read from memory, anything
+ * the store reports while reading spilled inputs or spilling the result), for `Digests.addTask`:
+ * reads from memory as two numbers, the rare rest as a list. Given to the store as its meter.
+ */
+export class TaskAccount {
+  memoryReads = 0;
+  memoryBytes = 0;
+  /** Metrics other than memory reads, in the order reported; null while there are none. */
+  extra: Metric[] | null = null;
+
+  add(activity: string, value: number, unit: string): void {
+    if (activity === "memory-read" && unit === "count") this.memoryReads += value;
+    else if (activity === "memory-read" && unit === "bytes") this.memoryBytes += value;
+    else (this.extra ??= []).push([activity, value, unit]);
+  }
+
+  /** All of it as a list. */
+  metrics(): Metric[] {
+    const reads: Metric[] = this.memoryReads > 0 ? [["memory-read", this.memoryReads, "count"], ["memory-read", this.memoryBytes, "bytes"]] : [];
+    return this.extra === null ? reads : [...reads, ...this.extra];
   }
 }
-export const IGNORING_LEDGER: MetricsLedger = new IgnoringLedger();
+

@@ -68,11 +68,15 @@ export class TaskRunner extends AdaptiveBatching {
   private readonly threadFreeAt = new Map<number, number>();
   private nextNode = 0;
 
-  constructor(readonly nthreads: number) {
+  /** `measures`: false when the worker keeps no fine performance metrics (TSDASK_METRICS=off): tasks are timed, not measured. */
+  constructor(
+    readonly nthreads: number,
+    private readonly measures = true,
+  ) {
     super(WORKER_MAX_BATCH);
     // A worker shares the machine's cores with the scheduler and other workers: its threads sleep
     // between batches rather than wait awake.
-    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false });
+    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false, metrics: measures });
   }
 
   /**
@@ -92,10 +96,12 @@ export class TaskRunner extends AdaptiveBatching {
     for (const [id, spec] of functions) this.functionIds.set(id, this.pool.functionIdForSpec(spec));
   }
 
-  /** Starts `request` on a thread; `done` gets its outcome once. Returns a handle to cancel it. */
-  run(request: TaskRequest, done: (run: TaskRun) => void): RunningTask {
+  /**
+   * Starts `request` on a thread; `done` gets its outcome once. Returns a handle to cancel it.
+   * `submitted`: when the task was handed over (machine clock, epoch s), if the caller read it.
+   */
+  run(request: TaskRequest, done: (run: TaskRun) => void, submitted = machineNow()): RunningTask {
     const job = new TaskJob(this.nextNode++, request.key);
-    const submitted = machineNow();
     const fnIds: number[] = [];
     let wire: WireExpr;
     try {
@@ -164,7 +170,7 @@ export class TaskRunner extends AdaptiveBatching {
       arrived,
       ranOnThread: timing !== undefined,
       queued,
-      metrics: runMetrics(timing, submitted + queued, arrived),
+      metrics: this.measures ? runMetrics(timing, submitted + queued, arrived) : [],
     };
   }
 }

@@ -7,6 +7,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import type { Server } from "node:net";
 import { hostname } from "node:os";
+import { now as machineNow } from "../../clock";
 import { nbytes as sizeOf } from "../../diagnostics/nbytes";
 import { resolveFunction } from "../../scheduler/pool/functions";
 import { packError } from "../../scheduler/pool/wire";
@@ -29,7 +30,7 @@ import type {
   WorkerStartConfig,
 } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "./clock";
-import { Digests, IGNORING_LEDGER, MetricsLedger } from "./digests";
+import { Digests, MetricsLedger, TaskAccount } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
 import { MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
 import { keyRepr, typeName } from "./names";
@@ -129,7 +130,7 @@ export class Worker {
     });
     this.view = this.makeView();
     // Last: nothing above may fail once threads exist.
-    this.runner = new TaskRunner(config.nthreads);
+    this.runner = new TaskRunner(config.nthreads, this.metricsOn);
     this.profiler = new WorkerProfiler(this.address, this.clock, config.profile);
   }
 
@@ -213,7 +214,8 @@ export class Worker {
   // ---- Running tasks -----------------------------------------------------------------------------
 
   private execute(task: WorkerTask): void {
-    const ledger = this.metricsOn ? new MetricsLedger() : IGNORING_LEDGER;
+    const opened = machineNow();
+    const account = this.metricsOn ? new TaskAccount() : undefined;
     const inputs = new Map<string, unknown>();
     let diskRead: { start: number; stop: number } | undefined;
     const { key, spanId, prefix } = task;
@@ -221,30 +223,40 @@ export class Worker {
       for (const dependency of task.dependencies) {
         if (this.store.isSpilled(dependency.key)) {
           const start = this.clock.now();
-          inputs.set(dependency.key, this.store.get(dependency.key, ledger));
+          inputs.set(dependency.key, this.store.get(dependency.key, account));
           diskRead = { start: diskRead?.start ?? start, stop: this.clock.now() };
         } else {
-          inputs.set(dependency.key, this.store.get(dependency.key, ledger));
+          inputs.set(dependency.key, this.store.get(dependency.key, account));
         }
       }
     } catch (error) {
       const reason = new Error(`Task ${task.name} cannot read its inputs on worker ${this.address}: ${(error as Error).message}`);
-      this.taskDone(key, spanId, prefix, ledger, diskRead, failedRun(reason, this.clock.now()));
+      this.taskDone(key, spanId, prefix, opened, account, diskRead, failedRun(reason, opened));
       return;
     }
     let finished = false;
-    const running = this.runner.run({ key, name: task.name, task: task.run!, inputs }, (run) => {
-      finished = true;
-      this.taskDone(key, spanId, prefix, ledger, diskRead, run);
-    });
+    const request = { key, name: task.name, task: task.run!, inputs };
+    const running = this.runner.run(
+      request,
+      (run) => {
+        finished = true;
+        this.taskDone(key, spanId, prefix, opened, account, diskRead, run);
+      },
+      opened,
+    );
     if (!finished) this.running.set(key, running);
   }
 
+  /**
+   * A task's run is over: its result is stored, the state machine told, and (metrics on) what
+   * it measured digested. `opened`: when `execute` began (machine clock, epoch s).
+   */
   private taskDone(
     key: string,
     spanId: string,
     prefix: string,
-    ledger: MetricsLedger,
+    opened: number,
+    account: TaskAccount | undefined,
     diskRead: { start: number; stop: number } | undefined,
     run: TaskRun,
   ): void {
@@ -256,22 +268,26 @@ export class Worker {
     if (run.ranOnThread) {
       startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
     }
-    ledger.skip(run.queued);
-    for (const [activity, value, unit] of run.metrics) ledger.add(activity, value, unit);
+    let event: WorkerEvent;
     if (run.ok) {
       const nbytes = sizeOf(run.value);
       const resultType = typeName(run.value);
       const keep = task !== undefined && (task.state === "executing" || (cancelled && task.dependents.size > 0));
       if (keep) {
         const start = this.clock.now();
-        this.store.put(key, run.value, nbytes, resultType, ledger);
+        this.store.put(key, run.value, nbytes, resultType, account);
         if (this.store.isSpilled(key)) startstops.push(this.phase("disk-write", start, this.clock.now()));
       }
-      this.apply({ type: "execute-success", key, nbytes, resultType, thread: run.thread, startstops });
+      event = { type: "execute-success", key, nbytes, resultType, thread: run.thread, startstops };
     } else {
-      this.apply({ type: "execute-failure", key, error: run.error!, thread: run.thread, startstops });
+      event = { type: "execute-failure", key, error: run.error!, thread: run.thread, startstops };
     }
-    this.digests.addAll(["execute", spanId, prefix], ledger.finalize(cancelled ? "cancelled" : run.ok ? undefined : "failed"));
+    // Digested before the state machine hears of it: the next task it starts is not this one's time.
+    if (account !== undefined) {
+      const elapsed = machineNow() - opened - run.queued;
+      this.digests.addTask(spanId, prefix, account, run.metrics, elapsed, cancelled ? "cancelled" : run.ok ? undefined : "failed");
+    }
+    this.apply(event);
   }
 
   private phase(action: StartStop["action"], start: number, stop: number): StartStop {

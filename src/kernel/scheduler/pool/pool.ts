@@ -11,7 +11,7 @@ import { formatKey } from "../../graph/keys";
 import { type TaskMetric, executeMetrics } from "../../metrics/context-meter";
 import { COLLECT_TIMEOUT_MS, profiling } from "../../profiling/hub";
 import { PoolProfiles } from "../../profiling/pool-source";
-import type { TaskJob, TaskOutcome } from "../executor";
+import type { TaskJob, TaskOutcome, TaskTiming } from "../executor";
 import { FunctionShipper, FunctionTable } from "./ship";
 import {
   type FnSpec,
@@ -20,6 +20,7 @@ import {
   type RunMessage,
   type WireExpr,
   type PackedError,
+  NO_METRICS_ARG,
   RESULT_SIZE,
   type ResultsMessage,
   type WorkerMessage,
@@ -132,7 +133,7 @@ class PoolWorker {
     const onMessage = (message: WorkerMessage): void => pool.onMessage(this, message);
     if (kind === "threads") {
       const { port1, port2 } = new MessageChannel();
-      const workerData: WorkerThreadData = { port: port2, waitAwake: pool.waitAwake };
+      const workerData: WorkerThreadData = { port: port2, waitAwake: pool.waitAwake, metrics: pool.metrics };
       const worker = new Worker(WORKER_SCRIPT, { workerData, transferList: [port2] });
       port1.on("message", onMessage);
       worker.on("error", (error) => (this.crash = `crashed (${error.message})`));
@@ -156,7 +157,7 @@ class PoolWorker {
         poll: () => receiveMessageOnPort(port1)?.message as WorkerMessage | undefined,
       };
     } else {
-      const child: ChildProcess = fork(WORKER_SCRIPT, [], { serialization: "advanced", execArgv: workerExecArgv() });
+      const child: ChildProcess = fork(WORKER_SCRIPT, pool.metrics ? [] : [NO_METRICS_ARG], { serialization: "advanced", execArgv: workerExecArgv() });
       child.on("message", onMessage as (message: unknown) => void);
       child.on("error", (error) => (this.crash = `failed (${error.message})`));
       child.on("exit", (code, signal) =>
@@ -188,10 +189,17 @@ export interface PoolOptions {
    * lets its threads sleep instead: spinning would take the cores the others need.
    */
   readonly waitAwake?: boolean;
+  /**
+   * Whether tasks are measured for fine performance metrics (thread CPU time, contextMeter's
+   * scope, serialize time); default true. Off, outcomes carry only their wall times: a cluster
+   * run with TSDASK_METRICS=off does no metrics work at all (bench/cluster-fpm.ts).
+   */
+  readonly metrics?: boolean;
 }
 
 export class WorkerPool {
   readonly waitAwake: boolean;
+  readonly metrics: boolean;
   private readonly workers: PoolWorker[] = [];
   private queue: Entry[] = [];
   private flushScheduled = false;
@@ -213,6 +221,7 @@ export class WorkerPool {
     options: PoolOptions = {},
   ) {
     this.waitAwake = options.waitAwake ?? true;
+    this.metrics = options.metrics ?? true;
     this.shipperReady = new Promise((resolve, reject) => {
       this.resolveShipper = resolve;
       this.rejectShipper = reject;
@@ -394,9 +403,13 @@ export class WorkerPool {
       const message: unknown[] = [fns.length > 0 ? fns : null];
       for (const entry of batch) message.push(entry.wire);
       // postMessage / send clone the message on this thread before returning: that is the batch's serialize time.
-      const posting = performance.now();
-      worker.transport.post(message as unknown as RunMessage);
-      batch[0].postMs = performance.now() - posting;
+      if (this.metrics) {
+        const posting = performance.now();
+        worker.transport.post(message as unknown as RunMessage);
+        batch[0].postMs = performance.now() - posting;
+      } else {
+        worker.transport.post(message as unknown as RunMessage);
+      }
     } catch {
       // Something in the batch cannot be cloned: fail those tasks, send the rest.
       for (const [id] of fns) worker.knownFunctions.delete(id);
@@ -460,9 +473,12 @@ export class WorkerPool {
     const bytesOut = results[at + 6] as number;
     const metered = results[at + 7] as TaskMetric[] | null;
     entry.client.recordDuration(end - start);
-    const metrics = metered ?? executeMetrics((end - start) / 1000, cpu / 1000, null);
-    if (entry.postMs !== undefined) metrics.push(["serialize", entry.postMs / 1000, "seconds"]);
-    const timing = {
+    let metrics: TaskMetric[] | undefined;
+    if (this.metrics) {
+      metrics = metered ?? executeMetrics((end - start) / 1000, cpu / 1000, null);
+      if (entry.postMs !== undefined) metrics.push(["serialize", entry.postMs / 1000, "seconds"]);
+    }
+    const timing: TaskTiming = {
       startTime: start / 1000,
       endTime: end / 1000,
       cpuTime: Number.isNaN(cpu) ? undefined : cpu / 1000,

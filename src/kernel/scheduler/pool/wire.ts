@@ -29,7 +29,12 @@ export interface WorkerThreadData {
   readonly port: MessagePort;
   /** Whether it waits awake for the next batch of quick tasks (see PoolOptions.waitAwake). */
   readonly waitAwake: boolean;
+  /** Whether it measures its tasks for fine performance metrics (see PoolOptions.metrics). */
+  readonly metrics: boolean;
 }
+
+/** A pool process's argument when it measures nothing (PoolOptions.metrics false; threads get WorkerThreadData). */
+export const NO_METRICS_ARG = "--no-metrics";
 
 /** Pool → worker: definitions of the function ids this worker has not seen yet (or null), then the tasks. */
 export type RunMessage = readonly [readonly (readonly [number, FnSpec])[] | null, ...WireExpr[]];

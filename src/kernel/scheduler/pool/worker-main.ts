@@ -6,7 +6,7 @@ import { type MessagePort, receiveMessageOnPort, threadId, workerData } from "no
 import { nowMs as epochMs } from "../../clock";
 import { estimateNbytes } from "../../diagnostics/nbytes";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
-import { type TaskLedger, TaskMeter, executeMetrics } from "../../metrics/context-meter";
+import { type TaskClock, type TaskLedger, TaskMeter, TaskTimer, executeMetrics } from "../../metrics/context-meter";
 import { type AnyFunction, resolveFunction } from "./functions";
 import { isProfilerControl } from "../../profiling/messages";
 import * as profiler from "../../profiling/worker-host";
@@ -20,6 +20,7 @@ import {
   RESULT_SIZE,
   type WorkerMessage,
   type WorkerThreadData,
+  NO_METRICS_ARG,
   packError,
 } from "./wire";
 
@@ -28,6 +29,8 @@ const threadData = workerData as WorkerThreadData | null;
 const port: MessagePort | null = threadData?.port ?? null;
 const isThread = port !== null;
 const waitAwake = threadData?.waitAwake ?? true;
+/** Off (PoolOptions.metrics false): tasks are timed by the wall clock alone, outside contextMeter's scope. */
+const measures = threadData?.metrics ?? !process.argv.includes(NO_METRICS_ARG);
 
 function send(message: WorkerMessage): void {
   if (port !== null) port.postMessage(message);
@@ -94,10 +97,10 @@ function report(): void {
 }
 
 /** Times each task and keeps the ledger contextMeter records into while it runs. */
-const meter = new TaskMeter();
+const taskClock: TaskClock = measures ? new TaskMeter() : new TaskTimer();
 
 function record(ok: boolean, value: unknown, task: TaskLedger, bytesIn: number): void {
-  meter.end(task);
+  taskClock.end(task);
   profiler.taskEnded();
   const bytesOut = ok ? estimateNbytes(value, isThread) : 0;
   // Only a task whose code metered something ships its breakdown; the pool derives the rest.
@@ -114,11 +117,11 @@ function evaluateWire(wire: WireExpr): unknown {
 function runBatch(tasks: RunMessage, from: number): boolean {
   for (let i = from; i < tasks.length; i++) {
     const bytesIn = estimateNbytes(tasks[i], isThread);
-    const task = meter.begin();
+    const task = taskClock.begin();
     profiler.taskStarted();
     let value: unknown;
     try {
-      value = meter.run(task, evaluateWire, tasks[i]);
+      value = taskClock.run(task, evaluateWire, tasks[i]);
     } catch (error) {
       record(false, error, task, bytesIn);
       continue;
@@ -151,9 +154,11 @@ const POLL_MS = 0.05;
 function onMessage(message: PoolMessage): void {
   for (let next: PoolMessage | undefined = message; next !== undefined; ) {
     const started = epochMs();
-    if (!runMessage(next) || port === null || !waitAwake || epochMs() - started > POLL_MS) return;
+    if (!runMessage(next) || port === null || !waitAwake || epochMs() - started > POLL_MS) break;
     next = poll(port);
   }
+  // Back to the event loop: the thread waits for the next message (or a task's promise).
+  taskClock.idle();
 }
 
 function poll(from: MessagePort): PoolMessage | undefined {
