@@ -11,7 +11,7 @@
 // Run: npm run bench -- cluster-diagnose   (TSDASK_BENCH_ROUNDS, TSDASK_REPORT_TASKS and
 // TSDASK_DASK_REPORT_TASKS change the sizes; TSDASK_BENCH_PARTS=profile or =report runs one part)
 
-import { readFileSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { readFileSync, readdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, LocalCluster, get, performanceReport } from "../src";
@@ -29,6 +29,8 @@ interface Run {
   wall: number;
   /** CPU seconds of the worker processes. */
   cpu: number;
+  /** Of which V8's sampler threads ("v8:ProfEvntProc", one per profiled thread: the per-sample cost). */
+  samplerCpu?: number;
 }
 
 /** One fresh cluster: the user's run of the seed, then a warm compute on the same cluster. */
@@ -43,11 +45,25 @@ type Mode = "on" | "off";
 type Phase = keyof QrRuns;
 
 /** CPU seconds (user + system) a process has used, from /proc. */
-function cpuSeconds(pid: number): number {
+function cpuSeconds(pid: number | string): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   // utime and stime are the 14th and 15th fields of the whole line (11th, 12th after the name).
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds of a process's V8 sampler threads (named by V8), from /proc. */
+function samplerCpuSeconds(pid: number): number {
+  let total = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (!readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").startsWith("v8:ProfEvntProc")) continue;
+      total += cpuSeconds(`${pid}/task/${tid}`);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return total;
 }
 
 function median(values: readonly number[]): number {
@@ -58,9 +74,9 @@ function median(values: readonly number[]): number {
 const ratioPercent = (ratio: number): number => (ratio - 1) * 100;
 const formatPercent = (value: number): string => `${value.toFixed(1)} %`;
 /** The median over rounds of on / off − 1, each round's two runs taken back to back: less swayed by a load that drifts. */
-const paired = (runs: Record<Mode, QrRuns[]>, phase: Phase, field: keyof Run): number =>
+const paired = (runs: Record<Mode, QrRuns[]>, phase: Phase, field: "wall" | "cpu"): number =>
   ratioPercent(median(runs.on.map((on, i) => on[phase][field] / runs.off[i][phase][field])));
-const medianOf = (runs: Record<Mode, QrRuns[]>, mode: Mode, phase: Phase, field: keyof Run): number => median(runs[mode].map((run) => run[phase][field]));
+const medianOf = (runs: Record<Mode, QrRuns[]>, mode: Mode, phase: Phase, field: "wall" | "cpu"): number => median(runs[mode].map((run) => run[phase][field]));
 
 /**
  * The seed as a user runs it, on a fresh cluster with the profiler on (the default) or off: start
@@ -80,11 +96,13 @@ async function qrRun(profile: boolean): Promise<QrRuns> {
     await product.compute();
     const pids = cluster.processes.map((p) => p.pid);
     const workersCpu = (): number => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+    const samplersCpu = (): number => pids.reduce((sum, pid) => sum + samplerCpuSeconds(pid), 0);
     const cpu0 = workersCpu();
-    const first = { wall: (performance.now() - t0) / 1000, cpu: cpu0 };
+    const sampler0 = samplersCpu();
+    const first = { wall: (performance.now() - t0) / 1000, cpu: cpu0, samplerCpu: sampler0 };
     const t1 = performance.now();
     await product.compute();
-    return { first, warm: { wall: (performance.now() - t1) / 1000, cpu: workersCpu() - cpu0 } };
+    return { first, warm: { wall: (performance.now() - t1) / 1000, cpu: workersCpu() - cpu0, samplerCpu: samplersCpu() - sampler0 } };
   } finally {
     await client.close();
     await cluster.close();
@@ -109,6 +127,8 @@ async function profilerOverhead(): Promise<Record<string, unknown>> {
     }
   }
   printTable(["", "tsdask off", "tsdask on", "tsdask overhead", "dask off", "dask on", "dask overhead"], rows);
+  const samplerShare = (phase: Phase): string => formatPercent(median(ours.on.map((run, i) => (run[phase].samplerCpu ?? 0) / ours.off[i][phase].cpu)) * 100);
+  console.log(`of which V8's sampler threads (their own CPU, % of the off run's workers' CPU): user's run ${samplerShare("first")}, warm compute ${samplerShare("warm")}`);
   console.log("(overhead: the median over rounds of on / off − 1 within a round, whose two runs are back to back: less swayed by a load that drifts)");
   console.log(`(user's run: wall from LocalCluster.start to the end of the first compute, workers' CPU from their start — the profiler starts with them; warm: a second compute on the same cluster)`);
   const verdict = (value: number): string => `${formatPercent(value)} (${value <= 3 ? "met" : "NOT met"})`;
