@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, LocalCluster, get, performanceReport } from "../src";
 import * as da from "../src/kernel/collections/array";
-import { DASK_PYTHON, type ReportOpened, ensureDistributed, launchChromium, openDaskReport, openReport, printTable, runPython } from "./harness";
+import { DASK_PYTHON, type ReportOpened, cpuSeconds, ensureDistributed, median, launchChromium, openDaskReport, openReport, printTable, runPython } from "./harness";
 import { inc } from "../test/fixtures/tasks";
 
 const ROUNDS = Number(process.env.TSDASK_BENCH_ROUNDS ?? 6);
@@ -44,21 +44,13 @@ interface QrRuns {
 type Mode = "on" | "off";
 type Phase = keyof QrRuns;
 
-/** CPU seconds (user + system) a process has used, from /proc. */
-function cpuSeconds(pid: number | string): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // utime and stime are the 14th and 15th fields of the whole line (11th, 12th after the name).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 /** CPU seconds of a process's V8 sampler threads (named by V8), from /proc. */
 function samplerCpuSeconds(pid: number): number {
   let total = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       if (!readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").startsWith("v8:ProfEvntProc")) continue;
-      total += cpuSeconds(`${pid}/task/${tid}`);
+      total += cpuSeconds(Number(tid)); // a thread's own /proc entry
     } catch {
       // the thread ended meanwhile
     }
@@ -66,11 +58,6 @@ function samplerCpuSeconds(pid: number): number {
   return total;
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-}
 const ratioPercent = (ratio: number): number => (ratio - 1) * 100;
 const formatPercent = (value: number): string => `${value.toFixed(1)} %`;
 /** The median over rounds of on / off − 1, each round's two runs taken back to back: less swayed by a load that drifts. */

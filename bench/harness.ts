@@ -1,6 +1,7 @@
 // Shared by the benchmarks: timing, running the Dask side in the project's Python, and printing.
 
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Browser, chromium } from "playwright-core";
@@ -133,6 +134,20 @@ export async function openDaskReport(browser: Browser, file: string): Promise<nu
 }
 
 /** Prints rows as an aligned table. */
+/** CPU seconds (user + system) a process has used, from /proc. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // utime and stime are the 14th and 15th fields of the whole line (11th, 12th after the name).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
 export function printTable(header: readonly string[], rows: readonly (readonly (string | number)[])[]): void {
   const cells = [header, ...rows].map((row) => row.map((cell) => (typeof cell === "number" ? format(cell) : cell)));
   const widths = header.map((_, i) => Math.max(...cells.map((row) => row[i].length)));

@@ -193,12 +193,21 @@ test("hovering a task shows its key; zooming the top plot zooms all three", asyn
   const domains = (views: SubView[]): string[] => views.map((view) => /values from .*/.exec(view.xAxis)?.[0] ?? `no domain in "${view.xAxis}"`);
   const before = await subViews(plot);
   assert.equal(new Set(domains(before)).size, 1, `one shared x domain: ${domains(before).join(" / ")}`);
-  const area = await plot.locator("svg .plot_0_group path.background").first().boundingBox();
+  // The tooltip is a fixed element above the page: while it shows it may sit on the spot the
+  // wheel is aimed at and take the event itself. Move away until it hides.
+  await page.mouse.move(0, 0);
+  await tooltip.waitFor({ state: "hidden" });
+  const background = plot.locator("svg .plot_0_group path.background").first();
+  await background.scrollIntoViewIfNeeded();
+  const area = await background.boundingBox();
   assert.ok(area !== null);
-  await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
+  const aim = { x: area.x + area.width / 2, y: area.y + area.height / 2 };
+  await page.mouse.move(aim.x, aim.y);
+  const plotElement = await plot.elementHandle();
+  const aimedAtPlot = await page.evaluate(([element, point]) => element?.contains(document.elementFromPoint(point.x, point.y)) ?? false, [plotElement, aim] as const);
+  assert.ok(aimedAtPlot, "the wheel is aimed at the plot, not at something above it");
   await page.mouse.wheel(0, -600);
   // Wait on this plot's own axis: the notebook's first .tsdask-plot is another cell's.
-  const plotElement = await plot.elementHandle();
   await page.waitForFunction(
     ([element, previous]) => {
       const axis = element?.querySelector('g.plot_0_group g.role-axis[aria-label^="X-axis"]');

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import bytes from "bytes-iec";
+import { type ProfilingOptions, checkProfilingOptions } from "../kernel/profiling/hub";
 import { RedisAddressError, RedisConnectError } from "../kernel/distributed/redis/errors";
 import { WorkerNameTakenError } from "../kernel/distributed/redis/registry";
 import { RedisWorker } from "../kernel/distributed/redis/worker";
@@ -14,6 +15,7 @@ export const WORKER_USAGE = [
   "  tsdask worker redis://[user:password@]host:port[/db] [--name NAME] [--nthreads N]",
   '                [--memory-limit "4 GiB"] [--allow-source] [--tls-ca FILE]',
   '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--part-size "64 MiB"]',
+  "                [--profile-interval SECONDS] [--profile-cycle SECONDS] [--no-profile]",
   "                              run tasks for the clients of that Redis (rediss:// for TLS);",
   "                              --allow-source also runs functions shipped as source text:",
   "                              anyone who can write to that Redis can then run code here",
@@ -36,6 +38,8 @@ export interface WorkerCommandOptions {
   readonly lockDuration?: number;
   readonly stalledInterval?: number;
   readonly partSize?: number;
+  /** The statistical profiler's interval and cycle (seconds), or false (--no-profile); default Dask's. */
+  readonly profile?: ProfilingOptions | false;
 }
 
 export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
@@ -54,6 +58,9 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
         "lock-duration": { type: "string" },
         "stalled-interval": { type: "string" },
         "part-size": { type: "string" },
+        "profile-interval": { type: "string" },
+        "profile-cycle": { type: "string" },
+        "no-profile": { type: "boolean", default: false },
       },
     });
   } catch (error) {
@@ -70,6 +77,18 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
     if (parsedSize === null || !(parsedSize > 0)) throw new UsageError(`--${option} needs a size such as "4 GiB" or "500 MB", got ${JSON.stringify(text)}`);
     return parsedSize;
   };
+  const interval = positiveNumber("profile-interval", values["profile-interval"]);
+  const cycle = positiveNumber("profile-cycle", values["profile-cycle"]);
+  if (values["no-profile"] === true && (interval !== undefined || cycle !== undefined)) throw new UsageError("--no-profile turns the profiler off: leave out --profile-interval and --profile-cycle");
+  let profile: ProfilingOptions | false | undefined;
+  if (values["no-profile"] === true) profile = false;
+  else if (interval !== undefined || cycle !== undefined) {
+    try {
+      profile = checkProfilingOptions({ ...(interval === undefined ? {} : { interval }), ...(cycle === undefined ? {} : { cycle }) }, "profiler");
+    } catch (error) {
+      throw new UsageError(`--profile-interval, --profile-cycle: ${(error as Error).message}`);
+    }
+  }
   return {
     url: positionals[0],
     name: values.name,
@@ -80,6 +99,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
     lockDuration: positiveNumber("lock-duration", values["lock-duration"]),
     stalledInterval: positiveNumber("stalled-interval", values["stalled-interval"]),
     partSize: size("part-size"),
+    ...(profile === undefined ? {} : { profile }),
   };
 }
 
@@ -97,6 +117,7 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
       lockDuration: options.lockDuration,
       stalledInterval: options.stalledInterval,
       partSize: options.partSize,
+      profile: options.profile,
     });
   } catch (error) {
     // Redis unreachable, a wrong password, a name in use: the message says it all.

@@ -1,5 +1,8 @@
-// Durations as Dask prints them, shared by the kernel's text bar and the extension's widget so
-// both show the same string for the same elapsed time.
+// Durations as Dask prints them, and the order names are listed in, shared by the kernel's text
+// and the extension's widgets so both show the same string and order for the same data.
+
+/** Names in natural order: "worker-2" before "worker-10". */
+export const naturalOrder: (a: string, b: string) => number = new Intl.Collator("en", { numeric: true }).compare;
 
 /**
  * A duration in seconds as Dask's `format_time` prints it: `"185.10 us"`, `"100.36 ms"`,

@@ -13,8 +13,9 @@ import { Client, LocalCluster, type LocalClusterOptions, MemorySampler, getTaskS
 import { MEASURES } from "../../src/protocol/memory";
 import { taskStreamSpec } from "../../src/protocol/plot/taskstream";
 import type { TaskStreamRecord } from "../../src/protocol/records";
-import { HOT_FILE, HOT_ID, HOT_LINE, findFrame } from "../diagnostics/fixtures";
-import { combine, hotLoop, mostlyWaiting } from "../diagnostics/hot";
+import { HOT_ID, findFrame } from "../diagnostics/fixtures";
+import { combine, hotLoop } from "../diagnostics/hot";
+import { checkHotProfile, hotGraph } from "../helpers/hot-profile";
 import { inc } from "../fixtures/tasks";
 import { ramp, sleep, tile, total } from "../fixtures/cluster-tasks";
 
@@ -126,26 +127,12 @@ describe("seed 003's diagnostics on a LocalCluster whose worker-1 runs 5 s ahead
 
   test("the workers' profile: the hot function dominates its prefix on its TypeScript lines; key, worker and kind select; windows on the scheduler's clock", async () => {
     const t0 = now();
-    const dsk: Record<string, unknown> = {};
-    for (let i = 0; i < 4; i++) dsk[`burn-${i}`] = [hotLoop, 6000];
-    for (let i = 0; i < 2; i++) dsk[`wait-${i}`] = [mostlyWaiting, 100];
-    dsk.all = [combine, "burn-0", "burn-1", "burn-2", "burn-3", "wait-0", "wait-1"];
-    const ts = await getTaskStream(() => get(dsk, "all"));
+    const ts = await getTaskStream(() => get(hotGraph(), "all"));
     const t1 = now();
     assert.deepEqual(new Set(ts.data.filter((r) => r.prefix === "burn").map((r) => r.worker)).size, 2, "burn ran on both workers");
 
-    const burn = await client.profile({ key: "burn", start: t0, stop: t1 });
-    assert.ok(burn.count >= 10, `${burn.count} samples under burn`);
-    const hot = findFrame(burn, HOT_ID);
-    assert.ok(hot !== undefined, `no ${HOT_ID} in ${Object.keys(burn.children).join(", ")}`);
-    assert.ok(hot.count >= 0.8 * burn.count, `hotLoop has ${hot.count} of ${burn.count} samples`);
-    assert.equal(burn.children[HOT_ID]?.count, hot.count, "the tree starts at the task's own function");
-    assert.equal(hot.description.filename, HOT_FILE, "the TypeScript source, through the source map");
-    assert.equal(hot.description.line_number, HOT_LINE);
-    assert.match(hot.description.line, /Math\.sqrt\(i\) \/ i; \/\/ HOT LINE <img/);
+    const burn = await checkHotProfile(client, t0, t1);
     assert.equal((await client.profile({ key: "burn-2", start: t0, stop: t1 })).count, burn.count, "a key stands for its prefix");
-    assert.equal(findFrame(await client.profile({ key: "wait", start: t0, stop: t1 }), HOT_ID), undefined, "hotLoop never ran under wait");
-    assert.equal((await client.profile({ stop: t0 - 30 })).count, 0, "a window before the run is empty");
     const all = await client.profile({ start: t0, stop: t1 });
     assert.ok(all.count >= burn.count);
     // Each worker's share, the skewed one by name too; the administrative side holds no task code.

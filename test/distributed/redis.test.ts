@@ -20,7 +20,7 @@ import { ramp, total } from "../fixtures/cluster-tasks";
 import { describeWorker } from "../fixtures/redis-tasks";
 import { clusterFeed } from "../../src/kernel/distributed/dashboard";
 import { add, burn, fill, inc, mul, pair, sha1, sleep, throwMine } from "../fixtures/tasks";
-import { type RedisServer, startRedisServer } from "../helpers/redis-server";
+import { type RedisServer, expectEmpty, startRedisServer } from "../helpers/redis-server";
 import { type WorkerProcess, startWorker } from "../helpers/redis-workers";
 import { waitFor } from "../helpers/wait";
 
@@ -68,11 +68,7 @@ describe("a Redis cluster through the Client", () => {
   after(async () => {
     await client?.close();
     await Promise.all(workers.map((worker) => worker.stop()));
-    // BullMQ's stalled-check marker of a worker that stopped before it saw the last client leave
-    // expires by itself within the stalled interval (2 s).
-    await waitFor("Redis to be empty once clients and workers are gone", async () => (await redis.dbsize()) === 0, 10).catch(async (error: Error) => {
-      throw new Error(`${error.message}; left: ${(await redis.keys("*")).join(", ")}`);
-    });
+    await expectEmpty(redis);
     redis.disconnect();
     await server.stop();
   });

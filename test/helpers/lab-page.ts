@@ -11,6 +11,7 @@ export interface PageElement {
   querySelector(selector: string): PageElement | null;
   querySelectorAll(selector: string): ArrayLike<PageElement>;
   closest(selector: string): PageElement | null;
+  contains(other: PageElement | null): boolean;
   readonly textContent: string | null;
 }
 declare global {
@@ -19,6 +20,7 @@ declare global {
     querySelector(selector: string): PageElement | null;
     querySelectorAll(selector: string): ArrayLike<PageElement>;
     getElementById(id: string): PageElement | null;
+    elementFromPoint(x: number, y: number): PageElement | null;
   };
   const window: LabWindow;
   function getComputedStyle(element: PageElement): Readonly<Record<"color" | "backgroundColor" | "fill", string>>;

@@ -6,8 +6,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Redis } from "ioredis";
 import { killOnExit, removeOnExit } from "./children";
 import { freePort } from "./net";
+import { waitFor } from "./wait";
 
 export interface RedisServerOptions {
   /** `requirepass`: clients must AUTH with it. */
@@ -131,4 +133,15 @@ async function terminate(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * Resolves once the server holds no key (clients closed, workers gone), within 10 s: BullMQ's
+ * stalled-check marker of a worker that stopped before it saw the last client leave expires by
+ * itself within the stalled interval (2 s). Fails listing the keys left.
+ */
+export async function expectEmpty(redis: Redis): Promise<void> {
+  await waitFor("Redis to be empty once clients and workers are gone", async () => (await redis.dbsize()) === 0, 10).catch(async (error: Error) => {
+    throw new Error(`${error.message}; left: ${(await redis.keys("*")).join(", ")}`);
+  });
 }

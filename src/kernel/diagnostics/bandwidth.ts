@@ -3,7 +3,7 @@
 // and "Bandwidth Workers" — and drawn as bars and a source × destination heatmap. The local
 // schedulers move no data between workers; the cluster's workers supply these logs.
 
-import { byteUnit, formatBytes } from "../../protocol/format";
+import { byteUnit, formatBytes, naturalOrder } from "../../protocol/format";
 import type { BandwidthSummary, TransferLogEntry } from "../../protocol/records";
 import type { DisplayHandle } from "../display";
 import { present } from "../display/figure";
@@ -123,7 +123,7 @@ export function bandwidthTypesSpec(summary: BandwidthDetail, options: { width: n
 /** Dask's "Bandwidth Workers": a source × destination heatmap. */
 export function bandwidthWorkersSpec(summary: BandwidthDetail, options: { width: number; title?: string }): VegaLiteSpec {
   const { unit, size } = byteUnit(Math.max(0, ...summary.byWorkers.map((p) => p.bandwidth)));
-  const workers = [...new Set(summary.byWorkers.flatMap((p) => [p.source, p.destination]))].sort(new Intl.Collator("en", { numeric: true }).compare);
+  const workers = [...new Set(summary.byWorkers.flatMap((p) => [p.source, p.destination]))].sort(naturalOrder);
   const values = summary.byWorkers.map((p) => ({
     source: p.source,
     destination: p.destination,

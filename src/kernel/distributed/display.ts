@@ -3,6 +3,7 @@
 // workers, threads, memory and the dashboard link.
 
 import { randomBytes } from "node:crypto";
+import { inspect } from "node:util";
 import { formatBytes } from "../../protocol/format";
 import { type ClusterPayload, type ClusterWorkerInfo, MIME_TYPE, PROTOCOL_VERSION } from "../../protocol";
 import { display, inNotebook } from "../display";
@@ -62,4 +63,45 @@ export function clusterPayload(title: string, summary: ClusterSummary): ClusterP
 export function showCluster(title: string, summary: ClusterSummary): void {
   if (!inNotebook()) return;
   display({ [MIME_TYPE]: clusterPayload(title, summary), "text/plain": clusterText(title, summary) });
+}
+
+/** A cluster or a client as it shows itself: one line of text and, evaluated in a notebook, its card. */
+export abstract class ShownAsCard {
+  /** The card's title: "LocalCluster", "RedisCluster", "Client". */
+  protected abstract readonly cardTitle: string;
+  protected abstract cardSummary(): ClusterSummary;
+
+  toString(): string {
+    return clusterText(this.cardTitle, this.cardSummary());
+  }
+
+  /** In a notebook, evaluating the object shows its card (workers, threads, memory, dashboard link). */
+  [inspect.custom](): string {
+    showCluster(this.cardTitle, this.cardSummary());
+    return this.toString();
+  }
+}
+
+/** What every cluster summarises the same way: its workers while it runs, its transport, its link. */
+export abstract class ClusterCard extends ShownAsCard {
+  abstract readonly name: string;
+  abstract get workers(): ReadonlyMap<string, WorkerState>;
+  abstract get status(): "running" | "closed";
+  abstract get dashboardLink(): string | null;
+  /** The transport as the card names it ("unix sockets", "redis://host:6379/0"). */
+  protected abstract get transportDescription(): string;
+
+  summary(): ClusterSummary {
+    return {
+      name: this.name,
+      status: this.status,
+      transport: this.transportDescription,
+      dashboardLink: this.dashboardLink,
+      workers: this.status === "running" ? workerInfos(this.workers.values()) : [],
+    };
+  }
+
+  protected cardSummary(): ClusterSummary {
+    return this.summary();
+  }
 }

@@ -6,7 +6,7 @@
 // (never a slab of sub-pixel marks). Built in the kernel (notebook, report) and in the browser
 // (the dashboard's live panel), so both draw the same thing.
 
-import { formatBytes, formatTime } from "../format";
+import { formatBytes, formatTime, naturalOrder } from "../format";
 import { DETAIL_LIMIT, binIntervals, binnedEncoding, seconds } from "./bins";
 import { rankGroups } from "./groups";
 import { ACTIONS, type TaskStreamColumns } from "./taskstream-table";
@@ -61,10 +61,9 @@ export function streamRows(table: TaskStreamColumns): { labels: string[]; rowOfT
   }
   const threadsOf = new Map<string, number>();
   for (const { worker } of pairs.values()) threadsOf.set(worker, (threadsOf.get(worker) ?? 0) + 1);
-  const collator = new Intl.Collator("en", { numeric: true });
   const sorted = [...pairs].sort(([, a], [, b]) => {
     if ((a.worker === "main") !== (b.worker === "main")) return a.worker === "main" ? -1 : 1;
-    return collator.compare(table.workerLabel(a.worker), table.workerLabel(b.worker)) || a.thread - b.thread;
+    return naturalOrder(table.workerLabel(a.worker), table.workerLabel(b.worker)) || a.thread - b.thread;
   });
   // A worker with one thread is one row named after it; Dask's `worker-thread` otherwise.
   const label = ({ worker, thread }: { worker: string; thread: number }): string => {

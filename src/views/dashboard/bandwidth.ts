@@ -2,12 +2,10 @@
 // estimate, then bars by data type and a source × destination matrix of worker pairs, shaded by
 // bandwidth. Rows are kept by name and patched, so nothing jumps while transfers update them.
 import type { DashboardSnapshot } from "../../protocol/dashboard";
-import { formatBytes } from "../../protocol/format";
+import { formatBytes, naturalOrder } from "../../protocol/format";
 import type { BandwidthSummary } from "../../protocol/records";
 import { KeyedRows, element, textElement } from "../dom";
 import type { PanelView } from "./kinds";
-
-const collator = new Intl.Collator(undefined, { numeric: true });
 
 /** Above this many workers the matrix would be unreadable: pairs are listed as bars instead. */
 const MATRIX_WORKERS = 16;
@@ -39,7 +37,7 @@ class PairMatrix {
   readonly node = element("table", "tsdask-dashboard-table tsdask-bandwidth-matrix");
 
   update(pairs: readonly Pair[], nameOf: (address: string) => string): void {
-    const byName = (a: string, b: string): number => collator.compare(nameOf(a), nameOf(b));
+    const byName = (a: string, b: string): number => naturalOrder(nameOf(a), nameOf(b));
     const sources = [...new Set(pairs.map((pair) => pair.source))].sort(byName);
     const destinations = [...new Set(pairs.map((pair) => pair.destination))].sort(byName);
     const value = new Map(pairs.map((pair) => [`${pair.source}\u0000${pair.destination}`, pair.bandwidth]));

@@ -3,12 +3,10 @@
 // scale so workers compare at a glance.
 import type { DashboardSnapshot } from "../../protocol/dashboard";
 import type { WorkerRecord } from "../../protocol/records";
-import { formatBytes } from "../../protocol/format";
+import { formatBytes, naturalOrder } from "../../protocol/format";
 import { KeyedRows, element, textElement } from "../dom";
 import type { PanelView } from "./kinds";
 import { MEMORY_PART_LABELS, MemoryBar, type MemoryPart } from "./memory-bar";
-
-const byName = new Intl.Collator(undefined, { numeric: true });
 
 /** A worker's name and its memory bar (managed / unmanaged / spilled), on the panel's shared scale. */
 class WorkerMemoryRow {
@@ -53,7 +51,7 @@ export function mountMemoryPanel(container: HTMLElement, snapshot: DashboardSnap
   const rows = new KeyedRows(element("div", "tsdask-memory-workers", root), (worker: WorkerRecord) => worker.address, () => new WorkerMemoryRow());
 
   const update = (next: DashboardSnapshot): void => {
-    const workers = [...(next.workers ?? [])].sort((a, b) => byName.compare(a.name, b.name));
+    const workers = [...(next.workers ?? [])].sort((a, b) => naturalOrder(a.name, b.name));
     const memory = next.memory;
     const limit = next.cluster?.memoryLimit ?? workers.reduce((sum, worker) => sum + worker.memoryLimit, 0);
     clusterTitle.hidden = cluster.node.hidden = memory === undefined;

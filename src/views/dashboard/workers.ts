@@ -2,7 +2,7 @@
 // against its limit (managed / unmanaged / spilled), tasks by state, when it was last heard of.
 // Rows are kept by worker address and patched, so a sort or a selection survives updates.
 import type { DashboardSnapshot } from "../../protocol/dashboard";
-import { formatBytes } from "../../protocol/format";
+import { formatBytes, naturalOrder } from "../../protocol/format";
 import type { WorkerRecord } from "../../protocol/records";
 import { KeyedRows, element, textElement } from "../dom";
 import type { PanelView } from "./kinds";
@@ -61,8 +61,6 @@ class WorkerRow {
   }
 }
 
-const byName = new Intl.Collator(undefined, { numeric: true });
-
 export function mountWorkersPanel(container: HTMLElement, snapshot: DashboardSnapshot): PanelView {
   const summary = element("div", "tsdask-dashboard-summary", container);
   const table = element("table", "tsdask-dashboard-table", container);
@@ -71,7 +69,7 @@ export function mountWorkersPanel(container: HTMLElement, snapshot: DashboardSna
   const rows = new KeyedRows(element("tbody", "", table), (worker: WorkerRecord) => worker.address, () => new WorkerRow());
 
   const update = (next: DashboardSnapshot): void => {
-    const workers = [...(next.workers ?? [])].sort((a, b) => byName.compare(a.name, b.name));
+    const workers = [...(next.workers ?? [])].sort((a, b) => naturalOrder(a.name, b.name));
     const cluster = next.cluster;
     const threads = workers.reduce((sum, worker) => sum + worker.nthreads, 0);
     summary.textContent =

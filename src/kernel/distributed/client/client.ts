@@ -3,7 +3,6 @@
 // submits functions and collections as Futures, gathers results straight from the workers, runs
 // functions on every worker or on the scheduler.
 
-import { inspect } from "node:util";
 import { Delayed, makeObject } from "../../collections/delayed";
 import { ChunkedArray, type ComputedArray, assembleBlocks, blockIndices } from "../../collections/array/array";
 import { tokenize } from "../../collections/tokenize";
@@ -24,7 +23,7 @@ import type { Scheduler } from "../scheduler/scheduler";
 import type { GraphSubmission } from "../scheduler/state";
 import type { WorkerView } from "../worker/view";
 import { clusterFeed } from "../dashboard";
-import { type ClusterSummary, clusterText, showCluster } from "../display";
+import { type ClusterSummary, ShownAsCard } from "../display";
 import { LocalCluster, type LocalClusterOptions } from "../local/cluster";
 import type { ProfileNode, TaskStreamRecord } from "../../../protocol/records";
 import type { BandwidthDetail } from "../../diagnostics/bandwidth";
@@ -64,7 +63,8 @@ type AnyFunction = (...args: never[]) => unknown;
 /** Open clients, newest last: the newest is the default scheduler. */
 const openClients: Client[] = [];
 
-export class Client implements GraphScheduler, AsyncDisposable {
+export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposable {
+  protected readonly cardTitle = "Client";
   private readonly holds = new Set<FutureHold>();
   private closed = false;
   private readonly stopWatching: () => void;
@@ -79,6 +79,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     /** Closed with the client (a cluster the client started itself). */
     private readonly ownsCluster: boolean,
   ) {
+    super();
     this.stopWatching = cluster.scheduler.onClose(() => void this.close());
     openClients.push(this);
     setDefaultGraphScheduler(this);
@@ -337,16 +338,7 @@ export class Client implements GraphScheduler, AsyncDisposable {
     await this.close();
   }
 
-  toString(): string {
-    return clusterText("Client", this.summary());
-  }
-
-  [inspect.custom](): string {
-    showCluster("Client", this.summary());
-    return this.toString();
-  }
-
-  private summary(): ClusterSummary {
+  protected cardSummary(): ClusterSummary {
     const summary = this.cluster.summary();
     return this.closed ? { ...summary, status: "closed" } : summary;
   }

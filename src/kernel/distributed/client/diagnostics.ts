@@ -23,9 +23,10 @@ import type { Scheduler } from "../scheduler/scheduler";
 import type { CollectOptions } from "../scheduler/task-stream";
 import type { WorkerView } from "../worker/view";
 
-// Self-contained, so they travel to the workers as source (client.run's rules).
-const incomingLog = (worker: WorkerView): readonly TransferLogEntry[] => worker.incomingTransferLog;
-const outgoingLog = (worker: WorkerView): readonly TransferLogEntry[] => worker.outgoingTransferLog;
+// Exported, so they travel to the workers as module exports (client.run's rules): a Redis worker
+// started without --allow-source runs those, not source text.
+export const incomingLog = (worker: WorkerView): readonly TransferLogEntry[] => worker.incomingTransferLog;
+export const outgoingLog = (worker: WorkerView): readonly TransferLogEntry[] => worker.outgoingTransferLog;
 
 /** How often reportedSince looks at the workers' heartbeats. */
 const POLL_MS = 25;

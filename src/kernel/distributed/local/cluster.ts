@@ -4,13 +4,12 @@
 
 import { readFileSync } from "node:fs";
 import { availableParallelism, totalmem } from "node:os";
-import { inspect } from "node:util";
 import { DEFAULT_PROFILING, checkProfilingOptions } from "../../profiling/hub";
 import { DashboardPublisher } from "../../dashboard/publisher";
 import { DEFAULT_DASHBOARD_ADDRESS, type DashboardServer, parseDashboardAddress, serveDashboard } from "../../dashboard/server";
 import { clusterFeed } from "../dashboard";
 import type { WorkerStartConfig } from "../messages";
-import { type ClusterSummary, clusterText, showCluster, workerInfos } from "../display";
+import { ClusterCard } from "../display";
 import { Scheduler, type SchedulerSettings } from "../scheduler/scheduler";
 import type { WorkerState } from "../scheduler/workers";
 import { makeClusterFolder, sweepStaleFolders } from "./folders";
@@ -77,7 +76,8 @@ const START_TIMEOUT_MS = 60_000;
 /** Clusters started in this process, by name (see LocalClusterOptions.name). */
 const byName = new Map<string, LocalCluster>();
 
-export class LocalCluster implements AsyncDisposable {
+export class LocalCluster extends ClusterCard implements AsyncDisposable {
+  protected readonly cardTitle = "LocalCluster";
   private closing: Promise<void> | undefined;
   /** The dashboard page and how to take the cluster off its feed, while served. */
   private dashboard: { readonly server: DashboardServer; readonly leave: () => void } | undefined;
@@ -89,7 +89,9 @@ export class LocalCluster implements AsyncDisposable {
     readonly threadsPerWorker: number,
     /** Bytes per worker; 0: no limit. */
     readonly memoryLimit: number,
-  ) {}
+  ) {
+    super();
+  }
 
   /** Starts the scheduler and the workers; resolves once every worker has registered. */
   static async start(options: LocalClusterOptions = {}): Promise<LocalCluster> {
@@ -187,24 +189,8 @@ export class LocalCluster implements AsyncDisposable {
     await this.close();
   }
 
-  summary(): ClusterSummary {
-    return {
-      name: this.name,
-      status: this.status,
-      transport: this.transport.description,
-      dashboardLink: this.dashboardLink,
-      workers: this.closing === undefined ? workerInfos(this.scheduler.workers.values()) : [],
-    };
-  }
-
-  toString(): string {
-    return clusterText("LocalCluster", this.summary());
-  }
-
-  /** In a notebook, evaluating `cluster` shows its card (workers, threads, memory, dashboard link). */
-  [inspect.custom](): string {
-    showCluster("LocalCluster", this.summary());
-    return this.toString();
+  protected get transportDescription(): string {
+    return this.transport.description;
   }
 
   /**

@@ -3,9 +3,8 @@
 // `Client.connect("redis://…")` makes one; closing the client closes it (nothing of this client
 // is left in Redis, the workers stay).
 
-import { inspect } from "node:util";
 import { getPool } from "../../scheduler/pool";
-import { type ClusterSummary, clusterText, showCluster, workerInfos } from "../display";
+import { ClusterCard } from "../display";
 import { Scheduler } from "../scheduler/scheduler";
 import type { WorkerState } from "../scheduler/workers";
 import { RedisTransport, type RedisTransportOptions } from "./transport";
@@ -29,14 +28,17 @@ const OPTION_NAMES = new Set([
   "taskStreamLength",
 ]);
 
-export class RedisCluster {
+export class RedisCluster extends ClusterCard {
+  protected readonly cardTitle = "RedisCluster";
   private closing: Promise<void> | undefined;
 
   private constructor(
     readonly name: string,
     readonly scheduler: Scheduler,
     readonly transport: RedisTransport,
-  ) {}
+  ) {
+    super();
+  }
 
   /**
    * Connects to the Redis at `url` (`redis://[user:password@]host:port[/db]`, `rediss://` for
@@ -90,23 +92,8 @@ export class RedisCluster {
     await this.close();
   }
 
-  summary(): ClusterSummary {
-    return {
-      name: this.name,
-      status: this.status,
-      transport: this.transport.description,
-      dashboardLink: this.dashboardLink,
-      workers: this.status === "running" ? workerInfos(this.scheduler.workers.values()) : [],
-    };
-  }
-
-  toString(): string {
-    return clusterText("RedisCluster", this.summary());
-  }
-
-  [inspect.custom](): string {
-    showCluster("RedisCluster", this.summary());
-    return this.toString();
+  protected get transportDescription(): string {
+    return this.transport.description;
   }
 }
 

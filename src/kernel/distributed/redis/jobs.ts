@@ -5,7 +5,7 @@ import { deserialize, serialize } from "node:v8";
 import type { MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
 import type { FnSpec, PackedError } from "../../scheduler/pool/wire";
 import { decodeValue, encodeValue, framesByteLength } from "../frames";
-import type { RunMessage, RunReplyMessage, WireTask } from "../messages";
+import type { ProfileReplyMessage, ProfileRequestMessage, RunMessage, RunReplyMessage, WireTask } from "../messages";
 
 /** Task specs up to this size travel inside their job; larger ones are stored and the job names them. */
 export const INLINE_TASK_BYTES = 128 * 1024;
@@ -47,14 +47,15 @@ interface OutcomeBase {
 export interface ReplyEntry {
   readonly status: "reply";
   readonly worker: string;
-  readonly reply: RunReplyMessage;
+  readonly reply: RunReplyMessage | ProfileReplyMessage;
 }
 
 /** What a worker sends to a client that asked it something (see keys.ts `registry.requests`). */
 export interface WorkerRequest {
   /** The asking client's id: the reply goes on its outcome stream. */
   readonly client: string;
-  readonly message: RunMessage;
+  /** Times of a profile request are on the Redis server's clock, as are those of its reply. */
+  readonly message: RunMessage | ProfileRequestMessage;
 }
 
 /** Times are on the Redis server's clock. */

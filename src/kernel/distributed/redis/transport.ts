@@ -16,10 +16,14 @@ import type { Socket } from "node:net";
 import { type JobsOptions, PRIORITY_LIMIT, Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
+import { type PackedProfile, packProfile } from "../../../protocol/profile";
+import { DEFAULT_PROFILING } from "../../profiling/hub";
 import { type FnSpec, packError } from "../../scheduler/pool/wire";
 import type {
   ComputeTaskMessage,
   FromWorker,
+  ProfileReplyMessage,
+  ProfileRequestMessage,
   RunMessage,
   TaskErredMessage,
   TaskFinishedMessage,
@@ -71,6 +75,12 @@ const CLOSE_TIMEOUT_MS = 5000;
 const ADD_SLICE = 1000;
 /** Outcomes read per round trip. */
 const OUTCOME_BATCH = 1000;
+/**
+ * Seconds a worker has to answer a profile request (its profiler waits at most 2 s for a busy
+ * thread): a worker that is frozen, or died since its last heartbeat, is then left out of
+ * client.profile rather than holding it until its registration expires.
+ */
+const PROFILE_REPLY_TIMEOUT = 5;
 
 export class RedisTransport implements Transport {
   readonly placement = "queue" as const;
@@ -88,6 +98,8 @@ export class RedisTransport implements Transport {
   /** Results in the store: keyId → repr (to name them if Redis loses them). */
   private readonly held = new Map<string, string>();
   private readonly workers = new Map<string, RegisteredWorker>();
+  /** Profile requests sent and not answered yet: requestId → what gives up on them. */
+  private readonly profileTimers = new Map<number, NodeJS.Timeout>();
   private events: TransportEvents | undefined;
   private nextJob = 0;
   private adding: Promise<void> = Promise.resolve();
@@ -165,7 +177,7 @@ export class RedisTransport implements Transport {
 
   /**
    * Messages for one worker. With the queue, tasks reach workers through `enqueue`; here function
-   * definitions (kept for the jobs that need them) and requests (client.run) matter. A worker
+   * definitions (kept for the jobs that need them) and requests (client.run, profiles) matter. A worker
    * computes its own clock offset against Redis, so heartbeat replies are not needed; freeing a
    * key a worker is running is done by `forget` when its outcome arrives.
    */
@@ -173,13 +185,47 @@ export class RedisTransport implements Transport {
     for (const message of messages) {
       if (message.op === "define-functions") this.defineFunctions(message.functions);
       else if (message.op === "run") this.request(worker, message);
+      else if (message.op === "profile") this.requestProfile(worker, message);
     }
   }
 
+  /**
+   * Asks `worker` for its profile windows of a time range, both ways on the Redis server's clock.
+   * It answers within PROFILE_REPLY_TIMEOUT, or is left out (an empty reply, as from a worker that
+   * does not profile).
+   */
+  private requestProfile(worker: WorkerAddress, message: ProfileRequestMessage): void {
+    const toRedis = (time: number | undefined): number | undefined => (time === undefined ? undefined : time - this.clock.offset);
+    const timer = setTimeout(() => this.unansweredProfile(worker, message.requestId), PROFILE_REPLY_TIMEOUT * 1000);
+    timer.unref();
+    this.profileTimers.set(message.requestId, timer);
+    this.request(worker, { ...message, start: toRedis(message.start), stop: toRedis(message.stop) });
+  }
+
+  private unansweredProfile(worker: WorkerAddress, requestId: number): void {
+    clearTimeout(this.profileTimers.get(requestId));
+    if (!this.profileTimers.delete(requestId)) return;
+    this.events?.received(worker, [{ op: "profile-reply", requestId, profile: packProfile([], DEFAULT_PROFILING.interval), enabled: false }]);
+  }
+
+  /** A worker's profile reply with its windows on this process's clock; undefined if it came too late. */
+  private receivedProfile(reply: ProfileReplyMessage): ProfileReplyMessage | undefined {
+    const timer = this.profileTimers.get(reply.requestId);
+    if (timer === undefined) return undefined;
+    clearTimeout(timer);
+    this.profileTimers.delete(reply.requestId);
+    const profile: PackedProfile = {
+      ...reply.profile,
+      windows: reply.profile.windows.map((window) => ({ ...window, time: this.fromRedis(window.time), stop: this.fromRedis(window.stop) })),
+    };
+    return { ...reply, profile };
+  }
+
   /** Asks `worker` through its request channel; it answers on this client's outcome stream. */
-  private request(worker: WorkerAddress, message: RunMessage): void {
+  private request(worker: WorkerAddress, message: RunMessage | ProfileRequestMessage): void {
     const request: WorkerRequest = { client: this.clientId, message };
     const unanswered = (reason: string): void => {
+      if (message.op === "profile") return this.unansweredProfile(worker, message.requestId);
       const error = packError(new Error(`Worker ${worker} cannot be asked through ${this.description}: ${reason}`));
       this.events?.received(worker, [{ op: "run-reply", requestId: message.requestId, ok: false, error }]);
     };
@@ -340,9 +386,11 @@ export class RedisTransport implements Transport {
     for (const item of items) {
       const { publication, entry } = decodeOutcome(item);
       if (entry.status === "reply") {
+        const reply = entry.reply.op === "profile-reply" ? this.receivedProfile(entry.reply) : entry.reply;
+        if (reply === undefined) continue;
         const messages = byWorker.get(entry.worker) ?? [];
         byWorker.set(entry.worker, messages);
-        messages.push(entry.reply);
+        messages.push(reply);
         continue;
       }
       const job = this.pending.get(entry.key);
@@ -556,6 +604,8 @@ export class RedisTransport implements Transport {
 
   private async shutDown(): Promise<void> {
     clearInterval(this.pollTimer);
+    for (const timer of this.profileTimers.values()) clearTimeout(timer);
+    this.profileTimers.clear();
     this.pending.clear();
     this.held.clear();
     // Only while Redis answers, and not for long: otherwise the workers sweep the namespace once

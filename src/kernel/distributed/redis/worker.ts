@@ -1,7 +1,9 @@
 // A worker of a Redis cluster (`tsdask worker redis://…`): registers and heartbeats in Redis,
 // serves every client connected to that Redis through the client's BullMQ task queue (a job per
 // thread, more when tasks are tiny), reads each task's inputs from the client's store, runs the
-// task on its threads and publishes the result with the task's outcome, then leaves.
+// task on its threads and publishes the result with the task's outcome, then leaves. Its threads
+// are sampled by the statistical profiler a LocalCluster worker uses (../worker/profile), whose
+// windows it sends to a client that asks on its request channel.
 //
 // A job that a dead worker held is taken over by another worker once BullMQ's lock on it lapses
 // (`lockDuration`) and a stalled check runs (`stalledInterval`): seconds, not BullMQ's default
@@ -14,6 +16,8 @@ import { type Job, Worker as QueueWorker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { MetricRecord, StartStop, TransferLogEntry, WorkerStatus } from "../../../protocol/records";
 import { now } from "../../clock";
+import { nbytes as sizeOf } from "../../diagnostics/nbytes";
+import { DEFAULT_PROFILING, type ProfilingOptions, checkProfilingOptions } from "../../profiling/hub";
 import { formatKey, keyFromId } from "../../graph/keys";
 import { resolveFunction } from "../../scheduler/pool/functions";
 import { packError } from "../../scheduler/pool/wire";
@@ -22,6 +26,7 @@ import type { RunMessage, RunReplyMessage, WireTask, WorkerMetrics } from "../me
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import { Digests, type Metric, MetricsLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
+import { WorkerProfiler } from "../worker/profile";
 import { TransferStats } from "../worker/transfers";
 import { type WorkerView, workerView } from "../worker/view";
 import { observeRedisTime } from "./clock";
@@ -63,11 +68,16 @@ export interface RedisWorkerOptions {
   readonly deadClientGrace?: number;
   /** Seconds added to this worker's own clock, to test clock correction (default: TSDASK_CLOCK_OFFSET or 0). */
   readonly clockOffset?: number;
+  /**
+   * The statistical profiler, as a LocalCluster worker's (Dask's distributed.worker.profile):
+   * seconds between samples and per window; false turns it off. Default { interval: 0.01, cycle: 1 }.
+   */
+  readonly profile?: Partial<ProfilingOptions> | false;
   /** Where progress lines go (default: standard error). */
   readonly log?: (line: string) => void;
 }
 
-type Settings = Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url" | "clockOffset">> & { readonly tls?: TlsOptions };
+type Settings = Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url" | "clockOffset" | "profile">> & { readonly tls?: TlsOptions };
 
 /** A client whose task queue this worker serves. */
 interface ServedClient {
@@ -83,6 +93,30 @@ const MAX_JOBS_PER_THREAD = 16;
 
 /** Seconds between looks at which registered clients still have connections open (CLIENT LIST). */
 const DEAD_CLIENT_CHECK_INTERVAL = 5;
+
+/**
+ * The worker's managed memory: in-memory bytes (Dask's sizeof) of the values its tasks hold in
+ * this process — inputs read from Redis, and results until they are stored. Results at rest are
+ * in Redis's memory, not a worker's.
+ */
+class HeldValues {
+  total = 0;
+
+  /** What one task holds; released when it is done. */
+  hold(): { add(bytes: number): void; release(): void } {
+    let held = 0;
+    return {
+      add: (bytes) => {
+        held += bytes;
+        this.total += bytes;
+      },
+      release: () => {
+        this.total -= held;
+        held = 0;
+      },
+    };
+  }
+}
 
 export class RedisWorker {
   readonly name: string;
@@ -107,6 +141,7 @@ export class RedisWorker {
   private readonly transfers = new TransferStats();
   /** Fine performance metrics since the worker started (each task's also travel with its outcome). */
   private readonly digests = new Digests();
+  private readonly held = new HeldValues();
   /** What `client.run` functions see of this worker. */
   private readonly view: WorkerView;
   private lastCpu = process.cpuUsage();
@@ -122,6 +157,8 @@ export class RedisWorker {
     private readonly registration: WorkerRegistration,
     /** This worker's clock, and its estimate of the Redis server's (the cluster's reference). */
     private readonly clock: WorkerClock,
+    /** Samples the task threads (compute) and the main thread (administrative), answers profile requests. */
+    private readonly profiler: WorkerProfiler,
     private readonly log: (line: string) => void,
   ) {
     this.name = name;
@@ -149,12 +186,14 @@ export class RedisWorker {
     if (!Number.isInteger(settings.nthreads) || settings.nthreads < 1) throw new RangeError(`nthreads must be a whole number ≥ 1, got ${settings.nthreads}`);
     if (!(settings.deadClientGrace > 0)) throw new RangeError(`deadClientGrace (TSDASK_DEAD_CLIENT_GRACE) must be a number of seconds > 0, got ${settings.deadClientGrace}`);
     const clock = new WorkerClock(simulatedClockOffset(options.clockOffset));
+    const profiling = options.profile === false ? false : checkProfilingOptions(options.profile ?? DEFAULT_PROFILING, "Redis worker profile option");
     const name = options.name ?? `${hostname()}-${process.pid}`;
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
     const connectOptions = { tls: options.tls, connectionName: `tsdask-worker-${name.replace(/\s/g, "_")}` };
     const redis = await connectRedis(target, connectOptions);
     let subscriber: Redis | undefined;
     let runner: TaskRunner | undefined;
+    let profiler: WorkerProfiler | undefined;
     try {
       subscriber = await connectRedis(target, connectOptions);
       runner = new TaskRunner(settings.nthreads);
@@ -175,10 +214,12 @@ export class RedisWorker {
         settings.ttl * 1000,
       );
       await registration.register();
-      const worker = new RedisWorker(settings, name, target, redis, subscriber, runner, registration, clock, log);
+      profiler = new WorkerProfiler(name, clock, profiling);
+      const worker = new RedisWorker(settings, name, target, redis, subscriber, runner, registration, clock, profiler, log);
       await worker.begin();
       return worker;
     } catch (error) {
+      profiler?.close();
       runner?.close();
       subscriber?.disconnect();
       redis.disconnect();
@@ -317,10 +358,13 @@ export class RedisWorker {
     const base = { jobId: job.id ?? "", key: data.key, worker: this.name };
     // BullMQ counts every start of a job and every stall: only a job started before may find its result stored.
     const rerun = job.attemptsStarted > 1 || job.stalledCounter > 0;
+    const held = this.held.hold();
     try {
-      const entry = await this.execute(store, data, base, rerun);
+      const entry = await this.execute(store, data, base, rerun, held);
+      held.release();
       if (entry !== undefined) await store.pushOutcome(encodeOutcome(entry));
     } catch (error) {
+      held.release();
       // Redis failed us midway, or the task's data could not be read: the task errs, naming this worker.
       const reason = error instanceof Error ? error.message : String(error);
       const entry: OutcomeEntry = {
@@ -339,7 +383,13 @@ export class RedisWorker {
    * Reads the inputs, runs the task and publishes its result with its outcome. Returns an
    * outcome still to be pushed (the task erred, or inputs were missing), or undefined.
    */
-  private async execute(store: RedisStore, data: TaskJobData, base: Pick<OutcomeEntry, "jobId" | "key" | "worker">, rerun: boolean): Promise<OutcomeEntry | undefined> {
+  private async execute(
+    store: RedisStore,
+    data: TaskJobData,
+    base: Pick<OutcomeEntry, "jobId" | "key" | "worker">,
+    rerun: boolean,
+    held: { add(bytes: number): void },
+  ): Promise<OutcomeEntry | undefined> {
     const gather = new MetricsLedger();
     const received = this.clock.now();
     let fetched: FetchResult = NOTHING_FETCHED;
@@ -360,7 +410,11 @@ export class RedisWorker {
     if (fetched.missing.length > 0) return { ...base, status: "missing", missing: fetched.missing };
     const fetchedAt = this.clock.now();
     const inputs = new Map<string, unknown>();
-    for (const [key, frames] of fetched.frames) inputs.set(key, decodeValue(frames));
+    for (const [key, frames] of fetched.frames) {
+      const input = decodeValue(frames);
+      inputs.set(key, input);
+      held.add(sizeOf(input));
+    }
     const task = "frames" in data.task ? decodeInlineTask(data.task.frames) : ((await store.getTask(data.key, data.task.stored)) as WireTask);
     const decodedAt = this.clock.now();
     const transferred = data.inputs.length > 0;
@@ -406,6 +460,9 @@ export class RedisWorker {
       return { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...executeMetrics("failed")] };
     }
     for (const [activity, value, unit] of run.metrics) execute.add(activity, value, unit);
+    // Dask's nbytes is the value's size in memory (what the local workers report), not its stored size.
+    const nbytes = sizeOf(run.value);
+    held.add(nbytes);
     const serializing = this.clock.now();
     const publication = store.publish(data.key, run.value, (info) => {
       const serialized = this.clock.now();
@@ -414,7 +471,7 @@ export class RedisWorker {
       return encodeOutcome({
         ...base,
         status: "finished",
-        nbytes: info.nbytes,
+        nbytes,
         type: info.type,
         thread,
         startstops,
@@ -455,7 +512,7 @@ export class RedisWorker {
       this.log(`tsdask worker ${this.name}: an unreadable request on its channel was ignored`);
       return;
     }
-    const reply = await this.run(request.message);
+    const reply = request.message.op === "profile" ? await this.profiler.reply(request.message, (line) => this.log(`tsdask worker ${this.name}: ${line}`)) : await this.run(request.message);
     const store = this.served.get(request.client)?.store ?? new RedisStore(this.redis, new Namespace(request.client), { partSize: this.options.partSize });
     let outcome: Buffer;
     try {
@@ -493,7 +550,7 @@ export class RedisWorker {
       has: () => false,
       get: () => undefined,
       nbytes: () => undefined,
-      memory: () => ({ process: process.memoryUsage.rss(), managed: 0, spilled: 0, spilledFileBytes: 0 }),
+      memory: () => ({ process: process.memoryUsage.rss(), managed: this.held.total, spilled: 0, spilledFileBytes: 0 }),
       tasks: () => this.taskCounts(),
       executedCount: () => this.executed,
       incoming: () => this.transfers.incoming.entries(),
@@ -524,7 +581,7 @@ export class RedisWorker {
       const metrics: WorkerMetrics = {
         cpu: ((cpu.user + cpu.system) / 1e6 / elapsed) * 100,
         memory: process.memoryUsage.rss(),
-        managedBytes: 0,
+        managedBytes: this.held.total,
         spilledBytes: { memory: 0, disk: 0 },
         taskCounts: this.taskCounts(),
         // Each task's digests travel with its outcome, so the client has them as soon as its result.
@@ -551,6 +608,7 @@ export class RedisWorker {
     await this.refreshing;
     await Promise.all([...this.served.keys()].map((id) => this.stopServing(id, false)));
     await this.registration.leave().catch(() => {});
+    this.profiler.close();
     this.runner.close();
     this.status = "closed";
     await Promise.all([this.subscriber.quit().catch(() => {}), this.redis.quit().catch(() => {})]);

@@ -9,6 +9,7 @@ import { type PackedProfile, type ProfileWindow, mergeWindows, packProfile, sele
 import { type ProfilingLease, type ProfilingOptions, DEFAULT_PROFILING, profiling } from "../../profiling/hub";
 // Registers this process's main thread as a profile source: the worker's administrative profile.
 import "../../profiling/main-thread";
+import type { ProfileReplyMessage, ProfileRequestMessage } from "../messages";
 import type { WorkerClock } from "./clock";
 
 export class WorkerProfiler {
@@ -44,6 +45,21 @@ export class WorkerProfiler {
     const shift = (time: number): number => this.clock.toScheduler(this.clock.fromMachine(time));
     const shifted = profiling.windows().map((w) => ({ ...w, time: shift(w.time), stop: shift(w.stop) }));
     return packProfile(this.perCycle(selectWindows(shifted, range)), this.interval);
+  }
+
+  /**
+   * The answer to a scheduler's profile request (either transport): the windows asked for, or
+   * none if they cannot be read (`log` says why) — a request is always answered.
+   */
+  async reply(request: ProfileRequestMessage, log: (line: string) => void): Promise<ProfileReplyMessage> {
+    let profile: PackedProfile;
+    try {
+      profile = await this.windows({ start: request.start, stop: request.stop });
+    } catch (error) {
+      log(`cannot read its profile: ${(error as Error).stack ?? error}`);
+      profile = packProfile([], this.interval);
+    }
+    return { op: "profile-reply", requestId: request.requestId, profile, enabled: this.enabled };
   }
 
   /** Stops sampling (the worker is closing). */

@@ -10,7 +10,6 @@ import { hostname } from "node:os";
 import { nbytes as sizeOf } from "../../diagnostics/nbytes";
 import { resolveFunction } from "../../scheduler/pool/functions";
 import { packError } from "../../scheduler/pool/wire";
-import { type PackedProfile, packProfile } from "../../../protocol/profile";
 import type { StartStop, WorkerStatus } from "../../../protocol/records";
 import { checkProfilingOptions } from "../../profiling/hub";
 import { decodeBatch, encodeBatches } from "../batches";
@@ -394,14 +393,7 @@ export class Worker {
   }
 
   private async sendProfile(message: ProfileRequestMessage): Promise<void> {
-    let profile: PackedProfile;
-    try {
-      profile = await this.profiler.windows({ start: message.start, stop: message.stop });
-    } catch (error) {
-      this.log(`cannot read its profile: ${(error as Error).stack ?? error}`);
-      profile = packProfile([], this.profiler.interval);
-    }
-    this.send({ op: "profile-reply", requestId: message.requestId, profile, enabled: this.profiler.enabled });
+    this.send(await this.profiler.reply(message, (line) => this.log(line)));
   }
 
   // ---- Sending to the scheduler ------------------------------------------------------------------
