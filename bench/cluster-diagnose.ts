@@ -50,7 +50,7 @@ function samplerCpuSeconds(pid: number): number {
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       if (!readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").startsWith("v8:ProfEvntProc")) continue;
-      total += cpuSeconds(Number(tid)); // a thread's own /proc entry
+      total += cpuSeconds(pid, Number(tid));
     } catch {
       // the thread ended meanwhile
     }
