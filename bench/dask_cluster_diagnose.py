@@ -3,8 +3,9 @@
   profile ROUNDS   the seeds' QR example (10000x1000 in 1000x1000 chunks, q.dot(r).compute()) with
                    the workers' statistical profiler on and off (distributed.worker.profile.enabled;
                    this distributed predates its Python 3.11 switch-off, dask/distributed#8616),
-                   interleaved, a fresh cluster per run: per run the wall time and the CPU seconds of
-                   the worker processes, after a warm-up.
+                   interleaved, a fresh cluster per run: per run the user's run (cluster start and
+                   the first compute: wall, and the worker processes' CPU since they started) and a
+                   warm compute on the same cluster (wall, the workers' CPU during it).
   report N FILE    performance_report (mode="inline") of N independent inc tasks on the cluster:
                    the computation alone, with the report written, and the file's size (no report
                    where this distributed cannot draw one: 2022.12 needs bokeh < 3).
@@ -31,17 +32,20 @@ def workers_cpu(client):
 
 
 def qr_run(enabled):
+    """One user's run (cluster start + the first compute) and a warm compute on the same cluster."""
     with dask.config.set({"distributed.worker.profile.enabled": enabled}):
+        t_start = time.perf_counter()
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
             a = da.random.random((10000, 1000), chunks=(1000, 1000))
             q, r = da.linalg.qr(a)
             product = q.dot(r)
-            product.compute()  # warm-up: imports and first calls in the workers
+            product.compute()
+            first = {"wall": time.perf_counter() - t_start, "cpu": workers_cpu(client)}  # the workers' CPU since they started
             cpu0 = workers_cpu(client)
             t0 = time.perf_counter()
             product.compute()
             wall = time.perf_counter() - t0
-            return {"wall": wall, "cpu": workers_cpu(client) - cpu0}
+            return {"first": first, "warm": {"wall": wall, "cpu": workers_cpu(client) - cpu0}}
 
 
 def profile(rounds):

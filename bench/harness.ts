@@ -134,9 +134,9 @@ export async function openDaskReport(browser: Browser, file: string): Promise<nu
 }
 
 /** Prints rows as an aligned table. */
-/** CPU seconds (user + system) a process has used, from /proc. */
-export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+/** CPU seconds (user + system) a process has used, or one of its threads (`tid`), from /proc. */
+export function cpuSeconds(pid: number, tid?: number): number {
+  const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   // utime and stime are the 14th and 15th fields of the whole line (11th, 12th after the name).
   return (Number(fields[11]) + Number(fields[12])) / 100;

@@ -11,6 +11,7 @@ import type { ProfileNode } from "../../protocol/records";
 import { type Key, keyPrefix } from "../graph/keys";
 import { originalLocation, sourceLine } from "./source-lines";
 import type { ThreadProfile } from "./thread";
+import type { SampledFrame } from "./thread-sampler";
 
 export interface FoldOptions {
   /** Seconds per window (Dask's profile-cycle-interval); windows start at multiples of it. */
@@ -56,40 +57,58 @@ export function fileOf(url: string, line: number): string {
   return line < 0 ? "<runtime>" : "<anonymous>";
 }
 
+/**
+ * Frames described so far, per set of runner files, by `name\nurl\nline0\nhottest line`: V8 numbers
+ * a profile's nodes afresh at every hand-over, but a thread's functions stay the same, so each is
+ * described (source map, source line) once rather than once per cycle. Bounded: cleared when full.
+ */
+const describedFrames = new WeakMap<ReadonlySet<string>, Map<string, Frame>>();
+const MAX_DESCRIBED_FRAMES = 20_000;
+
+function describeFrame(sampled: SampledFrame, hotLine: number, runnerFiles: ReadonlySet<string>): Frame {
+  let described = describedFrames.get(runnerFiles);
+  if (described === undefined) describedFrames.set(runnerFiles, (described = new Map()));
+  const [functionName, url, line0] = sampled;
+  const cacheKey = `${functionName}\n${url}\n${line0}\n${hotLine}`;
+  let frame = described.get(cacheKey);
+  if (frame !== undefined) return frame;
+  const compiled = fileOf(url, line0);
+  const name = functionName === "" ? "(anonymous)" : functionName;
+  let filename = compiled;
+  let firstLine = line0 >= 0 ? line0 + 1 : 0;
+  let lineNumber = hotLine > 0 ? hotLine : firstLine;
+  // Compiled code (TypeScript's output) is shown at its source's lines, where a source map says.
+  const definition = originalLocation(compiled, firstLine);
+  const hottest = lineNumber === firstLine ? definition : originalLocation(compiled, lineNumber);
+  if (definition !== undefined && hottest?.filename === definition.filename) {
+    filename = definition.filename;
+    firstLine = definition.line;
+    lineNumber = hottest.line;
+  }
+  frame = {
+    identifier: `${name};${filename};${firstLine}`,
+    description: { filename, name, line_number: lineNumber, line: sourceLine(filename, lineNumber) },
+    outer: url.startsWith("node:") || (url === "" && line0 < 0),
+    runner: runnerFiles.has(compiled),
+    profiler: dirname(compiled) === PROFILER_FOLDER,
+  };
+  if (described.size >= MAX_DESCRIBED_FRAMES) described.clear();
+  described.set(cacheKey, frame);
+  return frame;
+}
+
+/** Sample counts per stack node, the unit a window's trees are built from (one tree walk per distinct stack, not per sample). */
+type NodeCounts = Map<number, number>;
+
+function countNode(counts: NodeCounts, node: number): void {
+  counts.set(node, (counts.get(node) ?? 0) + 1);
+}
+
 export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions): ProfileWindow[] {
   const { cycle, source, keyOf } = options;
   const runnerFiles = options.runnerFiles ?? TASK_RUNNER_FILES;
   const { frames, nodeFrame, nodeParent, nodeLine, samples, times, sampleTask, nearEdge } = profile;
 
-  // Per node: its frame as a tree node (the description from the node's own hottest line).
-  const nodeFrames: Frame[] = [];
-  const frameOf = (node: number): Frame => {
-    let frame = nodeFrames[node];
-    if (frame === undefined) {
-      const [functionName, url, line0] = frames[nodeFrame[node]];
-      const compiled = fileOf(url, line0);
-      const name = functionName === "" ? "(anonymous)" : functionName;
-      let filename = compiled;
-      let firstLine = line0 >= 0 ? line0 + 1 : 0;
-      let lineNumber = nodeLine[node] > 0 ? nodeLine[node] : firstLine;
-      // Compiled code (TypeScript's output) is shown at its source's lines, where a source map says.
-      const definition = originalLocation(compiled, firstLine);
-      const hottest = lineNumber === firstLine ? definition : originalLocation(compiled, lineNumber);
-      if (definition !== undefined && hottest?.filename === definition.filename) {
-        filename = definition.filename;
-        firstLine = definition.line;
-        lineNumber = hottest.line;
-      }
-      frame = nodeFrames[node] = {
-        identifier: `${name};${filename};${firstLine}`,
-        description: { filename, name, line_number: lineNumber, line: sourceLine(filename, lineNumber) },
-        outer: url.startsWith("node:") || (url === "" && line0 < 0),
-        runner: runnerFiles.has(compiled),
-        profiler: dirname(compiled) === PROFILER_FOLDER,
-      };
-    }
-    return frame;
-  };
   // Per node: its stack, outermost first, without V8's "(root)".
   const stacks: (Frame[] | undefined)[] = [];
   const stackOf = (node: number): Frame[] => {
@@ -97,52 +116,68 @@ export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions):
     if (stack === undefined) {
       stack = [];
       for (let n = node; n >= 0; n = nodeParent[n]) {
-        const [functionName, url, line0] = frames[nodeFrame[n]];
-        if (!(functionName === ROOT && url === "" && line0 < 0)) stack.push(frameOf(n));
+        const sampled = frames[nodeFrame[n]];
+        const [functionName, url, line0] = sampled;
+        if (!(functionName === ROOT && url === "" && line0 < 0)) stack.push(describeFrame(sampled, nodeLine[n], runnerFiles));
       }
       stacks[node] = stack.reverse();
     }
     return stack;
   };
+  // Per node: the frames of the task's own code, or undefined when they are the profiler's marks.
+  const ownStacks = new Map<number, readonly Frame[] | undefined>();
+  const ownStackOf = (node: number): readonly Frame[] | undefined => {
+    if (ownStacks.has(node)) return ownStacks.get(node);
+    const own = taskFrames(stackOf(node));
+    const kept = own[0]?.profiler === true ? undefined : own;
+    ownStacks.set(node, kept);
+    return kept;
+  };
+  const reachesRunner = new Map<number, boolean>();
+  const reachedRunner = (node: number): boolean => {
+    let reached = reachesRunner.get(node);
+    if (reached === undefined) reachesRunner.set(node, (reached = stackOf(node).some((frame) => frame.runner)));
+    return reached;
+  };
 
-  const windows = new Map<number, { compute: Map<string, ProfileBuilder>; administrative: ProfileBuilder }>();
+  // First count samples per window, prefix and node; then build each window's trees from the counts.
+  const windows = new Map<number, { compute: Map<string, NodeCounts>; administrative: NodeCounts }>();
   const prefixOf = new Map<number, string | undefined>();
   for (let i = 0; i < samples.length; i++) {
     const node = samples[i];
     if (frames[nodeFrame[node]][0] === IDLE) continue;
     const time = Math.floor(times[i] / cycle) * cycle;
     let window = windows.get(time);
-    if (window === undefined) windows.set(time, (window = { compute: new Map(), administrative: new ProfileBuilder() }));
-    const stack = stackOf(node);
+    if (window === undefined) windows.set(time, (window = { compute: new Map(), administrative: new Map() }));
     const task = sampleTask[i];
     let prefix: string | undefined;
     // At a task's very edge, only a stack that reached the task's runner is the task's.
-    if (task >= 0 && !(nearEdge[i] === 1 && !stack.some((frame) => frame.runner))) {
+    if (task >= 0 && !(nearEdge[i] === 1 && !reachedRunner(node))) {
       if (!prefixOf.has(task)) {
         const key = keyOf(task);
         prefixOf.set(task, key === undefined ? undefined : keyPrefix(key));
       }
       prefix = prefixOf.get(task);
     }
-    if (prefix === undefined) {
-      window.administrative.add(stack);
+    if (prefix === undefined || ownStackOf(node) === undefined) {
+      countNode(window.administrative, node);
       continue;
     }
-    const own = taskFrames(stack);
-    if (own[0]?.profiler === true) {
-      window.administrative.add(stack);
-      continue;
-    }
-    let builder = window.compute.get(prefix);
-    if (builder === undefined) window.compute.set(prefix, (builder = new ProfileBuilder()));
-    builder.add(own);
+    let counts = window.compute.get(prefix);
+    if (counts === undefined) window.compute.set(prefix, (counts = new Map()));
+    countNode(counts, node);
   }
+  const build = (counts: NodeCounts, stack: (node: number) => readonly Frame[]): ProfileNode => {
+    const builder = new ProfileBuilder();
+    for (const [node, count] of counts) builder.add(stack(node), count);
+    return builder.tree;
+  };
   return [...windows].sort((a, b) => a[0] - b[0]).map(([time, window]) => ({
     time,
     stop: time + cycle,
     source,
-    compute: Object.fromEntries([...window.compute].map(([prefix, builder]) => [prefix, builder.tree])),
-    administrative: window.administrative.tree,
+    compute: Object.fromEntries([...window.compute].map(([prefix, counts]) => [prefix, build(counts, (node) => ownStackOf(node)!)])),
+    administrative: build(window.administrative, stackOf),
   }));
 }
 
