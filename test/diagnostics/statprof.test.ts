@@ -9,6 +9,7 @@ import { computeProfile } from "../../src/protocol/profile";
 import type { ProfileNode } from "../../src/protocol/records";
 import { foldThreadProfile } from "../../src/kernel/profiling/fold";
 import { profiling } from "../../src/kernel/profiling/hub";
+import { wakeSampler } from "../../src/kernel/profiling/thread-sampler";
 import { HOT_FILE, HOT_ID, HOT_LINE, findFrame } from "./fixtures";
 import { combine, hotLoop, mostlyWaiting } from "./hot";
 
@@ -125,5 +126,23 @@ describe("the fold", () => {
   test("a task whose key is unknown counts as administrative", () => {
     const windows = foldThreadProfile(profile, { cycle: 1, source: "7", keyOf: () => undefined });
     assert.equal(computeProfile(windows).count, 0);
+  });
+});
+
+describe("the thread sampler", () => {
+  test("a hand-over adds no sample of its own (V8's stack at a profile's start is dropped)", () => {
+    // One sample a second: none is due in the few milliseconds below, so every batch must be empty.
+    const sampler = wakeSampler(1);
+    try {
+      sampler.collect();
+      for (let i = 0; i < 3; i++) {
+        const until = performance.now() + 3;
+        while (performance.now() < until);
+        const batch = sampler.collect();
+        assert.equal(batch.samples.length, 0, `hand-over ${i} brought ${batch.samples.length} sample(s) no interval had taken`);
+      }
+    } finally {
+      sampler.sleep();
+    }
   });
 });

@@ -18,10 +18,19 @@ class CallingThread implements ProfileSource {
   private timer: ReturnType<typeof setInterval> | undefined;
   private keys: Key[] = [];
   private first = 0;
+  private fresh = false;
+
+  /**
+   * Says that this thread has run only tsdask's own start-up so far (a worker process's main
+   * thread, whose profiler starts with it): its first profile need not discard optimised code.
+   */
+  startsFresh(): void {
+    this.fresh = true;
+  }
 
   start(options: ProfilingOptions): void {
     if (this.thread !== undefined) return;
-    this.thread = new SampledThread(options.interval);
+    this.thread = new SampledThread(options.interval, this.fresh);
     this.cycle = options.cycle;
     this.keys = [];
     this.first = 0;

@@ -55,13 +55,17 @@ let discarded = false;
 
 /**
  * This thread's sampler, sampling every `intervalSeconds` from now on. The first call discards
- * the thread's optimised code once (see discardOptimizedCode); later ones wake the dormant sampler.
+ * the thread's optimised code once (see discardOptimizedCode) unless the thread is `fresh`: it has
+ * run nothing yet whose samples matter (a worker's thread before its first task), so nothing
+ * optimised needs placing and the deoptimisation would only cost the warm-up again. Later calls
+ * wake the dormant sampler.
  */
-export function wakeSampler(intervalSeconds: number): ThreadSampler {
+export function wakeSampler(intervalSeconds: number, fresh = false): ThreadSampler {
   if (threadSampler !== undefined && threadSampler.interval !== intervalSeconds) {
     threadSampler.close();
     threadSampler = undefined;
   }
+  if (fresh) discarded = true;
   threadSampler ??= new ThreadSampler(intervalSeconds);
   threadSampler.wake();
   return threadSampler;
@@ -198,6 +202,9 @@ function toBatch(profile: CpuProfile, cutMicros: number, clockOffsetMs: number):
   for (let i = 0; i < ids.length; i++) {
     micros += deltas[i] ?? 0;
     if (micros >= cutMicros) break;
+    // V8 records the thread's stack as a profile starts (the call to collect() that started it):
+    // a sample of no interval's time, which would show the hand-over as this thread's busiest code.
+    if (i === 0) continue;
     samples[kept] = indexOf.get(ids[i]) ?? 0;
     times[kept++] = (micros / 1e3 + clockOffsetMs) / 1e3;
   }

@@ -33,8 +33,9 @@ export class SampledThread {
   private ends: number[] = [];
   private first = 0;
 
-  constructor(intervalSeconds: number) {
-    this.sampler = wakeSampler(intervalSeconds);
+  /** `fresh`: nothing has run on this thread yet whose samples matter (see wakeSampler). */
+  constructor(intervalSeconds: number, fresh = false) {
+    this.sampler = wakeSampler(intervalSeconds, fresh);
   }
 
   /** Marks a task's start; returns its number. */

@@ -8,9 +8,12 @@ import { SampledThread, type ThreadProfile } from "./thread";
 let thread: SampledThread | undefined;
 let timer: ReturnType<typeof setInterval> | undefined;
 let runningTask = -1;
+/** Whether a task has run on this worker yet, profiled or not. */
+let ranTasks = false;
 
-/** Marks the start of a task (a no-op while profiling is off). */
+/** Marks the start of a task (only counted while profiling is off). */
 export function taskStarted(): void {
+  ranTasks = true;
   if (thread !== undefined) runningTask = thread.taskStarted();
 }
 
@@ -32,7 +35,7 @@ export function onProfilerControl(message: ProfilerControl, send: (message: Prof
     case "start": {
       if (thread !== undefined) return;
       try {
-        thread = new SampledThread(message.interval);
+        thread = new SampledThread(message.interval, !ranTasks);
       } catch {
         // No inspector in this Node build: the worker runs its tasks unsampled rather than fail.
         return;

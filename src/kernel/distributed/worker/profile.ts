@@ -7,8 +7,8 @@
 
 import { type PackedProfile, type ProfileWindow, mergeWindows, packProfile, selectWindows } from "../../../protocol/profile";
 import { type ProfilingLease, type ProfilingOptions, DEFAULT_PROFILING, profiling } from "../../profiling/hub";
-// Registers this process's main thread as a profile source: the worker's administrative profile.
-import "../../profiling/main-thread";
+// This process's main thread as a profile source: the worker's administrative profile.
+import { callingThread } from "../../profiling/main-thread";
 import type { ProfileReplyMessage, ProfileRequestMessage } from "../messages";
 import type { WorkerClock } from "./clock";
 
@@ -20,7 +20,10 @@ export class WorkerProfiler {
     private readonly clock: WorkerClock,
     options: ProfilingOptions | false = DEFAULT_PROFILING,
   ) {
-    if (options !== false) this.lease = profiling.acquire(options);
+    if (options === false) return;
+    // A worker's profiler starts with it: its main thread has run only the worker's start-up.
+    callingThread.startsFresh();
+    this.lease = profiling.acquire(options);
   }
 
   get enabled(): boolean {
