@@ -2,6 +2,11 @@
 // samples taken in a task go to that task's prefix (the compute profile, cut at the frame that
 // called the task's function, as Dask cuts at worker.py), the others to the administrative
 // profile. Idle samples are dropped. Each frame is a node per function, `name;filename;line`.
+//
+// The fold names frames where they run (compiled JavaScript); `withSourceLocations` moves them
+// to their sources (TypeScript lines, the line's text) when someone reads the windows. Reading
+// source maps costs a worker ~35 ms of CPU when its first profile is folded: paid only by a
+// reader, it stays out of every computation nobody profiles on purpose.
 
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,7 +65,7 @@ export function fileOf(url: string, line: number): string {
 /**
  * Frames described so far, per set of runner files, by `name\nurl\nline0\nhottest line`: V8 numbers
  * a profile's nodes afresh at every hand-over, but a thread's functions stay the same, so each is
- * described (source map, source line) once rather than once per cycle. Bounded: cleared when full.
+ * described once rather than once per cycle. Bounded: cleared when full.
  */
 const describedFrames = new WeakMap<ReadonlySet<string>, Map<string, Frame>>();
 const MAX_DESCRIBED_FRAMES = 20_000;
@@ -72,29 +77,78 @@ function describeFrame(sampled: SampledFrame, hotLine: number, runnerFiles: Read
   const cacheKey = `${functionName}\n${url}\n${line0}\n${hotLine}`;
   let frame = described.get(cacheKey);
   if (frame !== undefined) return frame;
-  const compiled = fileOf(url, line0);
+  const filename = fileOf(url, line0);
   const name = functionName === "" ? "(anonymous)" : functionName;
-  let filename = compiled;
-  let firstLine = line0 >= 0 ? line0 + 1 : 0;
-  let lineNumber = hotLine > 0 ? hotLine : firstLine;
-  // Compiled code (TypeScript's output) is shown at its source's lines, where a source map says.
-  const definition = originalLocation(compiled, firstLine);
-  const hottest = lineNumber === firstLine ? definition : originalLocation(compiled, lineNumber);
+  const firstLine = line0 >= 0 ? line0 + 1 : 0;
+  frame = {
+    identifier: identifierOf(name, filename, firstLine),
+    // Its line's text comes with the source location (withSourceLocations).
+    description: { filename, name, line_number: hotLine > 0 ? hotLine : firstLine, line: "" },
+    outer: url.startsWith("node:") || (url === "" && line0 < 0),
+    runner: runnerFiles.has(filename),
+    profiler: dirname(filename) === PROFILER_FOLDER,
+  };
+  if (described.size >= MAX_DESCRIBED_FRAMES) described.clear();
+  described.set(cacheKey, frame);
+  return frame;
+}
+
+const identifierOf = (name: string, filename: string, firstLine: number): string => `${name};${filename};${firstLine}`;
+
+/** Frames at their sources, by compiled identifier and line. Bounded: cleared when full. */
+const sourceFrames = new Map<string, { identifier: string; description: ProfileNode["description"] }>();
+
+/**
+ * A frame named where it ran, at its source instead: compiled code (TypeScript's output) at its
+ * source's lines where a source map says so, and the text of its line either way.
+ */
+function atSource(node: ProfileNode): { identifier: string; description: ProfileNode["description"] } {
+  const { identifier, description } = node;
+  const cacheKey = `${identifier}\n${description.line_number}`;
+  let frame = sourceFrames.get(cacheKey);
+  if (frame !== undefined) return frame;
+  const { name } = description;
+  // The identifier ends with the function's first line, after the name and file the description holds.
+  let filename = description.filename;
+  let firstLine = Number(identifier.slice(identifier.lastIndexOf(";") + 1));
+  let lineNumber = description.line_number;
+  const definition = originalLocation(filename, firstLine);
+  const hottest = lineNumber === firstLine ? definition : originalLocation(filename, lineNumber);
   if (definition !== undefined && hottest?.filename === definition.filename) {
     filename = definition.filename;
     firstLine = definition.line;
     lineNumber = hottest.line;
   }
-  frame = {
-    identifier: `${name};${filename};${firstLine}`,
-    description: { filename, name, line_number: lineNumber, line: sourceLine(filename, lineNumber) },
-    outer: url.startsWith("node:") || (url === "" && line0 < 0),
-    runner: runnerFiles.has(compiled),
-    profiler: dirname(compiled) === PROFILER_FOLDER,
-  };
-  if (described.size >= MAX_DESCRIBED_FRAMES) described.clear();
-  described.set(cacheKey, frame);
+  frame = { identifier: identifierOf(name, filename, firstLine), description: { filename, name, line_number: lineNumber, line: sourceLine(filename, lineNumber) } };
+  if (sourceFrames.size >= MAX_DESCRIBED_FRAMES) sourceFrames.clear();
+  sourceFrames.set(cacheKey, frame);
   return frame;
+}
+
+/** `tree` with every frame at its source (frames that land on one source location are merged). */
+function treeAtSource(tree: ProfileNode): ProfileNode {
+  const builder = new ProfileBuilder();
+  // Each leaf-to-root path once, with the samples that ended there (the node's own count).
+  const walk: { node: ProfileNode; path: ReturnType<typeof atSource>[] }[] = [{ node: tree, path: [] }];
+  while (walk.length > 0) {
+    const { node, path } = walk.pop()!;
+    let own = node.count;
+    for (const child of Object.values(node.children)) {
+      own -= child.count;
+      walk.push({ node: child, path: [...path, atSource(child)] });
+    }
+    if (own > 0 || path.length === 0) builder.add(path, Math.max(own, 0));
+  }
+  return builder.tree;
+}
+
+/** Windows as folded, with their frames at their sources: what a reader of profiles is given. */
+export function withSourceLocations(windows: readonly ProfileWindow[]): ProfileWindow[] {
+  return windows.map((window) => ({
+    ...window,
+    compute: Object.fromEntries(Object.entries(window.compute).map(([prefix, tree]) => [prefix, treeAtSource(tree)])),
+    administrative: treeAtSource(window.administrative),
+  }));
 }
 
 /** Sample counts per stack node, the unit a window's trees are built from (one tree walk per distinct stack, not per sample). */

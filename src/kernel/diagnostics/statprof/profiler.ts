@@ -11,6 +11,7 @@ import { Callback } from "../../callbacks/callback";
 import { type Key, keyPrefix } from "../../graph/keys";
 import { profileSection } from "../../dashboard/bounds";
 import { showLatest } from "../../dashboard/latest";
+import { withSourceLocations } from "../../profiling/fold";
 import { type ProfilingLease, checkProfilingOptions, profiling } from "../../profiling/hub";
 import { callingThread } from "../../profiling/main-thread";
 import { now } from "../types";
@@ -146,7 +147,7 @@ export class StatisticalProfiler extends Callback {
   private begin(time: number): void {
     if (this.lease !== undefined) return;
     this.stopListening = profiling.listen((windows) => {
-      for (const window of windows) this.windows.push(window);
+      for (const window of withSourceLocations(windows)) this.windows.push(window);
     });
     this.lease = profiling.acquire({ interval: this.interval, cycle: this.cycle });
     this.sampledInterval = this.lease.options.interval;

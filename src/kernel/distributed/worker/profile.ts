@@ -6,6 +6,7 @@
 // kind (peer-to-peer, Redis) can host it: it needs only the worker's address and clock.
 
 import { type PackedProfile, type ProfileWindow, mergeWindows, packProfile, selectWindows } from "../../../protocol/profile";
+import { withSourceLocations } from "../../profiling/fold";
 import { type ProfilingLease, type ProfilingOptions, DEFAULT_PROFILING, profiling } from "../../profiling/hub";
 // This process's main thread as a profile source: the worker's administrative profile.
 import { callingThread } from "../../profiling/main-thread";
@@ -47,7 +48,7 @@ export class WorkerProfiler {
     // be skewed (simulated), and what it reports is on the scheduler's.
     const shift = (time: number): number => this.clock.toScheduler(this.clock.fromMachine(time));
     const shifted = profiling.windows().map((w) => ({ ...w, time: shift(w.time), stop: shift(w.stop) }));
-    return packProfile(this.perCycle(selectWindows(shifted, range)), this.interval);
+    return packProfile(this.perCycle(withSourceLocations(selectWindows(shifted, range))), this.interval);
   }
 
   /**
