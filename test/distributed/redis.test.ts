@@ -16,6 +16,7 @@ import { parseWorkerArgs } from "../../src/cli/worker";
 import * as da from "../../src/kernel/collections/array";
 import { now } from "../../src/kernel/clock";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
+import { INLINE_AFTER_TINY, INLINE_TASK_SECONDS, InlinePolicy } from "../../src/kernel/distributed/worker/inline";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { describeWorker } from "../fixtures/redis-tasks";
 import { clusterFeed } from "../../src/kernel/distributed/dashboard";
@@ -46,6 +47,23 @@ describe("tsdask worker: command line", () => {
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--nthreads", "1.5"]), /--nthreads needs a whole number/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--memory-limit", "lots"]), /--memory-limit needs a size/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--colour"]), /colour/);
+  });
+});
+
+describe("which tasks a Redis worker runs on its own thread", () => {
+  test("a prefix qualifies after its last few tasks were all tiny; one longer task starts the count again", () => {
+    const policy = new InlinePolicy();
+    const tiny = INLINE_TASK_SECONDS / 10;
+    for (let i = 0; i < INLINE_AFTER_TINY; i++) {
+      assert.equal(policy.wants("inc"), false, `after ${i} tiny task(s)`);
+      policy.ran("inc", tiny);
+    }
+    assert.equal(policy.wants("inc"), true);
+    assert.equal(policy.wants("other"), false, "prefixes are learnt apart");
+    policy.ran("inc", INLINE_TASK_SECONDS);
+    assert.equal(policy.wants("inc"), false, "a task that was not tiny sends its prefix back to the threads");
+    for (let i = 0; i < INLINE_AFTER_TINY; i++) policy.ran("inc", tiny);
+    assert.equal(policy.wants("inc"), true);
   });
 });
 
@@ -211,6 +229,27 @@ describe("a Redis cluster through the Client", () => {
     assert.ok(Object.values(seen).some((worker) => worker.executeCpuSeconds > 0));
     assert.ok(Math.abs(seen.w2.clockOffset - 1000) < 0.5, `w2's offset against Redis's clock: ${seen.w2.clockOffset}`);
     assert.ok(Math.abs(seen.w1.clockOffset) < 0.5);
+  });
+
+  test("a chain of tiny tasks runs on the workers' own threads once they learnt the prefix, measured as on a task thread", async () => {
+    const before = client.scheduler.taskStream.index;
+    const graph: Record<string, unknown> = { "step-0": 0 };
+    for (let i = 1; i <= 40; i++) graph[`step-${i}`] = [inc, `step-${i - 1}`];
+    assert.equal(await get(graph, "step-40", { scheduler: client }), 40);
+    // step-0 is data the client put in Redis: the 40 others are the chain's tasks.
+    const records = client.scheduler.getTaskStream({ startIndex: before }).filter((record) => record.prefix === "step" && record.key !== "'step-0'");
+    assert.equal(records.length, 40);
+    const inline = records.filter((record) => record.thread === 0);
+    // Each worker runs a prefix's first tasks on its task threads (numbered from 1) to learn it.
+    assert.ok(records.some((record) => record.thread >= 1), "the first steps ran on task threads");
+    assert.ok(inline.length >= 20, `most steps ran on a worker's own thread (thread 0): ${inline.length} of 40`);
+    for (const record of inline) {
+      const compute = record.startstops.find((phase) => phase.action === "compute");
+      assert.ok(compute !== undefined && compute.start <= compute.stop, `${record.key}: a compute phase`);
+      assert.equal(record.type, "number");
+    }
+    const metrics = client.scheduler.cumulativeWorkerMetrics();
+    assert.ok(metrics.some((metric) => metric.context === "execute" && metric.prefix === "step" && metric.activity === "thread-cpu"), "their execute metrics");
   });
 
   test("spans: the tasks of a span() and the metrics the Redis workers sent with them are counted in that span", async () => {

@@ -27,6 +27,7 @@ import type { RunMessage, RunReplyMessage, WireTask, WorkerMetrics } from "../me
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import { Digests, type Metric, MetricsLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
+import { InlinePolicy, InlineRunner } from "../worker/inline";
 import { WorkerProfiler } from "../worker/profile";
 import { TransferStats } from "../worker/transfers";
 import { type WorkerView, workerView } from "../worker/view";
@@ -159,6 +160,9 @@ export class RedisWorker {
   /** Fine performance metrics since the worker started (each task's also travel with its outcome). */
   private readonly digests = new Digests();
   private readonly held = new HeldValues();
+  /** Tiny tasks run on this thread (see ../worker/inline), which prefixes qualify. */
+  private readonly inline = new InlineRunner();
+  private readonly inlinePolicy = new InlinePolicy();
   /** What `client.run` functions see of this worker. */
   private readonly view: WorkerView;
   private lastCpu = process.cpuUsage();
@@ -390,14 +394,14 @@ export class RedisWorker {
     }
   }
 
-  private async runJob({ store }: ServedClient, job: Job<TaskJobData, void>): Promise<void> {
+  private async runJob({ store, backlog }: ServedClient, job: Job<TaskJobData, void>): Promise<void> {
     const data = job.data;
     const base = { jobId: job.id ?? "", key: data.key, worker: this.name };
     // BullMQ counts every start of a job and every stall: only a job started before may find its result stored.
     const rerun = job.attemptsStarted > 1 || job.stalledCounter > 0;
     const held = this.held.hold();
     try {
-      const entry = await this.execute(store, data, base, rerun, held);
+      const entry = await this.execute(store, data, base, rerun, held, backlog);
       held.release();
       if (entry !== undefined) await store.pushOutcome(encodeOutcome(entry));
     } catch (error) {
@@ -426,6 +430,7 @@ export class RedisWorker {
     base: Pick<OutcomeEntry, "jobId" | "key" | "worker">,
     rerun: boolean,
     held: { add(bytes: number): void },
+    backlog: boolean,
   ): Promise<OutcomeEntry | undefined> {
     const gather = new MetricsLedger();
     const received = this.clock.now();
@@ -482,17 +487,26 @@ export class RedisWorker {
     if (refusal !== undefined) {
       return { ...base, status: "erred", error: packError(refusal), thread: 0, startstops, metrics: [...metrics, ...executeMetrics("failed")] };
     }
+    // A tiny task runs here rather than on a thread while it is the only one (a chain's step);
+    // tasks queued together keep the threads busy in batches instead.
+    const inline = !backlog && this.executing === 0 && this.inlinePolicy.wants(data.prefix);
     this.executing++;
     let run: TaskRun;
     try {
       run = await new Promise<TaskRun>((resolve) => {
+        const request = { key: data.key, name: data.name, task, inputs };
+        if (inline) {
+          this.inline.run(request, data.functions, resolve);
+          return;
+        }
         this.runner.defineFunctions(data.functions);
-        this.runner.run({ key: data.key, name: data.name, task, inputs }, resolve);
+        this.runner.run(request, resolve);
       });
     } finally {
       this.executing--;
     }
     this.executed++;
+    if (run.ranOnThread) this.inlinePolicy.ran(data.prefix, run.end - run.start);
     const thread = Math.max(0, run.thread);
     // A task whose thread died before reporting has no compute phase to show.
     if (run.ranOnThread) startstops.push({ action: "compute", start: this.toRedis(this.clock.fromMachine(run.start)), stop: this.toRedis(this.clock.fromMachine(run.end)) });
