@@ -119,33 +119,17 @@ export class TaskRunner extends AdaptiveBatching {
     this.pool.close(new Error("The worker is closing"));
   }
 
+  /** The task's expression as the pool's threads take it; `fnIds` gets the pool ids of the functions it calls. */
   private toPoolExpr(task: WireTask, request: TaskRequest, fnIds: number[]): WireExpr {
-    switch (task[0]) {
-      case "lit":
-        return Array.isArray(task[1]) ? [LITERAL, task[1]] : task[1];
-      case "ref": {
-        const value = request.inputs.get(task[1]);
-        if (value === undefined && !request.inputs.has(task[1])) {
-          throw new Error(`Task ${request.name} refers to ${JSON.stringify(task[1])}, which is not among its inputs`);
-        }
-        return Array.isArray(value) ? [LITERAL, value] : value;
-      }
-      case "call": {
-        const poolId = this.functionIds.get(task[1]);
-        if (poolId === undefined) throw new Error(`Task ${request.name} calls function ${task[1]}, which was never defined on this worker`);
+    return mapWireTask<WireExpr, number>(task, request, {
+      fn: (id) => this.functionIds.get(id),
+      value: (value) => (Array.isArray(value) ? [LITERAL, value] : value),
+      call: (poolId, args) => {
         fnIds.push(poolId);
-        const expr: unknown[] = [CALL, poolId];
-        for (let i = 2; i < task.length; i++) expr.push(this.toPoolExpr(task[i] as WireTask, request, fnIds));
-        return expr;
-      }
-      case "list": {
-        const expr: unknown[] = [LIST];
-        for (let i = 1; i < task.length; i++) expr.push(this.toPoolExpr(task[i] as WireTask, request, fnIds));
-        return expr;
-      }
-      default:
-        throw new Error(`Task ${request.name} has a malformed expression (${JSON.stringify((task as unknown[])[0])})`);
-    }
+        return [CALL, poolId, ...args];
+      },
+      list: (items) => [LIST, ...items],
+    });
   }
 
   private toRun(outcome: TaskOutcome, submitted: number): TaskRun {
@@ -172,6 +156,44 @@ export class TaskRunner extends AdaptiveBatching {
       queued,
       metrics: this.measures ? runMetrics(timing, submitted + queued, arrived) : [],
     };
+  }
+}
+
+/** How a task's wire expression is rebuilt for where it runs (see mapWireTask). */
+export interface WireTaskBuilder<T, F> {
+  /** Function `id` (the scheduler's id) as the runner knows it; undefined if it was never defined there. */
+  fn(id: number): F | undefined;
+  value(value: unknown): T;
+  call(fn: F, args: T[]): T;
+  list(items: T[]): T;
+}
+
+/** `task` rebuilt by `build`, with its inputs put in as values; an error names the task. */
+export function mapWireTask<T, F>(task: WireTask, request: TaskRequest, build: WireTaskBuilder<T, F>): T {
+  switch (task[0]) {
+    case "lit":
+      return build.value(task[1]);
+    case "ref": {
+      const value = request.inputs.get(task[1]);
+      if (value === undefined && !request.inputs.has(task[1])) {
+        throw new Error(`Task ${request.name} refers to ${JSON.stringify(task[1])}, which is not among its inputs`);
+      }
+      return build.value(value);
+    }
+    case "call": {
+      const fn = build.fn(task[1]);
+      if (fn === undefined) throw new Error(`Task ${request.name} calls function ${task[1]}, which was never defined on this worker`);
+      const args: T[] = [];
+      for (let i = 2; i < task.length; i++) args.push(mapWireTask(task[i] as WireTask, request, build));
+      return build.call(fn, args);
+    }
+    case "list": {
+      const items: T[] = [];
+      for (let i = 1; i < task.length; i++) items.push(mapWireTask(task[i] as WireTask, request, build));
+      return build.list(items);
+    }
+    default:
+      throw new Error(`Task ${request.name} has a malformed expression (${JSON.stringify((task as unknown[])[0])})`);
   }
 }
 

@@ -12,8 +12,7 @@ import { TaskMeter, executeMetrics } from "../../metrics/context-meter";
 import { callingThread } from "../../profiling/main-thread";
 import { type AnyFunction, resolveFunction } from "../../scheduler/pool/functions";
 import { type FnSpec, packError } from "../../scheduler/pool/wire";
-import type { WireTask } from "../messages";
-import { type TaskRequest, type TaskRun, runMetrics } from "./execute";
+import { type TaskRequest, type TaskRun, mapWireTask, runMetrics } from "./execute";
 
 /** A task shorter than this is tiny: shorter than the trips to and from a task thread would add. */
 export const INLINE_TASK_SECONDS = 0.001;
@@ -58,8 +57,15 @@ export class InlineRunner {
     const submitted = machineNow();
     let expr: Expr;
     try {
-      const byId = new Map(specs.map(([id, spec]) => [id, this.resolve(spec)] as const));
-      expr = toExpr(request.task, request, byId);
+      expr = mapWireTask<Expr, AnyFunction>(request.task, request, {
+        fn: (id) => {
+          const spec = specs.find(([defined]) => defined === id)?.[1];
+          return spec === undefined ? undefined : this.resolve(spec);
+        },
+        value: (value) => ({ kind: "literal", value }),
+        call: (fn, args) => ({ kind: "call", fn, args }),
+        list: (items) => ({ kind: "list", items }),
+      });
     } catch (error) {
       const arrived = machineNow();
       done({ ok: false, value: undefined, error: packError(error), thread: -1, submitted, start: arrived, end: arrived, arrived, ranOnThread: false, queued: 0, metrics: [] });
@@ -107,31 +113,5 @@ export class InlineRunner {
       this.functions.set(cacheKey, fn);
     }
     return fn;
-  }
-}
-
-/** The task's wire expression with its inputs in place, as the evaluator takes it. */
-function toExpr(task: WireTask, request: TaskRequest, functions: ReadonlyMap<number, AnyFunction>): Expr {
-  switch (task[0]) {
-    case "lit":
-      return { kind: "literal", value: task[1] };
-    case "ref": {
-      if (!request.inputs.has(task[1])) throw new Error(`Task ${request.name} refers to ${JSON.stringify(task[1])}, which is not among its inputs`);
-      return { kind: "literal", value: request.inputs.get(task[1]) };
-    }
-    case "call": {
-      const fn = functions.get(task[1]);
-      if (fn === undefined) throw new Error(`Task ${request.name} calls function ${task[1]}, which was never defined on this worker`);
-      const args: Expr[] = [];
-      for (let i = 2; i < task.length; i++) args.push(toExpr(task[i] as WireTask, request, functions));
-      return { kind: "call", fn, args };
-    }
-    case "list": {
-      const items: Expr[] = [];
-      for (let i = 1; i < task.length; i++) items.push(toExpr(task[i] as WireTask, request, functions));
-      return { kind: "list", items };
-    }
-    default:
-      throw new Error(`Task ${request.name} has a malformed expression (${JSON.stringify((task as unknown[])[0])})`);
   }
 }
