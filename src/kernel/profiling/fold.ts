@@ -127,19 +127,19 @@ function atSource(node: ProfileNode): { identifier: string; description: Profile
 
 /** `tree` with every frame at its source (frames that land on one source location are merged). */
 function treeAtSource(tree: ProfileNode): ProfileNode {
-  const builder = new ProfileBuilder();
-  // Each leaf-to-root path once, with the samples that ended there (the node's own count).
-  const walk: { node: ProfileNode; path: ReturnType<typeof atSource>[] }[] = [{ node: tree, path: [] }];
+  type Node = { identifier: string; count: number; description: ProfileNode["description"]; children: Record<string, Node> };
+  const root: Node = { identifier: tree.identifier, count: tree.count, description: tree.description, children: {} };
+  const walk: [from: ProfileNode, into: Node][] = [[tree, root]];
   while (walk.length > 0) {
-    const { node, path } = walk.pop()!;
-    let own = node.count;
-    for (const child of Object.values(node.children)) {
-      own -= child.count;
-      walk.push({ node: child, path: [...path, atSource(child)] });
+    const [from, into] = walk.pop()!;
+    for (const child of Object.values(from.children)) {
+      const { identifier, description } = atSource(child);
+      const target = (into.children[identifier] ??= { identifier, count: 0, description, children: {} });
+      target.count += child.count;
+      walk.push([child, target]);
     }
-    if (own > 0 || path.length === 0) builder.add(path, Math.max(own, 0));
   }
-  return builder.tree;
+  return root;
 }
 
 /** Windows as folded, with their frames at their sources: what a reader of profiles is given. */

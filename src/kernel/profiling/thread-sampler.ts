@@ -50,7 +50,7 @@ const DORMANT_ROTATION_MS = 30_000;
 
 /** This thread's sampler, once a profile has been taken here. */
 let threadSampler: ThreadSampler | undefined;
-/** Whether this thread's optimised code was discarded once (see discardOptimizedCode). */
+/** Whether this thread's optimised code was discarded once, or never had to be (see wakeSampler). */
 let discarded = false;
 
 /**

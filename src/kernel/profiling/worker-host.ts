@@ -11,7 +11,7 @@ let runningTask = -1;
 /** Whether a task has run on this worker yet, profiled or not. */
 let ranTasks = false;
 
-/** Marks the start of a task (only counted while profiling is off). */
+/** Marks the start of a task (numbered only while profiling is on). */
 export function taskStarted(): void {
   ranTasks = true;
   if (thread !== undefined) runningTask = thread.taskStarted();
