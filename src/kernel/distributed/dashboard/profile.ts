@@ -13,9 +13,11 @@ import type { Scheduler } from "../scheduler/scheduler";
 /** How often a live feed asks the workers for their newest windows. */
 const REFRESH_MS = 2000;
 /**
- * A run's last windows close about one profile cycle after it ends (later on a loaded machine):
- * asked for every LAST_WINDOW_MS until every worker sent a window from after the end, at most
- * LAST_WINDOW_TRIES times.
+ * A run's last windows close one profile cycle after it ends at the latest. A worker hands over
+ * everything it sampled before it answers, so a request made a cycle after the end brings them
+ * all: asked for every LAST_WINDOW_MS until such a request was answered, at most
+ * LAST_WINDOW_TRIES times. (Whether a worker sent a window from after the end says nothing: an
+ * idle worker samples nothing worth a window.)
  */
 const LAST_WINDOW_MS = 1500;
 const LAST_WINDOW_TRIES = 4;
@@ -25,6 +27,8 @@ const KEEP_WINDOWS = 400;
 export class ClusterProfileFollower {
   private windows: ProfileWindow[] = [];
   private interval = DEFAULT_PROFILING.interval;
+  /** Seconds per window, as the workers' windows say. */
+  private cycle = DEFAULT_PROFILING.cycle;
   /** Per worker, the end of the newest window received: the next request's start. */
   private readonly receivedTo = new Map<string, number>();
   private askedAt = -Infinity;
@@ -53,11 +57,11 @@ export class ClusterProfileFollower {
     this.fetch();
   }
 
-  /** After a fetch: ask again for a run's last windows while a worker has none from after its end. */
-  private followRunEnd(profiled: readonly string[]): void {
+  /** After a fetch asked at `askedAt` (epoch ms): ask again for a run's last windows while they may still have been open then. */
+  private followRunEnd(askedAt: number): void {
     const end = this.runEnd;
     if (end === undefined) return;
-    const closed = profiled.every((worker) => (this.receivedTo.get(worker) ?? -Infinity) > end.at);
+    const closed = askedAt / 1000 >= end.at + this.cycle;
     if (closed || end.triesLeft-- <= 0) {
       this.runEnd = undefined;
       return;
@@ -70,14 +74,15 @@ export class ClusterProfileFollower {
   fetch(): void {
     if (this.fetching || this.scheduler.isClosed) return;
     this.fetching = true;
-    this.askedAt = nowMs();
+    const askedAt = (this.askedAt = nowMs());
     const start = this.receivedTo.size === 0 ? undefined : Math.min(...this.receivedTo.values());
     this.scheduler
       .profileWindows(start === undefined ? {} : { start })
-      .then(({ windows, interval, workers }) => {
+      .then(({ windows, interval }) => {
         const fresh = windows.filter((window) => window.time >= (this.receivedTo.get(window.source) ?? -Infinity));
         for (const window of fresh) this.receivedTo.set(window.source, Math.max(window.stop, this.receivedTo.get(window.source) ?? -Infinity));
-        this.followRunEnd(workers);
+        if (fresh.length > 0) this.cycle = fresh[0].stop - fresh[0].time;
+        this.followRunEnd(askedAt);
         if (fresh.length === 0) return;
         this.interval = interval;
         this.windows.push(...fresh);
