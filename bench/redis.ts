@@ -4,8 +4,9 @@
 // thread each (target: within 1.5× of the floor, as the median over rounds in which the floor and
 // tsdask take turns); a 100 000-task graph whose client memory must not grow with the tasks that
 // finished; the seeds' QR example.
-// Run: npm run bench -- redis   (or node --expose-gc build/bench/redis.js [chain] [tasks] [--rounds=5] [--ratios-only]
-// after compiling; --ratios-only stops after the latency and throughput tables)
+// Run: npm run bench -- redis   (or node --expose-gc build/bench/redis.js [chain] [tasks] [--rounds=5] [--workers=1,2,4]
+// [--ratios-only] after compiling; --workers= measures only those worker counts, --ratios-only stops
+// after the latency and throughput tables)
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
@@ -19,7 +20,7 @@ import { type RedisServer, startRedisServer } from "../test/helpers/redis-server
 import { type WorkerProcess, startWorker } from "../test/helpers/redis-workers";
 import { cpuSeconds, median, printTable } from "./harness";
 
-const WORKER_COUNTS = [1, 2, 4] as const;
+const WORKER_COUNTS: readonly number[] = [1, 2, 4];
 /** Threads per tsdask worker, and BullMQ concurrency per floor worker. */
 const CONCURRENCY = 1;
 const FLOOR_WORKER = join(__dirname, "../test/helpers/bullmq-floor-worker.js");
@@ -142,10 +143,18 @@ async function throughput(tasks: number): Promise<number> {
   return tasks / seconds;
 }
 
-/** A short chain and a few independent tasks, before anything is timed. */
+/**
+ * Tasks run before anything is timed, the same on both sides. V8 keeps optimising a worker's hot
+ * paths for the first few thousand tasks (--trace-opt on a tsdask worker: 226, 102, 38, then 8
+ * optimisations over four 1 000-task chains); BullMQ's own small worker settles sooner, so a short
+ * warm-up measured tsdask's compiler as much as its per-task cost.
+ */
+const WARM_UP_CHAIN = 3000;
+const WARM_UP_TASKS = 5000;
+
 async function warmUp(): Promise<void> {
-  await latency(50);
-  await throughput(200);
+  await latency(WARM_UP_CHAIN);
+  await throughput(WARM_UP_TASKS);
 }
 
 /** Connects a Client to Redis with `count` one-thread workers serving it, for `body`. */
@@ -290,8 +299,8 @@ async function measureRounds(server: RedisServer, workerCount: number, rounds: n
     try {
       const floorPids = [...floor.workers.map((child) => child.pid!), server.pid];
       const redisPids = [...workers.map((worker) => worker.pid), server.pid];
-      await floor.latency(50);
-      await floor.throughput(200);
+      await floor.latency(WARM_UP_CHAIN);
+      await floor.throughput(WARM_UP_TASKS);
       await warmUp();
       const done: Round[] = [];
       for (let round = 0; round < rounds; round++) {
@@ -334,13 +343,16 @@ async function main(): Promise<void> {
   const roundsArg = process.argv.find((arg) => arg.startsWith("--rounds="));
   const rounds = roundsArg === undefined ? 5 : Number(roundsArg.slice("--rounds=".length));
   if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error(`--rounds= takes a whole number ≥ 1, got ${roundsArg}`);
+  const workersArg = process.argv.find((arg) => arg.startsWith("--workers="));
+  const workerCounts = workersArg === undefined ? WORKER_COUNTS : workersArg.slice("--workers=".length).split(",").map(Number);
+  if (!workerCounts.every((count) => Number.isInteger(count) && count >= 1)) throw new Error(`--workers= takes worker counts such as 1,2,4, got ${workersArg}`);
   if ((globalThis as { gc?: unknown }).gc === undefined) console.log("(run with --expose-gc for live-heap samples)");
   const server = await startRedisServer();
   try {
     console.log(`Redis ${server.url}; every worker process has 1 thread, every BullMQ floor worker concurrency 1`);
     console.log(`${rounds} rounds per worker count, the floor and tsdask interleaved (the side going first alternates); figures are medians over the rounds`);
     const rows: Row[] = [];
-    for (const workers of WORKER_COUNTS) {
+    for (const workers of workerCounts) {
       const done = await measureRounds(server, workers, rounds, chainLength, taskCount);
       const [localLatency, localRate] = await onLocalCluster(workers, async () => {
         await warmUp();

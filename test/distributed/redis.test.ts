@@ -11,13 +11,16 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
+import type { MetricRecord } from "../../src/protocol/records";
 import { CacheProfiler, Client, Profiler, ProgressBar, delayed, get, nbytes, span, withCallbacks } from "../../src";
 import { parseWorkerArgs } from "../../src/cli/worker";
 import * as da from "../../src/kernel/collections/array";
 import { now } from "../../src/kernel/clock";
+import { decodeOutcome, encodeOutcome, packMetrics, unpackMetrics } from "../../src/kernel/distributed/redis/jobs";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { INLINE_AFTER_TINY, INLINE_TASK_SECONDS, InlinePolicy } from "../../src/kernel/distributed/worker/inline";
 import { ramp, total } from "../fixtures/cluster-tasks";
+import { meteredAsyncInc, meteredInc } from "../fixtures/metered-tasks";
 import { describeWorker } from "../fixtures/redis-tasks";
 import { clusterFeed } from "../../src/kernel/distributed/dashboard";
 import { add, burn, fill, inc, mul, pair, sha1, sleep, throwMine } from "../fixtures/tasks";
@@ -47,6 +50,25 @@ describe("tsdask worker: command line", () => {
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--nthreads", "1.5"]), /--nthreads needs a whole number/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--memory-limit", "lots"]), /--memory-limit needs a size/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--colour"]), /colour/);
+  });
+});
+
+describe("a Redis worker's outcome", () => {
+  test("metrics travel packed and come back as the records they were, with or without span and prefix", () => {
+    const records: MetricRecord[] = [
+      { context: "gather-dep", activity: "network", unit: "seconds", value: 0.25 },
+      { context: "execute", span: "s-1", prefix: "inc", activity: "thread-cpu", unit: "seconds", value: 1e-6 },
+      { context: "execute", span: "s-1", prefix: "inc", activity: "rows", unit: "count", value: 3 },
+      { context: "execute", span: "s-2", prefix: "inc", activity: "thread-cpu", unit: "seconds", value: 0 },
+      { context: "gather-dep", activity: "deserialize", unit: "seconds", value: 2 },
+    ];
+    const packed = packMetrics(records);
+    // Three runs, each naming its context, span and prefix once.
+    assert.equal(packed.filter((item) => item === "execute" || item === "gather-dep").length, 4);
+    assert.deepEqual(unpackMetrics(packed), records);
+    const { entry } = decodeOutcome(Buffer.concat([Buffer.from("1"), encodeOutcome({ jobId: "j1", key: "k", worker: "w", status: "erred", error: { name: "Error", message: "boom" } as never, thread: 0, startstops: [], metrics: records })]));
+    assert.ok(entry.status === "erred");
+    assert.deepEqual(entry.metrics, records);
   });
 });
 
@@ -250,6 +272,28 @@ describe("a Redis cluster through the Client", () => {
     }
     const metrics = client.scheduler.cumulativeWorkerMetrics();
     assert.ok(metrics.some((metric) => metric.context === "execute" && metric.prefix === "step" && metric.activity === "thread-cpu"), "their execute metrics");
+  });
+
+  test("contextMeter in tiny tasks run on a worker's own thread: every digest counted once, before an await and after it", async () => {
+    const before = client.scheduler.taskStream.index;
+    const counted = (activity: string): number =>
+      client.scheduler
+        .cumulativeWorkerMetrics()
+        .filter((metric) => metric.context === "execute" && metric.activity === activity && metric.unit === "count")
+        .reduce((sum, metric) => sum + metric.value, 0);
+    const graph: Record<string, unknown> = { "metered-0": 0, "awaiting-0": 0 };
+    for (let i = 1; i <= 30; i++) {
+      graph[`metered-${i}`] = [meteredInc, `metered-${i - 1}`];
+      graph[`awaiting-${i}`] = [meteredAsyncInc, `awaiting-${i - 1}`];
+    }
+    assert.deepEqual(await get(graph, ["metered-30", "awaiting-30"], { scheduler: client }), [30, 30]);
+    const records = client.scheduler.getTaskStream({ startIndex: before }).filter((record) => record.prefix === "metered" || record.prefix === "awaiting");
+    for (const prefix of ["metered", "awaiting"]) {
+      assert.ok(records.filter((record) => record.prefix === prefix && record.thread === 0).length >= 10, `${prefix}: steps ran inline`);
+    }
+    assert.equal(counted("tiny step"), 30);
+    assert.equal(counted("before await"), 30);
+    assert.equal(counted("after await"), 30);
   });
 
   test("spans: the tasks of a span() and the metrics the Redis workers sent with them are counted in that span", async () => {

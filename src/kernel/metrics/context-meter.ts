@@ -59,10 +59,19 @@ export class TaskLedger implements Frame, TaskTimes {
 
 // One store per process-wide tsdask, even when two copies of the package are loaded (a task's
 // module may resolve "tsdask" to another install than the worker's): the meter a task calls must
-// find the ledger the worker opened.
+// find the ledger the worker opened. The same goes for the sole task's ledger (TaskMeter.openSole).
 const GLOBAL_KEY = Symbol.for("tsdask.metrics.frames");
 const frames: AsyncLocalStorage<Frame> = ((globalThis as Record<symbol, unknown>)[GLOBAL_KEY] ??=
   new AsyncLocalStorage<Frame>()) as AsyncLocalStorage<Frame>;
+const SOLE_KEY = Symbol.for("tsdask.metrics.sole");
+const sole: { ledger: TaskLedger | undefined } = ((globalThis as Record<symbol, unknown>)[SOLE_KEY] ??= { ledger: undefined }) as {
+  ledger: TaskLedger | undefined;
+};
+
+/** The scope contextMeter records into: a meter block or task AsyncLocalStorage carries, else the sole task's. */
+function currentFrame(): Frame | undefined {
+  return frames.getStore() ?? sole.ledger;
+}
 
 /** Measures the tasks of the calling thread; executors make one per thread. */
 export class TaskMeter {
@@ -78,6 +87,20 @@ export class TaskMeter {
   /** Runs (the synchronous part of) the task's code with its ledger open. */
   run<A extends unknown[], R>(ledger: TaskLedger, fn: (...args: A) => R, ...args: A): R {
     return frames.run(ledger, fn, ...args);
+  }
+
+  /**
+   * Opens `ledger` to everything the thread runs until closeSole, without AsyncLocalStorage: for
+   * a task that has the thread to itself until it settles (a Redis worker's inline task). Once a
+   * store has run, AsyncLocalStorage's promise hooks cost every promise the thread makes — ~20 µs
+   * per task on a Redis worker, whose Redis client makes many promises per job.
+   */
+  openSole(ledger: TaskLedger): void {
+    sole.ledger = ledger;
+  }
+
+  closeSole(): void {
+    sole.ledger = undefined;
   }
 
   /** Stops the clocks once the task has settled. */
@@ -210,7 +233,7 @@ export const contextMeter = {
     if (typeof unit !== "string" || unit === "") {
       throw new TypeError(`contextMeter.digestMetric("${label}"): the unit must be a non-empty string such as "seconds" or "bytes"`);
     }
-    const frame = frames.getStore();
+    const frame = currentFrame();
     if (frame === undefined) return;
     frame.ledger.digest(label, value, unit);
     if (unit === "seconds") {
@@ -231,7 +254,7 @@ function meter(label: string, fn?: () => unknown): unknown {
     };
   }
   if (typeof fn !== "function") throw new TypeError(`contextMeter.meter("${label}", fn): fn must be a function, got ${typeof fn}`);
-  const frame = frames.getStore();
+  const frame = currentFrame();
   if (frame === undefined) return fn();
   const block: Frame = { ledger: frame.ledger, parent: frame, nested: 0 };
   const cpuStart = frame.parent === null ? threadCpuMs() : 0;

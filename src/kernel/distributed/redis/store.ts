@@ -7,7 +7,7 @@
 // gone (its liveness key expired or was deleted), so a closed namespace stays empty.
 
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { ChainableCommander, Redis } from "ioredis";
 import { decodeValue, encodeValue, framesByteLength } from "../frames";
 import type { Namespace } from "./keys";
 
@@ -192,8 +192,21 @@ export class RedisStore {
   /** Removes the values of `keys` (freed in the background by Redis). */
   async delete(keys: readonly string[]): Promise<void> {
     if (keys.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    this.queueDelete(pipeline, keys, () => {});
+    await pipeline.exec();
+  }
+
+  /**
+   * Adds the removal of the values of `keys` to `pipeline`, which may be another connection's (the
+   * client sends them with its next read of outcomes); `answered` runs once Redis has removed them
+   * (or failed to), even if a later command of the pipeline blocks.
+   */
+  queueDelete(pipeline: ChainableCommander, keys: readonly string[], answered: () => void): void {
     for (let i = 0; i < keys.length; i += 1000) {
-      await this.redis.unlink(...keys.slice(i, i + 1000).map((key) => this.namespace.value(key)));
+      const redisKeys = keys.slice(i, i + 1000).map((key) => this.namespace.value(key));
+      if (i + 1000 < keys.length) pipeline.unlink(...redisKeys);
+      else pipeline.unlink(...redisKeys, () => answered());
     }
   }
 

@@ -14,7 +14,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Socket } from "node:net";
 import { type JobsOptions, PRIORITY_LIMIT, Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import type { ChainableCommander, Redis } from "ioredis";
 import type { MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
 import { type PackedProfile, packProfile } from "../../../protocol/profile";
 import { DEFAULT_PROFILING } from "../../profiling/hub";
@@ -111,7 +111,10 @@ export class RedisTransport implements Transport {
   private carriedBytes = 0;
   /** Keys whose stored values are deleted in the next turn of the event loop (see forget). */
   private toDelete: string[] = [];
-  private deletion: Promise<void> | undefined;
+  /** The deletion of `toDelete`: settled once Redis answered it. */
+  private deletion: { readonly answered: Promise<void>; readonly settle: () => void } | undefined;
+  /** From a batch of outcomes read until the outcome loop's next read, which carries the deletions they made. */
+  private outcomesInHand = false;
   private readonly workers = new Map<string, RegisteredWorker>();
   /** Profile requests sent and not answered yet: requestId → what gives up on them. */
   private readonly profileTimers = new Map<number, NodeJS.Timeout>();
@@ -379,23 +382,39 @@ export class RedisTransport implements Transport {
 
   /**
    * Deletes stored values, in one command per turn of the event loop: after the jobs the same
-   * outcomes made ready were added, so the next task of a chain does not wait behind it. A key
-   * queued again meanwhile waits for its old value to be gone (see enqueue).
+   * outcomes made ready were added, so the next task of a chain does not wait behind it. Deletions
+   * that handling outcomes made leave in the same write as the outcome loop's next read: a write,
+   * and a wake-up of Redis and of this process, fewer per task. A key queued again meanwhile waits
+   * for its old value to be gone (see enqueue).
    */
   private deleteValues(keys: readonly string[]): void {
     if (keys.length === 0) return;
     this.toDelete.push(...keys);
     if (this.deletion === undefined) {
-      const deletion = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-        const batch = this.toDelete;
-        this.toDelete = [];
-        this.deletion = undefined;
-        await this.store.delete(batch).catch(() => {});
-        for (const key of batch) if (this.deleting.get(key) === deletion) this.deleting.delete(key);
+      let settle!: () => void;
+      const answered = new Promise<void>((resolve) => (settle = resolve));
+      this.deletion = { answered, settle };
+      setImmediate(() => {
+        if (this.outcomesInHand) return;
+        const pipeline = this.redis.pipeline();
+        this.queueDeletions(pipeline);
+        pipeline.exec().catch(() => {});
       });
-      this.deletion = deletion;
     }
-    for (const key of keys) this.deleting.set(key, this.deletion);
+    for (const key of keys) this.deleting.set(key, this.deletion.answered);
+  }
+
+  /** Adds the pending deletions to `pipeline`. */
+  private queueDeletions(pipeline: ChainableCommander): void {
+    const deletion = this.deletion;
+    if (deletion === undefined) return;
+    const batch = this.toDelete;
+    this.toDelete = [];
+    this.deletion = undefined;
+    this.store.queueDelete(pipeline, batch, () => {
+      deletion.settle();
+      for (const key of batch) if (this.deleting.get(key) === deletion.answered) this.deleting.delete(key);
+    });
   }
 
   /** Values of keys in the store; keys not there are absent from the map. */
@@ -428,6 +447,8 @@ export class RedisTransport implements Transport {
       let reply: unknown;
       try {
         const read = this.blocking.pipeline();
+        this.queueDeletions(read);
+        this.outcomesInHand = false;
         if (handled.length > 0) read.xdel(stream, ...handled);
         read.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", stream, last);
         const replies = (await read.exec()) ?? [];
@@ -446,9 +467,17 @@ export class RedisTransport implements Transport {
       const entries = streamEntries(reply);
       const ids = entries.map(([id]) => id.toString());
       last = ids[ids.length - 1];
+      this.outcomesInHand = true;
       this.handleOutcomes(entries.map(([, fields]) => fields[1]));
       handled = ids;
       await new Promise((resolve) => setImmediate(resolve));
+    }
+    // Deletions left for a read that will not come.
+    if (this.outcomesInHand) {
+      this.outcomesInHand = false;
+      const pipeline = this.redis.pipeline();
+      this.queueDeletions(pipeline);
+      pipeline.exec().catch(() => {});
     }
   }
 

@@ -29,7 +29,7 @@ import { Digests, type Metric, MetricsLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "../worker/inline";
 import { WorkerProfiler } from "../worker/profile";
-import { TransferStats } from "../worker/transfers";
+import { TransferStats, keySizes } from "../worker/transfers";
 import { type WorkerView, workerView } from "../worker/view";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
@@ -475,7 +475,7 @@ export class RedisWorker {
         start: this.toRedis(received),
         stop: this.toRedis(decodedAt),
         who: "redis",
-        keys: Object.fromEntries([...fetched.sizes].map(([key, size]) => [formatKey(keyFromId(key)), size])),
+        keys: keySizes([...fetched.sizes].map(([key, size]) => [formatKey(keyFromId(key)), size])),
         wireBytes: fetched.bytes,
         types: [...new Set(fetched.types.values())],
       });
@@ -522,7 +522,7 @@ export class RedisWorker {
     const publication = store.publish(data.key, run.value, (info, frames) => {
       const serialized = this.clock.now();
       execute.add("serialize", serialized - serializing, "seconds");
-      this.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: { [data.name]: info.nbytes }, wireBytes: info.nbytes, types: [info.type] });
+      this.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: keySizes([[data.name, info.nbytes]]), wireBytes: info.nbytes, types: [info.type] });
       return encodeOutcome({
         ...base,
         status: "finished",

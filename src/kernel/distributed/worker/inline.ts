@@ -72,9 +72,13 @@ export class InlineRunner {
       return;
     }
     const ledger = this.meter.begin();
+    // Nothing else runs on this thread until the task settles (the worker runs a task inline only
+    // when no other is running), so the ledger needs no AsyncLocalStorage to follow its awaits.
+    this.meter.openSole(ledger);
     // Profiled as a task of the worker's own thread: its samples are compute, under its prefix.
     const mark = callingThread.taskStarted(keyFromId(request.key));
     const finish = (ok: boolean, result: unknown): void => {
+      this.meter.closeSole();
       this.meter.end(ledger);
       callingThread.taskEnded(mark);
       const timing = { startTime: ledger.start / 1000, endTime: ledger.end / 1000, metrics: executeMetrics((ledger.end - ledger.start) / 1000, ledger.cpu / 1000, ledger) };
@@ -95,7 +99,7 @@ export class InlineRunner {
     };
     let value: unknown;
     try {
-      value = this.meter.run(ledger, evaluate, expr, []);
+      value = evaluate(expr, []);
     } catch (error) {
       finish(false, error);
       return;
