@@ -304,9 +304,15 @@ export class RedisTransport implements Transport {
     if (erred.length > 0) this.events?.received("redis", erred);
     if (jobs.length === 0) return;
     try {
-      // One job (a chain's next step) goes without addBulk's MULTI.
-      if (jobs.length === 1) await this.queue.add(jobs[0].name, jobs[0].data, jobs[0].opts);
-      else await this.queue.addBulk(jobs);
+      // One job (a chain's next step) goes without addBulk's MULTI; when no other task of this
+      // client is queued or running, without a priority too: there is nothing to order it
+      // against, and BullMQ's prioritised path costs Redis a counter and a sorted set each way.
+      if (jobs.length === 1) {
+        const [{ name, data, opts }] = jobs;
+        await this.queue.add(name, data, this.pending.size === 1 ? { ...opts, priority: undefined } : opts);
+      } else {
+        await this.queue.addBulk(jobs);
+      }
     } catch (error) {
       if (this.failure !== undefined || this.closing !== undefined) return;
       const lost = jobs.map((job) => job.data.key).filter((key) => this.pending.delete(key));
