@@ -14,7 +14,8 @@ import { UsageError } from "./install";
 export const WORKER_USAGE = [
   "  tsdask worker redis://[user:password@]host:port[/db] [--name NAME] [--nthreads N]",
   '                [--memory-limit "4 GiB"] [--allow-source] [--tls-ca FILE]',
-  '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--part-size "64 MiB"]',
+  '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--allowed-failures N]',
+  '                [--part-size "64 MiB"]',
   "                [--profile-interval SECONDS] [--profile-cycle SECONDS] [--no-profile]",
   "                              run tasks for the clients of that Redis (rediss:// for TLS);",
   "                              --allow-source also runs functions shipped as source text:",
@@ -37,6 +38,8 @@ export interface WorkerCommandOptions {
   readonly tlsCa?: string;
   readonly lockDuration?: number;
   readonly stalledInterval?: number;
+  /** Times a task may be on a worker that died before it is given up (Dask's allowed-failures). */
+  readonly allowedFailures?: number;
   readonly partSize?: number;
   /** The statistical profiler's interval and cycle (seconds), or false (--no-profile); default Dask's. */
   readonly profile?: ProfilingOptions | false;
@@ -57,6 +60,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
         "tls-ca": { type: "string" },
         "lock-duration": { type: "string" },
         "stalled-interval": { type: "string" },
+        "allowed-failures": { type: "string" },
         "part-size": { type: "string" },
         "profile-interval": { type: "string" },
         "profile-cycle": { type: "string" },
@@ -70,6 +74,11 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
   if (positionals.length !== 1) throw new UsageError(`worker needs one Redis address (redis://host:port), got ${positionals.length}`);
   const nthreads = positiveNumber("nthreads", values.nthreads);
   if (nthreads !== undefined && !Number.isInteger(nthreads)) throw new UsageError(`--nthreads needs a whole number, got ${values.nthreads}`);
+  const allowedFailuresText = values["allowed-failures"];
+  const allowedFailures = allowedFailuresText === undefined ? undefined : Number(allowedFailuresText);
+  if (allowedFailures !== undefined && !(Number.isInteger(allowedFailures) && allowedFailures >= 0)) {
+    throw new UsageError(`--allowed-failures needs a whole number of 0 or more, got ${JSON.stringify(allowedFailuresText)}`);
+  }
   const size = (option: string): number | undefined => {
     const text = values[option as "memory-limit" | "part-size"];
     if (text === undefined) return undefined;
@@ -98,6 +107,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
     tlsCa: values["tls-ca"],
     lockDuration: positiveNumber("lock-duration", values["lock-duration"]),
     stalledInterval: positiveNumber("stalled-interval", values["stalled-interval"]),
+    allowedFailures,
     partSize: size("part-size"),
     ...(profile === undefined ? {} : { profile }),
   };
@@ -116,6 +126,7 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
       tls: options.tlsCa === undefined ? undefined : { ca: readFileSync(options.tlsCa) },
       lockDuration: options.lockDuration,
       stalledInterval: options.stalledInterval,
+      maxStalledCount: options.allowedFailures,
       partSize: options.partSize,
       profile: options.profile,
     });

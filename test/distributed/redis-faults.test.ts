@@ -11,6 +11,7 @@ import { Redis } from "ioredis";
 import { Client, get } from "../../src";
 import { RedisConnectError, RedisConnectionLostError, RedisDataLostError } from "../../src/kernel/distributed/redis/errors";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
+import { killOwnProcess } from "../fixtures/cluster-client-tasks";
 import { inc, pair, sleep, slowly, stamp } from "../fixtures/redis-tasks";
 import { killOnExit } from "../helpers/children";
 import { freePort } from "../helpers/net";
@@ -85,6 +86,19 @@ describe("Redis faults: workers", () => {
     assert.ok(stored.every((value) => value === rescuer.pid), "the stored value is still the rescuer's, not a mix");
     assert.equal(recordsOf(client, String(made.key)), 1, "counted once");
     made.release();
+  });
+
+  test("a task that kills every worker it runs on is given up once its workers died more than --allowed-failures times", async () => {
+    const first = await startWorker(server.url, { name: "victim", extraArgs: ["--allowed-failures", "0"] });
+    workers.push(first);
+    const poisoned = get({ poison: [killOwnProcess] }, "poison");
+    assert.equal(await first.exited, null, "the victim was killed");
+    // Its job stalls once, one more than allowed: the next worker fails it without running it.
+    const second = await startWorker(server.url, { name: "judge", extraArgs: ["--allowed-failures", "0"] });
+    workers.push(second);
+    await assert.rejects(poisoned, /^Error: Task 'poison' was running on workers that died or stopped answering, more times than they allow \(tsdask worker --allowed-failures\): it is given up/);
+    assert.equal(await get({ y: [inc, 1] }, "y"), 2, "the judge is alive and the cluster usable");
+    await waitFor("the victim to be reported gone", () => !client.workers.has("victim"), 15);
   });
 
   test("a client killed without closing: the workers remove its data", async () => {

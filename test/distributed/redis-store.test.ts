@@ -196,24 +196,24 @@ describe("RedisStore", () => {
     assert.deepEqual(back.more, new Int32Array(3000).fill(-4));
   });
 
-  test("the first value published under a key stays: a second write changes nothing", async () => {
+  test("a job's first value under a key stays: its re-run and earlier jobs change nothing, a later job replaces it", async () => {
     const store = new RedisStore(redis, namespace, { partSize: 64 });
-    const first = await store.put("once", new Float32Array(100).fill(1), () => Buffer.from("first"));
-    const second = await store.put("once", new Float32Array(200).fill(2), () => Buffer.from("second"));
-    assert.equal(first.result, "published");
-    assert.equal(second.result, "exists");
-    assert.deepEqual((await store.get(["once"])).values.get("once"), new Float32Array(100).fill(1));
-    const outcomes = (await redis.xrangeBuffer(namespace.outcomes, "-", "+")).map(([, fields]) => String(fields[1]));
-    assert.deepEqual(outcomes, ["1first", "0second"], "each write's outcome says whether it published");
-    assert.equal(await redis.keys(`${namespace.prefix}:s:*`).then((keys) => keys.length), 0, "the loser's staging key is gone");
-    await redis.del(namespace.outcomes);
+    const stored = async (): Promise<unknown> => (await store.get(["once"])).values.get("once");
+    assert.equal((await store.put("once", new Float32Array(100).fill(1), 7)).result, "published");
+    assert.equal((await store.put("once", new Float32Array(200).fill(2), 7)).result, "exists", "a re-run of job 7");
+    assert.equal((await store.put("once", new Float32Array(200).fill(3), 6)).result, "exists", "an earlier job, finishing late");
+    assert.deepEqual(await stored(), new Float32Array(100).fill(1));
+    assert.equal((await store.put("once", new Float32Array(150).fill(4), 9)).result, "published", "a later job of the key");
+    assert.deepEqual(await stored(), new Float32Array(150).fill(4));
+    assert.equal((await store.put("once", 5)).result, "exists", "a write without a job never replaces");
+    assert.equal(await redis.keys(`${namespace.prefix}:s:*`).then((keys) => keys.length), 0, "the losers' staging keys are gone");
   });
 
   test("nothing is written for a client that is gone", async () => {
     const gone = new Namespace("gone");
     const store = new RedisStore(redis, gone, { partSize: 10 });
     assert.equal((await store.put("x", new Uint8Array(100))).result, "client-gone");
-    assert.equal(await store.pushOutcome(Buffer.from("late")), "client-gone");
+    assert.equal(await store.pushReply(Buffer.from("late")), "client-gone");
     assert.deepEqual(await redis.keys(`${gone.prefix}:*`), []);
   });
 

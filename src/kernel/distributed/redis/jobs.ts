@@ -1,5 +1,7 @@
 // What travels through Redis between a client and the workers besides stored values: the data
-// of a task job (BullMQ keeps it as JSON) and the outcome a worker pushes when it is done.
+// of a task job (BullMQ keeps it as JSON), the outcome a worker completes the job with (its
+// return value, which BullMQ hands to the client in the job's "completed" event) and a worker's
+// reply to a request.
 
 import { deserialize, serialize } from "node:v8";
 import type { MetricContext, MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
@@ -17,6 +19,18 @@ export const INLINE_TASK_BYTES = 128 * 1024;
  * reference (the client's gather, a re-run, a value too large to carry).
  */
 export const CARRIED_VALUE_BYTES = 1024;
+
+/** A task job's id: the job's number in its client's sequence (a later job of a key has a larger one, see ./store). */
+export function taskJobId(jobNumber: number): string {
+  return `j${jobNumber}`;
+}
+
+/** The number in a task job's id (see taskJobId). */
+export function taskJobNumber(jobId: string): number {
+  const jobNumber = Number(jobId.slice(1));
+  if (jobId[0] !== "j" || !Number.isSafeInteger(jobNumber)) throw new Error(`tsdask: ${JSON.stringify(jobId)} is not a task job's id`);
+  return jobNumber;
+}
 
 export interface TaskJobData {
   /** keyId of the task's key. */
@@ -68,7 +82,7 @@ interface OutcomeBase {
   readonly worker: string;
 }
 
-/** A worker's answer to a request (client.run, a profile), on the asking client's outcome stream. */
+/** A worker's answer to a request (client.run, a profile), on the asking client's reply stream. */
 export interface ReplyEntry {
   readonly status: "reply";
   readonly worker: string;
@@ -77,7 +91,7 @@ export interface ReplyEntry {
 
 /** What a worker sends to a client that asked it something (see keys.ts `registry.requests`). */
 export interface WorkerRequest {
-  /** The asking client's id: the reply goes on its outcome stream. */
+  /** The asking client's id: the reply goes on its reply stream. */
   readonly client: string;
   /** Times of a profile request are on the Redis server's clock, as are those of its reply. */
   readonly message: RunMessage | ProfileRequestMessage;
@@ -110,26 +124,40 @@ export type OutcomeEntry =
       readonly missing: readonly string[];
     });
 
-/** How the outcome's value was stored: published by this run, already there (a re-run), or no value (errors). */
+/**
+ * How the outcome's value was stored: published by this job, already there (a re-run of the job
+ * found its earlier run's value), or no value (errors).
+ */
 export type Publication = "published" | "existed" | "none";
 
+const MARK_OF_PUBLICATION: Readonly<Record<Publication, string>> = { published: "1", existed: "0", none: "-" };
 const PUBLICATION_BY_MARK: Readonly<Record<string, Publication>> = { "1": "published", "0": "existed", "-": "none" };
 
 /**
- * V8 serialisation: packed errors and run results may hold anything structured clone keeps. The
- * metrics travel packed (see packMetrics).
+ * A task's outcome as its job's return value: a mark (see Publication), then the entry in V8's
+ * serialisation (packed errors and run results may hold anything structured clone keeps; the
+ * metrics travel packed, see packMetrics), in base64, since BullMQ keeps return values as JSON.
  */
-export function encodeOutcome(entry: OutcomeEntry | ReplyEntry): Buffer {
-  return serialize("metrics" in entry ? { ...entry, metrics: packMetrics(entry.metrics) } : entry);
+export function encodeOutcome(entry: OutcomeEntry, publication: Publication): string {
+  return MARK_OF_PUBLICATION[publication] + serialize("metrics" in entry ? { ...entry, metrics: packMetrics(entry.metrics) } : entry).toString("base64");
 }
 
-/** Reads an outcome as read from the stream: a mark byte (see Publication), then the entry. */
-export function decodeOutcome(item: Buffer): { publication: Publication; entry: OutcomeEntry | ReplyEntry } {
-  const publication = PUBLICATION_BY_MARK[String.fromCharCode(item[0])];
-  if (publication === undefined) throw new Error(`tsdask: unreadable task outcome in Redis (mark ${item[0]})`);
-  const entry = deserialize(item.subarray(1)) as OutcomeEntry | ReplyEntry;
-  if ("metrics" in entry) return { publication, entry: { ...entry, metrics: unpackMetrics(entry.metrics as unknown as PackedMetrics) } };
-  return { publication, entry };
+/** An outcome from the "returnvalue" field of a job's "completed" event (JSON text of encodeOutcome's string). */
+export function decodeOutcome(returnValue: Buffer): { publication: Publication; entry: OutcomeEntry } {
+  // A JSON string of a mark and base64: the quotes are its only JSON syntax.
+  const publication = PUBLICATION_BY_MARK[String.fromCharCode(returnValue[1])];
+  if (returnValue[0] !== 0x22 || publication === undefined) throw new Error(`tsdask: unreadable task outcome in Redis (${JSON.stringify(returnValue.subarray(0, 8).toString("latin1"))}…)`);
+  const entry = deserialize(Buffer.from(returnValue.toString("latin1", 2, returnValue.length - 1), "base64")) as OutcomeEntry;
+  if (!("metrics" in entry)) return { publication, entry };
+  return { publication, entry: { ...entry, metrics: unpackMetrics(entry.metrics as unknown as PackedMetrics) } };
+}
+
+export function encodeReply(entry: ReplyEntry): Buffer {
+  return serialize(entry);
+}
+
+export function decodeReply(item: Buffer): ReplyEntry {
+  return deserialize(item) as ReplyEntry;
 }
 
 /**

@@ -16,7 +16,7 @@ export const registry = {
   client: (clientId: string): string => `${ROOT}:client:${clientId}`,
   /** Pub/Sub channel: "client-joined <id>", "client-left <id>", "worker-joined <name>", "worker-left <name>". */
   announcements: `${ROOT}:announce`,
-  /** Pub/Sub channel of requests to one worker (client.run, profiles); it answers on the asking client's outcome stream. */
+  /** Pub/Sub channel of requests to one worker (client.run, profiles); it answers on the asking client's reply stream. */
   requests: (name: string): string => `${ROOT}:requests:${name}`,
 } as const;
 
@@ -32,7 +32,7 @@ export class Namespace {
     this.prefix = `${ROOT}:${clientId}`;
   }
 
-  /** HASH holding a stored value: field "m" its metadata, fields "0", "1"… its bytes. */
+  /** HASH holding a stored value: field "m" its metadata, fields "0", "1"… its bytes, "j" the job that wrote it. */
   value(key: string): string {
     return `${this.prefix}:v:${key}`;
   }
@@ -48,16 +48,22 @@ export class Namespace {
   }
 
   /**
-   * STREAM of task outcomes (field "o"), added by workers; the client reads past the last entry
-   * it handled and deletes what it handled, so a connection lost mid-read loses nothing.
+   * STREAM of workers' replies to the client's requests (field "r"); the client reads past the
+   * last entry it handled and deletes what it handled, so a connection lost mid-read loses nothing.
+   * (Task outcomes come in the task queue's own event stream: see ../redis/transport.)
    */
-  get outcomes(): string {
-    return `${this.prefix}:outcomes`;
+  get replies(): string {
+    return `${this.prefix}:replies`;
   }
 
   /** BullMQ's prefix for the client's task queue: its keys are `<prefix>:tasks:…`. */
   get queuePrefix(): string {
     return this.prefix;
+  }
+
+  /** BullMQ's STREAM of the task queue's events: a job's "completed" event holds the task's outcome. */
+  get taskEvents(): string {
+    return `${this.prefix}:${TASK_QUEUE}:events`;
   }
 
   /** Liveness of the client that owns the namespace: writes into the namespace require it. */

@@ -1,10 +1,13 @@
 // Values in Redis under a client's namespace, as the binary frames of ../frames (typed arrays
 // travel as their raw bytes). One HASH per value: field "m" holds the metadata (frame lengths,
 // type, size), fields "0", "1"… the bytes, each frame cut into parts of at most `partSize`
-// bytes (a Redis string holds 512 MB at most). A value is published atomically and only once:
-// the first writer of a key wins and later writers leave it as it is, so a task that runs twice
-// (a stalled job taken over) never mixes two results. Nothing is written for a client that is
-// gone (its liveness key expired or was deleted), so a closed namespace stays empty.
+// bytes (a Redis string holds 512 MB at most), field "j" the number of the job that wrote it. A
+// value is published atomically and once per job: the first run of a job to write a key wins and
+// later runs of that job (a stalled job taken over) leave it as it is, so a result is never a mix
+// of two; a later job of the key (it was forgotten and asked for again) replaces it, an earlier
+// one does not — the stored value is always that of the job the client counts. Nothing is written
+// for a client that is gone (its liveness key expired or was deleted), so a closed namespace
+// stays empty.
 
 import { randomBytes } from "node:crypto";
 import type { ChainableCommander, Redis } from "ioredis";
@@ -37,40 +40,43 @@ export type PublishOutcome = "published" | "exists" | "client-gone";
 
 /** The scripts below, as ioredis defines them on a connection (defineCommand). */
 interface ScriptCommands {
-  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, outcomesKey: string, entry: Buffer | "", ...fields: (string | Buffer)[]): Promise<number>;
-  tsdaskPushOutcome(aliveKey: string, outcomesKey: string, entry: Buffer): Promise<number>;
+  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, job: number | "", ...fields: (string | Buffer)[]): Promise<number>;
+  tsdaskPushReply(aliveKey: string, repliesKey: string, entry: Buffer): Promise<number>;
 }
 
-// KEYS: value, staging, client liveness, outcome stream. ARGV: entry to add to the stream (or ""), then
-// field/value pairs to write (none: the value was assembled in the staging key).
-// Returns 1 published, 0 already there (the entry is added anyway, flagged 0), -1 client gone.
+// KEYS: value, staging, client liveness. ARGV: the writing job's number (or "": never replaced),
+// then field/value pairs to write (none: the value was assembled in the staging key).
+// Returns 1 published, 0 a value of this job or a later one is there, -1 client gone.
 const PUBLISH_SCRIPT = `
 if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[2])
   return -1
 end
-local won = 0
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  if #ARGV > 1 then
-    redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-  else
-    redis.call('RENAME', KEYS[2], KEYS[1])
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local stored = tonumber(redis.call('HGET', KEYS[1], 'j'))
+  local job = tonumber(ARGV[1])
+  if job == nil or stored == nil or stored >= job then
+    redis.call('DEL', KEYS[2])
+    return 0
   end
-  won = 1
+  redis.call('DEL', KEYS[1])
+end
+if #ARGV > 1 then
+  redis.call('HSET', KEYS[1], unpack(ARGV, 2))
 else
-  redis.call('DEL', KEYS[2])
+  redis.call('RENAME', KEYS[2], KEYS[1])
 end
 if ARGV[1] ~= '' then
-  redis.call('XADD', KEYS[4], '*', 'o', won .. ARGV[1])
+  redis.call('HSET', KEYS[1], 'j', ARGV[1])
 end
-return won
+return 1
 `;
 
-const PUSH_OUTCOME_SCRIPT = `
+const PUSH_REPLY_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
-redis.call('XADD', KEYS[2], '*', 'o', '-' .. ARGV[1])
+redis.call('XADD', KEYS[2], '*', 'r', ARGV[1])
 return 1
 `;
 
@@ -120,18 +126,17 @@ export class RedisStore {
     if (!(this.partSize >= 1)) throw new RangeError(`partSize must be at least 1 byte, got ${options.partSize}`);
     this.scripts = redis as unknown as ScriptCommands;
     if (typeof this.scripts.tsdaskPublish !== "function") {
-      redis.defineCommand("tsdaskPublish", { numberOfKeys: 4, lua: PUBLISH_SCRIPT });
-      redis.defineCommand("tsdaskPushOutcome", { numberOfKeys: 2, lua: PUSH_OUTCOME_SCRIPT });
+      redis.defineCommand("tsdaskPublish", { numberOfKeys: 3, lua: PUBLISH_SCRIPT });
+      redis.defineCommand("tsdaskPushReply", { numberOfKeys: 2, lua: PUSH_REPLY_SCRIPT });
     }
   }
 
   /**
-   * Stores `value` under `key` unless a value is there already. `outcome`: bytes added to the
-   * namespace's outcome stream in the same atomic step (made from the stored value's info and
-   * frames), after a mark: "1" if this call published the value, "0" if one was there.
+   * Stores `value` under `key` as the result of job number `job` (see the header: a value of the
+   * same job or a later one stays; without a number, any value there stays).
    */
-  async put(key: string, value: unknown, outcome?: (info: StoredInfo, frames: readonly Buffer[]) => Buffer): Promise<{ info: StoredInfo; result: PublishOutcome }> {
-    const { info, result } = this.publish(key, value, outcome);
+  async put(key: string, value: unknown, job?: number): Promise<{ info: StoredInfo; result: PublishOutcome }> {
+    const { info, result } = this.publish(key, value, job);
     return { info, result: await result };
   }
 
@@ -139,18 +144,18 @@ export class RedisStore {
    * `put`, telling whether the value went out as one command, already queued on the connection
    * when this returns (`issued`): later commands on the same connection then run after it in
    * Redis, so a caller may go on without waiting for the reply. Larger values take several
-   * commands and round trips; wait for `result`.
+   * commands and round trips; wait for `result`. `frames` are the value's, as stored.
    */
-  publish(key: string, value: unknown, outcome?: (info: StoredInfo, frames: readonly Buffer[]) => Buffer): { info: StoredInfo; issued: boolean; result: Promise<PublishOutcome> } {
+  publish(key: string, value: unknown, job?: number): { info: StoredInfo; frames: readonly Buffer[]; issued: boolean; result: Promise<PublishOutcome> } {
     const frames = encodeValue(value);
     const info = { nbytes: framesByteLength(frames), type: typeName(value) };
-    const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, outcome?.(info, frames) ?? "");
-    return { info, issued, result };
+    const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, job ?? "");
+    return { info, frames, issued, result };
   }
 
-  /** Adds `outcome` to the outcome stream after the mark "-" (nothing stored: a task that erred), unless the client is gone. */
-  async pushOutcome(outcome: Buffer): Promise<PublishOutcome> {
-    const code = await this.scripts.tsdaskPushOutcome(this.namespace.alive, this.namespace.outcomes, outcome);
+  /** Adds a worker's reply to a request (see jobs.ts ReplyEntry) to the reply stream, unless the client is gone. */
+  async pushReply(reply: Buffer): Promise<PublishOutcome> {
+    const code = await this.scripts.tsdaskPushReply(this.namespace.alive, this.namespace.replies, reply);
     return code === -1 ? "client-gone" : "published";
   }
 
@@ -210,12 +215,12 @@ export class RedisStore {
     }
   }
 
-  /** Removes every key of the namespace (values, staging, the task queue, outcomes); returns how many. */
+  /** Removes every key of the namespace (values, staging, the task queue and its events, replies); returns how many. */
   async sweep(): Promise<number> {
     return sweepNamespace(this.redis, this.namespace);
   }
 
-  private write(redisKey: string, key: string, frames: readonly Buffer[], type: string, outcome: Buffer | ""): { issued: boolean; result: Promise<PublishOutcome> } {
+  private write(redisKey: string, key: string, frames: readonly Buffer[], type: string, job: number | ""): { issued: boolean; result: Promise<PublishOutcome> } {
     const nbytes = framesByteLength(frames);
     const metadata: Metadata = { f: frames.map((frame) => frame.byteLength), t: type, p: this.partSize };
     const fields: (string | Buffer)[] = ["m", JSON.stringify(metadata)];
@@ -228,7 +233,7 @@ export class RedisStore {
     if (nbytes <= this.partSize && fields.length <= 2 * MAX_INLINE_FIELDS) {
       // No staging key is written on this path: the script's DEL of it finds nothing (no random token needed).
       const unused = this.namespace.staging(key, "inline");
-      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, unused, alive, this.namespace.outcomes, outcome, ...fields).then(meaning) };
+      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, unused, alive, job, ...fields).then(meaning) };
     }
     const stagingKey = this.namespace.staging(key, randomToken());
     const staged = async (): Promise<PublishOutcome> => {
@@ -239,7 +244,7 @@ export class RedisStore {
       const replies = await pipeline.exec();
       const failed = replies?.find(([error]) => error !== null);
       if (failed !== undefined) throw failed[0]!;
-      return meaning(await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, this.namespace.outcomes, outcome));
+      return meaning(await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, job));
     };
     return { issued: false, result: staged() };
   }

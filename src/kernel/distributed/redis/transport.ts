@@ -1,8 +1,9 @@
 // The client side of a Redis cluster, as the scheduler's transport with "queue" placement: ready
-// tasks become BullMQ jobs (lowest priority first) that any worker takes; workers push each
-// task's outcome on the client's outcome stream, which this transport reads and reports as worker
-// messages; results stay in the client's namespace until the scheduler forgets them. Workers
-// are found in the registry (./registry) and reported as they join and leave.
+// tasks become BullMQ jobs (lowest priority first) that any worker takes; a worker completes each
+// job with the task's outcome, which BullMQ puts in the job's "completed" event, and this
+// transport reads the queue's event stream and reports the outcomes as worker messages; results
+// stay in the client's namespace until the scheduler forgets them. Workers are found in the
+// registry (./registry) and reported as they join and leave.
 //
 // Faults: Redis not answering (connection lost and being retried, or the server frozen) for
 // `connectionLostTimeout` seconds makes the transport fail (events.failed) with an error naming
@@ -36,7 +37,7 @@ import type { Transport, TransportEvents } from "../scheduler/transport";
 import { WorkerClock } from "../worker/clock";
 import { observeRedisTime } from "./clock";
 import { type ConnectOptions, type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
-import { type OutcomeEntry, type Publication, type TaskJobData, type WorkerRequest, carryFrames, decodeCarried, decodeOutcome, encodeTask } from "./jobs";
+import { type OutcomeEntry, type Publication, type TaskJobData, type WorkerRequest, carryFrames, decodeCarried, decodeOutcome, decodeReply, encodeTask, taskJobId } from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient } from "./registry";
 import { RedisStore } from "./store";
@@ -81,8 +82,15 @@ interface Pending {
 const CLOSE_TIMEOUT_MS = 5000;
 /** Jobs added per BullMQ addBulk (one MULTI). */
 const ADD_SLICE = 1000;
-/** Outcomes read per round trip. */
-const OUTCOME_BATCH = 1000;
+/** Entries of each stream read per round trip (a job makes four or five events, one of them its outcome). */
+const OUTCOME_BATCH = 4000;
+/**
+ * BullMQ trims a queue's event stream to a length kept in the queue's metadata as it adds jobs:
+ * this client trims what it has read instead, so a client that falls behind loses no outcome.
+ */
+const EVENTS_MAX_LEN = 2 ** 31;
+const COMPLETED = Buffer.from("completed");
+const FAILED = Buffer.from("failed");
 /** Most bytes of small results (base64) the client keeps to carry in jobs; beyond it results are read from Redis. */
 const CARRIED_BUDGET = 4 * 1024 * 1024;
 /**
@@ -97,7 +105,7 @@ export class RedisTransport implements Transport {
   readonly description: string;
   readonly namespace: Namespace;
   readonly store: RedisStore;
-  private readonly queue: Queue<TaskJobData, void>;
+  private readonly queue: Queue<TaskJobData, string>;
   private readonly clock = new WorkerClock();
   private readonly functions = new Map<number, FnSpec>();
   private functionTable: { spec(id: number): FnSpec } | undefined;
@@ -144,7 +152,7 @@ export class RedisTransport implements Transport {
     this.description = target.display;
     this.namespace = new Namespace(clientId);
     this.store = new RedisStore(redis, this.namespace, { partSize: options.partSize });
-    this.queue = new Queue<TaskJobData, void>(TASK_QUEUE, { connection: redis, prefix: this.namespace.queuePrefix });
+    this.queue = new Queue<TaskJobData, string>(TASK_QUEUE, { connection: redis, prefix: this.namespace.queuePrefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
     this.options = {
       noWorkersTimeout: options.noWorkersTimeout ?? 10,
       connectionLostTimeout: options.connectionLostTimeout ?? 20,
@@ -239,7 +247,7 @@ export class RedisTransport implements Transport {
     return { ...reply, profile };
   }
 
-  /** Asks `worker` through its request channel; it answers on this client's outcome stream. */
+  /** Asks `worker` through its request channel; it answers on this client's reply stream. */
   private request(worker: WorkerAddress, message: RunMessage | ProfileRequestMessage): void {
     const request: WorkerRequest = { client: this.clientId, message };
     const unanswered = (reason: string): void => {
@@ -271,7 +279,7 @@ export class RedisTransport implements Transport {
     const batch: { task: QueuedTask; jobId: string }[] = [];
     for (const task of tasks) {
       if (task.functions !== undefined) this.defineFunctions(task.functions);
-      const jobId = `j${this.nextJob++}`;
+      const jobId = taskJobId(this.nextJob++);
       this.pending.set(task.key, { jobId, name: task.name });
       batch.push({ task, jobId });
     }
@@ -441,25 +449,32 @@ export class RedisTransport implements Transport {
   // ---- Workers → scheduler -------------------------------------------------------------------
 
   /**
-   * Reads the outcome stream past the last entry handled; handled entries are deleted, in the
-   * same write as the next read. That write waits for the next turn of the event loop, after the
-   * jobs these outcomes made ready were added: a chain's next task does not wait behind it.
+   * Reads task outcomes from the task queue's event stream (the "completed" and "failed" events of
+   * jobs; BullMQ's other events are passed over) and workers' replies from the reply stream, past
+   * the last entries handled. What was handled is removed in the same write as the next read
+   * (events up to the last one read, replies one by one). That write waits for the next turn of
+   * the event loop, after the jobs these outcomes made ready were added: a chain's next task does
+   * not wait behind it.
    */
   private async readOutcomes(): Promise<void> {
-    const stream = this.namespace.outcomes;
-    let last = "0-0";
-    let handled: string[] = [];
+    const { taskEvents, replies } = this.namespace;
+    let lastEvent = "0-0";
+    let lastReply = "0-0";
+    let eventsRead = false;
+    let handledReplies: string[] = [];
     while (this.failure === undefined && this.closing === undefined) {
       let reply: unknown;
       try {
         const read = this.blocking.pipeline();
         this.queueDeletions(read);
         this.outcomesInHand = false;
-        if (handled.length > 0) read.xdel(stream, ...handled);
-        read.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", stream, last);
-        const replies = (await read.exec()) ?? [];
-        handled = [];
-        const [error, value] = replies[replies.length - 1] ?? [new Error("no reply")];
+        if (eventsRead) read.xtrim(taskEvents, "MINID", nextStreamId(lastEvent));
+        if (handledReplies.length > 0) read.xdel(replies, ...handledReplies);
+        read.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", taskEvents, replies, lastEvent, lastReply);
+        const results = (await read.exec()) ?? [];
+        eventsRead = false;
+        handledReplies = [];
+        const [error, value] = results[results.length - 1] ?? [new Error("no reply")];
         if (error !== null) throw error;
         reply = value;
       } catch (error) {
@@ -470,12 +485,19 @@ export class RedisTransport implements Transport {
         continue;
       }
       if (reply === null) continue;
-      const entries = streamEntries(reply);
-      const ids = entries.map(([id]) => id.toString());
-      last = ids[ids.length - 1];
+      const read = streamsRead(reply);
+      const events = read.get(taskEvents) ?? [];
+      const replyEntries = read.get(replies) ?? [];
+      if (events.length > 0) {
+        lastEvent = events[events.length - 1][0].toString();
+        eventsRead = true;
+      }
+      if (replyEntries.length > 0) {
+        handledReplies = replyEntries.map(([id]) => id.toString());
+        lastReply = handledReplies[handledReplies.length - 1];
+      }
       this.outcomesInHand = true;
-      this.handleOutcomes(entries.map(([, fields]) => fields[1]));
-      handled = ids;
+      this.handleOutcomes(events, replyEntries);
       await new Promise((resolve) => setImmediate(resolve));
     }
     // Deletions left for a read that will not come.
@@ -487,36 +509,54 @@ export class RedisTransport implements Transport {
     }
   }
 
-  private handleOutcomes(items: readonly Buffer[]): void {
+  private handleOutcomes(events: readonly StreamEntry[], replies: readonly StreamEntry[]): void {
     const byWorker = new Map<string, FromWorker[]>();
+    const deliver = (worker: string, messages: readonly FromWorker[]): void => {
+      const list = byWorker.get(worker) ?? [];
+      byWorker.set(worker, list);
+      list.push(...messages);
+    };
+    for (const [, fields] of replies) {
+      const entry = decodeReply(fields[1]);
+      const reply = entry.reply.op === "profile-reply" ? this.receivedProfile(entry.reply) : entry.reply;
+      if (reply !== undefined) deliver(entry.worker, [reply]);
+    }
     const orphans: string[] = [];
-    for (const item of items) {
-      const { publication, entry } = decodeOutcome(item);
-      if (entry.status === "reply") {
-        const reply = entry.reply.op === "profile-reply" ? this.receivedProfile(entry.reply) : entry.reply;
-        if (reply === undefined) continue;
-        const messages = byWorker.get(entry.worker) ?? [];
-        byWorker.set(entry.worker, messages);
-        messages.push(reply);
+    for (const [, fields] of events) {
+      // Fields: "event", its name, "jobId", the id, then the event's own (see BullMQ's scripts).
+      const event = fields[1];
+      if (event.equals(FAILED)) {
+        const failure = this.failedJob(fields[3].toString(), eventField(fields, "failedReason"));
+        if (failure !== undefined) deliver("redis", [failure]);
         continue;
       }
+      if (!event.equals(COMPLETED)) continue;
+      const { publication, entry } = decodeOutcome(eventField(fields, "returnvalue") ?? Buffer.alloc(0));
       const job = this.pending.get(entry.key);
       if (job === undefined) {
-        // The scheduler forgot the key (or a re-run reports twice): a value published for nobody goes.
+        // The scheduler forgot the key: a value published for nobody goes.
         if (publication === "published" && !this.held.has(entry.key)) orphans.push(entry.key);
         continue;
       }
-      // An earlier job of a key queued again: its report counts only if it stored the value now there
-      // (the current job then finds it stored and reports nothing).
-      if (job.jobId !== entry.jobId && !(entry.status === "finished" && publication === "published")) continue;
+      // An earlier job of a key queued again: the current job reports too, and its value is the stored one.
+      if (job.jobId !== entry.jobId) continue;
       this.pending.delete(entry.key);
       if (job.specToken !== undefined) this.store.deleteTask(entry.key, job.specToken).catch(() => {});
-      const messages = byWorker.get(entry.worker) ?? [];
-      byWorker.set(entry.worker, messages);
-      messages.push(...this.toMessages(entry, job, publication));
+      deliver(entry.worker, this.toMessages(entry, job, publication));
     }
     if (orphans.length > 0) this.deleteValues(orphans);
     for (const [worker, messages] of byWorker) this.events?.received(worker, messages);
+  }
+
+  /** A job BullMQ failed rather than a worker (it stalled too often): its task errs, if it is still wanted. */
+  private failedJob(jobId: string, reason: Buffer | undefined): TaskErredMessage | undefined {
+    for (const [key, job] of this.pending) {
+      if (job.jobId !== jobId) continue;
+      this.pending.delete(key);
+      if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
+      return taskErred(key, new Error(lostTaskMessage(job.name, reason?.toString() ?? "no reason given")));
+    }
+    return undefined;
   }
 
   private toMessages(entry: OutcomeEntry, job: Pending, publication: Publication): FromWorker[] {
@@ -748,11 +788,30 @@ function jobOptions(jobId: string, priority: number): JobsOptions {
 
 type StreamEntry = [id: Buffer, fields: Buffer[]];
 
-/** The entries of XREAD's reply for one stream: `[[key, entries]]` in RESP2, `[key, entries]` as ioredis flattens RESP3's map. */
-function streamEntries(reply: unknown): StreamEntry[] {
-  const [first, second] = reply as [unknown, unknown];
-  if (Buffer.isBuffer(first)) return second as StreamEntry[];
-  return (first as [Buffer, StreamEntry[]])[1];
+/** The entries of XREAD's reply by stream: `[[key, entries], …]` in RESP2, `[key, entries, …]` as ioredis flattens RESP3's map. */
+function streamsRead(reply: unknown): Map<string, StreamEntry[]> {
+  const items = reply as unknown[];
+  const pairs = Buffer.isBuffer(items[0]) ? items.flatMap((item, i) => (i % 2 === 0 ? [[item, items[i + 1]]] : [])) : items;
+  return new Map((pairs as [Buffer, StreamEntry[]][]).map(([key, entries]) => [key.toString(), entries]));
+}
+
+/** The value of a stream entry's field `name`. */
+function eventField(fields: readonly Buffer[], name: string): Buffer | undefined {
+  for (let i = 0; i < fields.length - 1; i += 2) if (fields[i].toString() === name) return fields[i + 1];
+  return undefined;
+}
+
+/** The smallest stream id after `id` ("<ms>-<seq>"): XTRIM MINID with it removes `id` and all before. */
+function nextStreamId(id: string): string {
+  const dash = id.indexOf("-");
+  return `${id.slice(0, dash)}-${BigInt(id.slice(dash + 1)) + 1n}`;
+}
+
+function lostTaskMessage(name: string, reason: string): string {
+  if (/stalled more than allowable limit/.test(reason)) {
+    return `Task ${name} was running on workers that died or stopped answering, more times than they allow (tsdask worker --allowed-failures): it is given up (Dask's KilledWorker)`;
+  }
+  return `Task ${name} failed in its queue: ${reason}`;
 }
 
 /** Function ids a task calls. */

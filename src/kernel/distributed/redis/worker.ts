@@ -1,14 +1,16 @@
 // A worker of a Redis cluster (`tsdask worker redis://…`): registers and heartbeats in Redis,
 // serves every client connected to that Redis through the client's BullMQ task queue (a job per
 // thread, more when tasks are tiny), reads each task's inputs from the client's store, runs the
-// task on its threads and publishes the result with the task's outcome, then leaves. Its threads
-// are sampled by the statistical profiler a LocalCluster worker uses (../worker/profile), whose
+// task on its threads, stores the result and completes the job with the task's outcome (which
+// BullMQ hands to the client in the job's "completed" event), then leaves. Its threads are
+// sampled by the statistical profiler a LocalCluster worker uses (../worker/profile), whose
 // windows it sends to a client that asks on its request channel.
 //
 // A job that a dead worker held is taken over by another worker once BullMQ's lock on it lapses
 // (`lockDuration`) and a stalled check runs (`stalledInterval`): seconds, not BullMQ's default
-// half-minute. Results are published once (see ./store): a re-run after a takeover finds the
-// first run's result and stops, or loses the race to publish and leaves the stored value alone.
+// half-minute. Only the holder of a job's lock completes it, so each job reports once; a result
+// is stored once per job (see ./store): a re-run after a takeover that finds the first run's
+// value leaves it alone and says so.
 
 import { availableParallelism, hostname, totalmem } from "node:os";
 import type { Socket } from "node:net";
@@ -37,12 +39,15 @@ import { FunctionGate } from "./functions";
 import {
   CARRIED_VALUE_BYTES,
   type OutcomeEntry,
+  type Publication,
   type ReplyEntry,
   type TaskJobData,
   type WorkerRequest,
   decodeCarried,
   decodeInlineTask,
   encodeOutcome,
+  encodeReply,
+  taskJobNumber,
 } from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
@@ -94,7 +99,7 @@ type Settings = Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url"
 interface ServedClient {
   readonly namespace: Namespace;
   readonly store: RedisStore;
-  readonly queue: QueueWorker<TaskJobData, void>;
+  readonly queue: QueueWorker<TaskJobData, string>;
   /**
    * Whether the client queued more jobs at once than this worker has threads (see jobsAtOnce);
    * the queue running dry ends it.
@@ -319,9 +324,9 @@ export class RedisWorker {
   private serve(clientId: string): void {
     const namespace = new Namespace(clientId);
     const store = new RedisStore(this.redis, namespace, { partSize: this.options.partSize });
-    const queue: QueueWorker<TaskJobData, void> = new QueueWorker<TaskJobData, void>(TASK_QUEUE, (job) => this.takeJob(served, job), {
-      // This worker's own connection: results are published on it, and BullMQ completes their
-      // jobs after them on it (it opens a connection of its own for its blocking waits).
+    const queue: QueueWorker<TaskJobData, string> = new QueueWorker<TaskJobData, string>(TASK_QUEUE, (job) => this.takeJob(served, job), {
+      // This worker's own connection: results are stored on it, and BullMQ completes their jobs
+      // after them on it (it opens a connection of its own for its blocking waits).
       connection: this.redis,
       prefix: namespace.queuePrefix,
       name: this.name,
@@ -332,23 +337,10 @@ export class RedisWorker {
       removeOnComplete: { count: 0 },
       removeOnFail: { count: 0 },
     });
+    // Failures decided by BullMQ rather than by a task (a job that stalled too often) reach the
+    // client as the job's "failed" event.
     queue.on("error", (error) => {
       if (this.closing === undefined) this.log(`tsdask worker ${this.name}: task queue of client ${clientId}: ${error.message}`);
-    });
-    // Failures decided by BullMQ rather than by a task (a job that stalled too often): tell the client.
-    queue.on("failed", (job, error) => {
-      if (job === undefined) return;
-      const entry: OutcomeEntry = {
-        jobId: job.id ?? "",
-        key: job.data.key,
-        worker: this.name,
-        status: "erred",
-        error: packError(new Error(lostTaskMessage(job.data.name, error.message, this.options.maxStalledCount))),
-        thread: 0,
-        startstops: [],
-        metrics: [],
-      };
-      store.pushOutcome(encodeOutcome(entry)).catch(() => {});
     });
     const served: ServedClient = { namespace, store, queue, backlog: false };
     queue.on("drained", () => {
@@ -382,28 +374,31 @@ export class RedisWorker {
 
   // ---- Running tasks ----------------------------------------------------------------------
 
-  /** Runs a job; while the client queues more jobs than threads, takes further jobs before this one is done. */
-  private async takeJob(client: ServedClient, job: Job<TaskJobData, void>): Promise<void> {
+  /**
+   * Runs a job and returns its outcome (see jobs.ts encodeOutcome); while the client queues more
+   * jobs than threads, takes further jobs before this one is done.
+   */
+  private async takeJob(client: ServedClient, job: Job<TaskJobData, string>): Promise<string> {
     if ((job.data.queuedWith ?? 1) > this.options.nthreads) client.backlog = true;
     client.queue.concurrency = this.jobsAtOnce(client);
     try {
-      await this.runJob(client, job);
+      return await this.runJob(client, job);
     } finally {
       // The threads' batch size follows the tasks' durations.
       client.queue.concurrency = this.jobsAtOnce(client);
     }
   }
 
-  private async runJob({ store, backlog }: ServedClient, job: Job<TaskJobData, void>): Promise<void> {
+  private async runJob({ store, backlog }: ServedClient, job: Job<TaskJobData, string>): Promise<string> {
     const data = job.data;
     const base = { jobId: job.id ?? "", key: data.key, worker: this.name };
     // BullMQ counts every start of a job and every stall: only a job started before may find its result stored.
     const rerun = job.attemptsStarted > 1 || job.stalledCounter > 0;
     const held = this.held.hold();
     try {
-      const entry = await this.execute(store, data, base, rerun, held, backlog);
+      const { entry, publication } = await this.execute(store, data, base, taskJobNumber(base.jobId), rerun, held, backlog);
       held.release();
-      if (entry !== undefined) await store.pushOutcome(encodeOutcome(entry));
+      return encodeOutcome(entry, publication);
     } catch (error) {
       held.release();
       // Redis failed us midway, or the task's data could not be read: the task errs, naming this worker.
@@ -416,42 +411,38 @@ export class RedisWorker {
         startstops: [],
         metrics: [],
       };
-      await store.pushOutcome(encodeOutcome(entry));
+      return encodeOutcome(entry, "none");
     }
   }
 
   /**
-   * Reads the inputs, runs the task and publishes its result with its outcome. Returns an
-   * outcome still to be pushed (the task erred, or inputs were missing), or undefined.
+   * Reads the inputs, runs the task and stores its result; returns the task's outcome. A re-run
+   * (its job stalled on a worker that died or froze, which never completed it) runs the task
+   * again: that run may have stored its result, which then stays (see ./store).
    */
   private async execute(
     store: RedisStore,
     data: TaskJobData,
     base: Pick<OutcomeEntry, "jobId" | "key" | "worker">,
+    jobNumber: number,
     rerun: boolean,
     held: { add(bytes: number): void },
     backlog: boolean,
-  ): Promise<OutcomeEntry | undefined> {
+  ): Promise<{ entry: OutcomeEntry; publication: Publication }> {
     const gather = new MetricsLedger();
     const received = this.clock.now();
     let fetched: FetchResult = NOTHING_FETCHED;
-    let done = false;
     const carried = new Map(data.carried);
     const toRead = carried.size === 0 ? data.inputs : data.inputs.filter((key) => !carried.has(key));
-    // A re-run (its job stalled on a worker that died) first looks whether that run already
-    // published the result, in the same round trip as the read of the inputs. A first run skips
-    // that look: publishing only once keeps it harmless should an older job of the key be ahead.
-    if (toRead.length > 0 || rerun) {
+    if (toRead.length > 0) {
       this.fetching++;
       try {
-        [fetched, [done]] = await Promise.all([toRead.length > 0 ? store.fetch(toRead) : NOTHING_FETCHED, rerun ? store.has([data.key]) : [false]]);
+        fetched = await store.fetch(toRead);
       } finally {
         this.fetching--;
       }
     }
-    // That run pushed its outcome in the same step as its result: nothing more to do.
-    if (done) return undefined;
-    if (fetched.missing.length > 0) return { ...base, status: "missing", missing: fetched.missing };
+    if (fetched.missing.length > 0) return { entry: { ...base, status: "missing", missing: fetched.missing }, publication: "none" };
     const fetchedAt = this.clock.now();
     const inputs = new Map<string, unknown>();
     const decoded = [...[...fetched.frames].map(([key, frames]) => [key, decodeValue(frames)] as const), ...[...carried].map(([key, frames]) => [key, decodeCarried(frames)] as const)];
@@ -485,7 +476,7 @@ export class RedisWorker {
 
     const refusal = this.gate.refusal(data.functions, `task ${data.name}`);
     if (refusal !== undefined) {
-      return { ...base, status: "erred", error: packError(refusal), thread: 0, startstops, metrics: [...metrics, ...executeMetrics("failed")] };
+      return { entry: { ...base, status: "erred", error: packError(refusal), thread: 0, startstops, metrics: [...metrics, ...executeMetrics("failed")] }, publication: "none" };
     }
     // A tiny task runs here rather than on a thread while it is the only one (a chain's step);
     // tasks queued together keep the threads busy in batches instead.
@@ -511,7 +502,7 @@ export class RedisWorker {
     // A task whose thread died before reporting has no compute phase to show.
     if (run.ranOnThread) startstops.push({ action: "compute", start: this.toRedis(this.clock.fromMachine(run.start)), stop: this.toRedis(this.clock.fromMachine(run.end)) });
     if (!run.ok) {
-      return { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...executeMetrics("failed")] };
+      return { entry: { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...executeMetrics("failed")] }, publication: "none" };
     }
     for (const [activity, value, unit] of run.metrics) execute.add(activity, value, unit);
     // Dask's nbytes is the value's size in memory (what the local workers report), not its stored size.
@@ -519,28 +510,30 @@ export class RedisWorker {
     held.add(nbytes);
     const serializing = this.clock.now();
     this.holdWrites();
-    const publication = store.publish(data.key, run.value, (info, frames) => {
-      const serialized = this.clock.now();
-      execute.add("serialize", serialized - serializing, "seconds");
-      this.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: keySizes([[data.name, info.nbytes]]), wireBytes: info.nbytes, types: [info.type] });
-      return encodeOutcome({
-        ...base,
-        status: "finished",
-        nbytes,
-        type: info.type,
-        thread,
-        startstops,
-        metrics: [...metrics, ...executeMetrics()],
-        transfer,
-        frames: info.nbytes <= CARRIED_VALUE_BYTES ? frames : undefined,
-      });
-    });
-    // The job completes on the same connection after this command (see serve), so a small
-    // result needs no round trip of its own: Redis runs the two in order, and they leave in one
-    // write (holdWrites).
-    if (publication.issued) publication.result.catch((error: Error) => this.log(`tsdask worker ${this.name}: cannot store the result of ${data.name}: ${error.message}`));
-    else await publication.result;
-    return undefined;
+    const { info, frames, issued, result } = store.publish(data.key, run.value, jobNumber);
+    const serialized = this.clock.now();
+    execute.add("serialize", serialized - serializing, "seconds");
+    this.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: keySizes([[data.name, info.nbytes]]), wireBytes: info.nbytes, types: [info.type] });
+    const entry: OutcomeEntry = {
+      ...base,
+      status: "finished",
+      nbytes,
+      type: info.type,
+      thread,
+      startstops,
+      metrics: [...metrics, ...executeMetrics()],
+      transfer,
+      frames: info.nbytes <= CARRIED_VALUE_BYTES ? frames : undefined,
+    };
+    // BullMQ completes the job on the same connection after the store's command (see serve), so
+    // a small result of a first run needs no round trip of its own: Redis runs the two in order,
+    // they leave in one write (holdWrites), and the store publishes a first run's value (./store).
+    // A re-run needs the answer: its earlier run's value may be there, and stays.
+    if (issued && !rerun) {
+      result.catch((error: Error) => this.log(`tsdask worker ${this.name}: cannot store the result of ${data.name}: ${error.message}`));
+      return { entry, publication: "published" };
+    }
+    return { entry, publication: (await result) === "exists" ? "existed" : "published" };
   }
 
   /**
@@ -578,7 +571,7 @@ export class RedisWorker {
 
   // ---- Requests (client.run) -----------------------------------------------------------------
 
-  /** A client's request on this worker's channel; the reply goes on that client's outcome stream. */
+  /** A client's request on this worker's channel; the reply goes on that client's reply stream. */
   private async answer(text: string): Promise<void> {
     let request: WorkerRequest;
     try {
@@ -589,14 +582,14 @@ export class RedisWorker {
     }
     const reply = request.message.op === "profile" ? await this.profiler.reply(request.message, (line) => this.log(`tsdask worker ${this.name}: ${line}`)) : await this.run(request.message);
     const store = this.served.get(request.client)?.store ?? new RedisStore(this.redis, new Namespace(request.client), { partSize: this.options.partSize });
-    let outcome: Buffer;
+    let encoded: Buffer;
     try {
-      outcome = encodeOutcome({ status: "reply", worker: this.name, reply } satisfies ReplyEntry);
+      encoded = encodeReply({ status: "reply", worker: this.name, reply } satisfies ReplyEntry);
     } catch (error) {
       const unsendable = new Error(`The run function's result cannot be sent back from worker ${this.name}: ${(error as Error).message}`);
-      outcome = encodeOutcome({ status: "reply", worker: this.name, reply: { op: "run-reply", requestId: reply.requestId, ok: false, error: packError(unsendable) } });
+      encoded = encodeReply({ status: "reply", worker: this.name, reply: { op: "run-reply", requestId: reply.requestId, ok: false, error: packError(unsendable) } });
     }
-    await store.pushOutcome(outcome).catch((error: Error) => this.log(`tsdask worker ${this.name}: cannot answer client ${request.client}: ${error.message}`));
+    await store.pushReply(encoded).catch((error: Error) => this.log(`tsdask worker ${this.name}: cannot answer client ${request.client}: ${error.message}`));
   }
 
   /** Runs a `client.run` function with this worker's view, if this worker allows the function. */
@@ -689,11 +682,4 @@ export class RedisWorker {
     await Promise.all([this.subscriber.quit().catch(() => {}), this.redis.quit().catch(() => {})]);
     this.log(`tsdask worker ${this.name}: closed`);
   }
-}
-
-function lostTaskMessage(name: string, reason: string, maxStalledCount: number): string {
-  if (/stalled more than allowable limit/.test(reason)) {
-    return `Task ${name} was running on a worker that died or stopped answering, ${maxStalledCount + 1} times: it is given up (Dask's KilledWorker)`;
-  }
-  return `Task ${name} failed in its queue: ${reason}`;
 }
