@@ -409,7 +409,8 @@ export class RedisTransport implements Transport {
       const answered = new Promise<void>((resolve) => (settle = resolve));
       this.deletion = { answered, settle };
       setImmediate(() => {
-        if (this.outcomesInHand) return;
+        // The outcome loop's read took them along, or is about to.
+        if (this.outcomesInHand || this.deletion?.answered !== answered) return;
         const pipeline = this.redis.pipeline();
         this.queueDeletions(pipeline);
         pipeline.exec().catch(() => {});
