@@ -144,17 +144,20 @@ async function throughput(tasks: number): Promise<number> {
 }
 
 /**
- * Tasks run before anything is timed, the same on both sides. V8 keeps optimising a worker's hot
- * paths for the first few thousand tasks (--trace-opt on a tsdask worker: 226, 102, 38, then 8
- * optimisations over four 1 000-task chains); BullMQ's own small worker settles sooner, so a short
- * warm-up measured tsdask's compiler as much as its per-task cost.
+ * Tasks run before anything is timed, the same on both sides, per worker process: V8 keeps
+ * optimising a worker's hot paths for its first few thousand tasks (--trace-opt on a tsdask worker:
+ * 226, 102, 38, then 8 optimisations over four 1 000-task chains); BullMQ's own small worker
+ * settles sooner, so a short warm-up measured tsdask's compiler as much as its per-task cost. The
+ * tasks of a chain spread over the workers, so more workers need a longer warm-up for each to see
+ * as many (with 4 workers and the 1-worker warm-up, each tsdask worker spent twice the CPU per
+ * task it spends once warm).
  */
 const WARM_UP_CHAIN = 3000;
 const WARM_UP_TASKS = 5000;
 
-async function warmUp(): Promise<void> {
-  await latency(WARM_UP_CHAIN);
-  await throughput(WARM_UP_TASKS);
+async function warmUp(workerCount: number): Promise<void> {
+  await latency(WARM_UP_CHAIN * workerCount);
+  await throughput(WARM_UP_TASKS * workerCount);
 }
 
 /** Connects a Client to Redis with `count` one-thread workers serving it, for `body`. */
@@ -299,9 +302,9 @@ async function measureRounds(server: RedisServer, workerCount: number, rounds: n
     try {
       const floorPids = [...floor.workers.map((child) => child.pid!), server.pid];
       const redisPids = [...workers.map((worker) => worker.pid), server.pid];
-      await floor.latency(WARM_UP_CHAIN);
-      await floor.throughput(WARM_UP_TASKS);
-      await warmUp();
+      await floor.latency(WARM_UP_CHAIN * workerCount);
+      await floor.throughput(WARM_UP_TASKS * workerCount);
+      await warmUp(workerCount);
       const done: Round[] = [];
       for (let round = 0; round < rounds; round++) {
         try {
@@ -355,7 +358,7 @@ async function main(): Promise<void> {
     for (const workers of workerCounts) {
       const done = await measureRounds(server, workers, rounds, chainLength, taskCount);
       const [localLatency, localRate] = await onLocalCluster(workers, async () => {
-        await warmUp();
+        await warmUp(workers);
         return [await latency(chainLength), await throughput(taskCount)];
       });
       rows.push({ workers, rounds: done, localLatency, localRate });
