@@ -101,6 +101,51 @@ describe("Redis faults: workers", () => {
     await waitFor("the victim to be reported gone", () => !client.workers.has("victim"), 15);
   });
 
+  test("a client busy for seconds while a worker finishes thousands of its tasks loses none of their outcomes", async () => {
+    // BullMQ trims a queue's event stream to about 10 000 entries as jobs complete; the outcomes
+    // ride in those events, so the client trims them itself, behind what it read. Without
+    // scheduler-side queuing every ready task is a job at once, as many as the events can outrun.
+    const busy = await Client.connect(server.url, { name: "busy", workerSaturation: Infinity });
+    try {
+      const fast = await startWorker(server.url, { name: "fast" });
+      workers.push(fast);
+      await waitFor("the client to see the worker", () => busy.workers.has("fast"), 10);
+      const events = `tsdask:${(busy.scheduler.transport as RedisTransport).clientId}:tasks:events`;
+      const added = async (): Promise<number> => {
+        const info = (await redis.xinfo("STREAM", events).catch(() => [])) as (string | number)[];
+        return Number(info[info.indexOf("entries-added") + 1] ?? 0);
+      };
+      const count = 20_000;
+      const graph: Record<string, unknown> = {};
+      const keys = Array.from({ length: count }, (_, i) => {
+        graph[`many-${i}`] = [inc, i];
+        return `many-${i}`;
+      });
+      // Frozen, the worker takes no job: every job waits in the queue ("added" and "waiting" events).
+      process.kill(fast.pid, "SIGSTOP");
+      let computing: Promise<unknown>;
+      let eventsBefore: number;
+      try {
+        computing = get(graph, keys, { scheduler: busy });
+        await waitFor("the jobs to be added", async () => (await added()) >= 2 * count, 30);
+        eventsBefore = await added();
+      } finally {
+        process.kill(fast.pid, "SIGCONT");
+      }
+      // A long synchronous cell (waiting, not computing, to leave the CPUs to the worker and
+      // Redis): the worker runs the tasks while nothing is read here.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10_000);
+      const eventsWhileBusy = (await added()) - eventsBefore;
+      const guard = new Promise<never>((_, reject) => setTimeout(() => reject(new Error("outcomes were lost: the computation never finished")), 120_000).unref());
+      const results = (await Promise.race([computing, guard])) as number[];
+      assert.equal(results.length, count);
+      assert.deepEqual(results.slice(0, 3), [1, 2, 3]);
+      assert.ok(eventsWhileBusy > 10_500, `more events came while the client was busy (${eventsWhileBusy}) than BullMQ's default trim keeps`);
+    } finally {
+      await busy.close();
+    }
+  });
+
   test("a client killed without closing: the workers remove its data", async () => {
     const sweeper = await startWorker(server.url, { name: "sweeper", env: { TSDASK_DEAD_CLIENT_GRACE: "1" } });
     workers.push(sweeper);
