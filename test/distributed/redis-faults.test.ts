@@ -7,9 +7,12 @@ import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { join } from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
+import { Worker as BullWorker } from "bullmq";
 import { Redis } from "ioredis";
 import { Client, get } from "../../src";
+import { parseRedisUrl, redisOptions } from "../../src/kernel/distributed/redis/connection";
 import { RedisConnectError, RedisConnectionLostError, RedisDataLostError } from "../../src/kernel/distributed/redis/errors";
+import { TASK_QUEUE } from "../../src/kernel/distributed/redis/keys";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { killOwnProcess } from "../fixtures/cluster-client-tasks";
 import { inc, pair, sleep, slowly, stamp } from "../fixtures/redis-tasks";
@@ -143,6 +146,23 @@ describe("Redis faults: workers", () => {
       assert.ok(eventsWhileBusy > 10_500, `more events came while the client was busy (${eventsWhileBusy}) than BullMQ's default trim keeps`);
     } finally {
       await busy.close();
+    }
+  });
+
+  test("a job completed by a program that is not a tsdask worker fails its task, saying so", async () => {
+    // The scheduler queues tasks for the workers it knows: one, frozen, leaves the job to the other program.
+    const frozen = await startWorker(server.url, { name: "bystander" });
+    workers.push(frozen);
+    await waitFor("the client to see the worker", () => client.workers.has("bystander"), 10);
+    process.kill(frozen.pid, "SIGSTOP");
+    const { namespace } = client.scheduler.transport as RedisTransport;
+    // Another BullMQ program pointed at the client's task queue.
+    const foreign = new BullWorker(TASK_QUEUE, async () => 42, { connection: redisOptions(parseRedisUrl(server.url)), prefix: namespace.queuePrefix });
+    try {
+      await assert.rejects(get({ stranger: [inc, 1] }, "stranger"), /^Error: Task 'stranger' was completed with a report this client cannot read: tsdask: unreadable task outcome in Redis \("42"…\)/);
+    } finally {
+      process.kill(frozen.pid, "SIGCONT");
+      await foreign.close();
     }
   });
 

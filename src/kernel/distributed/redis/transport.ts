@@ -37,7 +37,7 @@ import type { Transport, TransportEvents } from "../scheduler/transport";
 import { WorkerClock } from "../worker/clock";
 import { observeRedisTime } from "./clock";
 import { type ConnectOptions, type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
-import { type OutcomeEntry, type Publication, type TaskJobData, type WorkerRequest, carryFrames, decodeCarried, decodeOutcome, decodeReply, encodeTask, taskJobId } from "./jobs";
+import { type OutcomeEntry, type Publication, type ReplyEntry, type TaskJobData, type WorkerRequest, carryFrames, decodeCarried, decodeOutcome, decodeReply, encodeTask, taskJobId } from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient } from "./registry";
 import { RedisStore } from "./store";
@@ -518,7 +518,12 @@ export class RedisTransport implements Transport {
       list.push(...messages);
     };
     for (const [, fields] of replies) {
-      const entry = decodeReply(fields[1]);
+      let entry: ReplyEntry;
+      try {
+        entry = decodeReply(fields[1]);
+      } catch {
+        continue; // written by something other than a tsdask worker: skipped, the loop goes on
+      }
       const reply = entry.reply.op === "profile-reply" ? this.receivedProfile(entry.reply) : entry.reply;
       if (reply !== undefined) deliver(entry.worker, [reply]);
     }
@@ -526,13 +531,24 @@ export class RedisTransport implements Transport {
     for (const [, fields] of events) {
       // Fields: "event", its name, "jobId", the id, then the event's own (see BullMQ's scripts).
       const event = fields[1];
+      const jobId = fields[3]?.toString() ?? "";
       if (event.equals(FAILED)) {
-        const failure = this.failedJob(fields[3].toString(), eventField(fields, "failedReason"));
+        const reason = eventField(fields, "failedReason")?.toString() ?? "no reason given";
+        const failure = this.failedJob(jobId, (name) => lostTaskMessage(name, reason));
         if (failure !== undefined) deliver("redis", [failure]);
         continue;
       }
       if (!event.equals(COMPLETED)) continue;
-      const { publication, entry } = decodeOutcome(eventField(fields, "returnvalue") ?? Buffer.alloc(0));
+      let outcome: ReturnType<typeof decodeOutcome>;
+      try {
+        outcome = decodeOutcome(eventField(fields, "returnvalue") ?? Buffer.alloc(0));
+      } catch (error) {
+        // Not a tsdask worker's report (another program completing jobs of this queue?): its task errs.
+        const failure = this.failedJob(jobId, (name) => `Task ${name} was completed with a report this client cannot read: ${(error as Error).message}`);
+        if (failure !== undefined) deliver("redis", [failure]);
+        continue;
+      }
+      const { publication, entry } = outcome;
       const job = this.pending.get(entry.key);
       if (job === undefined) {
         // The scheduler forgot the key: a value published for nobody goes.
@@ -549,13 +565,16 @@ export class RedisTransport implements Transport {
     for (const [worker, messages] of byWorker) this.events?.received(worker, messages);
   }
 
-  /** A job BullMQ failed rather than a worker (it stalled too often): its task errs, if it is still wanted. */
-  private failedJob(jobId: string, reason: Buffer | undefined): TaskErredMessage | undefined {
+  /**
+   * A job that ended without a report (BullMQ failed it: it stalled too often), or with one that
+   * cannot be read: its task errs with `message(its name)`, if it is still wanted.
+   */
+  private failedJob(jobId: string, message: (name: string) => string): TaskErredMessage | undefined {
     for (const [key, job] of this.pending) {
       if (job.jobId !== jobId) continue;
       this.pending.delete(key);
       if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
-      return taskErred(key, new Error(lostTaskMessage(job.name, reason?.toString() ?? "no reason given")));
+      return taskErred(key, new Error(message(job.name)));
     }
     return undefined;
   }
