@@ -51,7 +51,8 @@ describe("tsdask worker: command line", () => {
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--nthreads", "two"]), /--nthreads needs a positive number, got "two"/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--nthreads", "1.5"]), /--nthreads needs a whole number/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--memory-limit", "lots"]), /--memory-limit needs a size/);
-    assert.throws(() => parseWorkerArgs(["redis://h:1", "--allowed-failures", "-1"]), /--allowed-failures needs a whole number of 0 or more, got "-1"/);
+    assert.throws(() => parseWorkerArgs(["redis://h:1", "--allowed-failures", "two"]), /--allowed-failures needs a whole number of 0 or more, got "two"/);
+    assert.throws(() => parseWorkerArgs(["redis://h:1", "--allowed-failures=-1"]), /--allowed-failures needs a whole number of 0 or more, got "-1"/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--colour"]), /colour/);
   });
 });
