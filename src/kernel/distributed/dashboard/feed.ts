@@ -30,15 +30,18 @@ const REUSE_MS = 200;
 /** A worker's process memory must move by this share (or MIN_MEMORY_MOVE bytes) to be news when idle. */
 const MEMORY_MOVE = 0.05;
 const MIN_MEMORY_MOVE = 4 * 2 ** 20;
-/** CPU is news when idle only when it crosses one of these bands (% of a core): idle heartbeats jitter. */
-const CPU_BAND = 10;
+/**
+ * CPU is news when idle only when it moved this far (% of a core) from what the last snapshot
+ * showed: idle heartbeats jitter, and a loaded machine's jitter crossed fixed bands every beat.
+ */
+const CPU_MOVE = 10;
 
 /** What a panel shows of a worker, coarsely: a heartbeat that changes it is news. */
 interface WorkerShown {
   readonly process: number;
   readonly managed: number;
   readonly spilled: number;
-  readonly cpuBand: number;
+  readonly cpu: number;
   readonly status: string;
   readonly tasks: string;
 }
@@ -50,7 +53,7 @@ function shownOf(worker: WorkerState): WorkerShown {
     process: memory.process,
     managed: memory.managed,
     spilled: memory.spilled,
-    cpuBand: Math.floor(worker.cpu / CPU_BAND),
+    cpu: worker.cpu,
     status: worker.status,
     tasks: Object.entries(tasks)
       .filter(([, count]) => count > 0)
@@ -65,7 +68,7 @@ function moved(before: WorkerShown, after: WorkerShown): boolean {
     Math.abs(after.process - before.process) >= memoryMove ||
     after.managed !== before.managed ||
     after.spilled !== before.spilled ||
-    after.cpuBand !== before.cpuBand ||
+    Math.abs(after.cpu - before.cpu) >= CPU_MOVE ||
     after.status !== before.status ||
     after.tasks !== before.tasks
   );
