@@ -223,7 +223,7 @@ describe("RedisStore", () => {
     await store.put("d2", "two");
     await store.put("d3", new Uint8Array(1000));
     await store.delete(["d1", "d2"]);
-    assert.deepEqual(await store.has(["d1", "d2", "d3"]), [false, false, true]);
+    assert.deepEqual((await store.get(["d1", "d2", "d3"])).missing, ["d1", "d2"]);
     await store.putTask("t", "tok", [Buffer.from("spec")]);
     const removed = await store.sweep();
     assert.ok(removed >= 2);

@@ -61,11 +61,6 @@ export class Namespace {
     return this.prefix;
   }
 
-  /** BullMQ's STREAM of the task queue's events: a job's "completed" event holds the task's outcome. */
-  get taskEvents(): string {
-    return `${this.prefix}:${TASK_QUEUE}:events`;
-  }
-
   /** Liveness of the client that owns the namespace: writes into the namespace require it. */
   get alive(): string {
     return registry.client(this.clientId);

@@ -188,12 +188,6 @@ export class RedisStore {
     await this.redis.unlink(this.namespace.taskSpec(key, token));
   }
 
-  /** Which of `keys` hold a value. */
-  async has(keys: readonly string[]): Promise<boolean[]> {
-    const found = await Promise.all(keys.map((key) => this.redis.exists(this.namespace.value(key))));
-    return found.map((count) => count === 1);
-  }
-
   /** Removes the values of `keys` (freed in the background by Redis). */
   async delete(keys: readonly string[]): Promise<void> {
     if (keys.length === 0) return;

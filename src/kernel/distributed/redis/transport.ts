@@ -368,10 +368,9 @@ export class RedisTransport implements Transport {
     for (const key of keys) {
       const job = this.pending.get(key);
       if (job !== undefined) {
-        this.pending.delete(key);
         // A running job cannot be removed (0): its outcome is dropped when it arrives.
         this.queue.remove(job.jobId).catch(() => {});
-        if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
+        this.ended(key, job);
       }
       this.release(key);
     }
@@ -458,7 +457,9 @@ export class RedisTransport implements Transport {
    * not wait behind it.
    */
   private async readOutcomes(): Promise<void> {
-    const { taskEvents, replies } = this.namespace;
+    // BullMQ's stream of the queue's events: a job's "completed" event holds the task's outcome.
+    const taskEvents = this.queue.keys.events;
+    const { replies } = this.namespace;
     let lastEvent = "0-0";
     let lastReply = "0-0";
     let eventsRead = false;
@@ -557,8 +558,7 @@ export class RedisTransport implements Transport {
       }
       // An earlier job of a key queued again: the current job reports too, and its value is the stored one.
       if (job.jobId !== entry.jobId) continue;
-      this.pending.delete(entry.key);
-      if (job.specToken !== undefined) this.store.deleteTask(entry.key, job.specToken).catch(() => {});
+      this.ended(entry.key, job);
       deliver(entry.worker, this.toMessages(entry, job, publication));
     }
     if (orphans.length > 0) this.deleteValues(orphans);
@@ -572,11 +572,16 @@ export class RedisTransport implements Transport {
   private failedJob(jobId: string, message: (name: string) => string): TaskErredMessage | undefined {
     for (const [key, job] of this.pending) {
       if (job.jobId !== jobId) continue;
-      this.pending.delete(key);
-      if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
+      this.ended(key, job);
       return taskErred(key, new Error(message(job.name)));
     }
     return undefined;
+  }
+
+  /** `key`'s job is over (reported, failed or forgotten): it leaves `pending`, and its spec the store. */
+  private ended(key: string, job: Pending): void {
+    this.pending.delete(key);
+    if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
   }
 
   private toMessages(entry: OutcomeEntry, job: Pending, publication: Publication): FromWorker[] {
