@@ -23,7 +23,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { Callback, Client, LocalCluster, get, withCallbacks } from "../src";
 import * as da from "../src/kernel/collections/array";
-import { metricsTable } from "../src/kernel/metrics/panel";
+import { metricsTable } from "../src/kernel/diagnostics/fpm/panel";
 import { DEFAULT_SELECTION, fpmModel } from "../src/protocol/fpm";
 import type { FromWorker, RegisterMessage } from "../src/kernel/distributed/messages";
 import { ClusterState, type GraphSubmission } from "../src/kernel/distributed/scheduler/state";

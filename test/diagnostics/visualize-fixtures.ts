@@ -1,9 +1,9 @@
 // Profiler snapshots for the visualize tests, made directly (plain objects implementing Visualizable),
 // and a small Callback that records real task runs the way a Profiler does.
 
-import { Callback, type WorkerId } from "../../src/kernel/callbacks/callback";
+import { Callback } from "../../src/kernel/callbacks/callback";
+import type { State, WorkerId } from "../../src/kernel/callbacks/state";
 import type { Graph } from "../../src/kernel/graph/graph";
-import type { State } from "../../src/kernel/scheduler/state";
 import type { Key } from "../../src/kernel/graph/keys";
 import { type CacheData, type ProfileSnapshot, type ResourceData, type TaskData, type Visualizable, now } from "../../src/kernel/diagnostics/types";
 

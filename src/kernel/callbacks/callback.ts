@@ -5,14 +5,9 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { TaskStreamRecord } from "../../protocol/records";
 import type { Graph } from "../graph/graph";
 import type { Key } from "../graph/keys";
-import type { TaskTiming, WorkerId } from "../scheduler/executor";
-import type { State } from "../scheduler/state";
+import type { State, TaskTiming, WorkerId } from "./state";
 import { now } from "../clock";
 import { checkNames, nearName } from "../names";
-
-// Callbacks are told about tasks in the executors' terms (the scheduler runs them; this module
-// only names the types), so dependencies point one way: scheduler → callbacks → executor types.
-export type { WorkerId };
 
 /** What the scheduler knows about a finished task beyond its result: the worker's own timing, when measured. */
 export interface TaskInfo {

@@ -8,7 +8,7 @@ import { Callback } from "../callbacks/callback";
 import { now } from "../clock";
 import type { Graph } from "../graph/graph";
 import { type Key, keyPrefixer } from "../graph/keys";
-import type { State } from "../scheduler/state";
+import type { State } from "../callbacks/state";
 import type { ProgressState } from "../../protocol";
 import { type ComputationProgress, DASHBOARD_LIMITS } from "../../protocol/dashboard";
 import { type DashboardPublisher, type DashboardSource, dashboardPublisher } from "./publisher";

@@ -3,7 +3,7 @@
 
 import type { Graph } from "../graph/graph";
 import type { Key } from "../graph/keys";
-import type { State } from "../scheduler/state";
+import type { State } from "../callbacks/state";
 import { checkNames } from "../names";
 import { Recorder } from "./recorder";
 import { type CacheData, type ProfileSnapshot, type Visualizable, now } from "./types";

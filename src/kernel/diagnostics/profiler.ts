@@ -1,10 +1,11 @@
 // Profiler: one record per task run (Dask's TaskData), for the task-stream plot.
 
-import { type TaskInfo, type WorkerId, withCallbacks } from "../callbacks/callback";
+import { type TaskInfo, withCallbacks } from "../callbacks/callback";
+import type { WorkerId } from "../callbacks/state";
 import type { Graph } from "../graph/graph";
 import type { Key } from "../graph/keys";
 import { type GetFunction, get as tsdaskGet } from "../scheduler/get";
-import type { State } from "../scheduler/state";
+import type { State } from "../callbacks/state";
 import { Recorder } from "./recorder";
 import { type ProfileSnapshot, type TaskData, type Visualizable, now } from "./types";
 

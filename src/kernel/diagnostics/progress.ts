@@ -7,7 +7,7 @@ import { checkNames } from "../names";
 import { type LiveDisplay, type MimeBundle, inNotebook, newLiveDisplay } from "../display";
 import type { Graph } from "../graph/graph";
 import { type Key, keyPrefix } from "../graph/keys";
-import type { State } from "../scheduler/state";
+import type { State } from "../callbacks/state";
 import { MIME_TYPE, PROTOCOL_VERSION, type ProgressGroup, type ProgressPayload, type ProgressState } from "../../protocol";
 import { barText } from "./format";
 

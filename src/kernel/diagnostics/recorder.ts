@@ -2,7 +2,7 @@
 // the time span; registered or per-call use spans from the first start to the last finish.
 
 import { Callback } from "../callbacks/callback";
-import type { State } from "../scheduler/state";
+import type { State } from "../callbacks/state";
 import { type ProfileSnapshot, type Visualizable, now } from "./types";
 import type { DisplayHandle } from "../display";
 import { type ProfilePlot, visualize } from "./visualize";

@@ -3,7 +3,7 @@
 
 import { join } from "node:path";
 import type { Graph } from "../graph/graph";
-import type { State } from "../scheduler/state";
+import type { State } from "../callbacks/state";
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from "node:worker_threads";
 import { checkNames } from "../names";
 import { processCpuMicros } from "./sampler";

@@ -1,7 +1,7 @@
 // Records the profilers collect, and the snapshot a profiler hands to visualize().
 // Times are epoch seconds (float) on one clock shared by every thread and process.
 
-import type { WorkerId } from "../callbacks/callback";
+import type { WorkerId } from "../callbacks/state";
 import type { Key } from "../graph/keys";
 
 /** One task run (Profiler). */

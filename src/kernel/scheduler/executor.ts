@@ -4,11 +4,9 @@
 import type { Key } from "../graph/keys";
 import type { Plan } from "../graph/plan";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
-import { type TaskLedger, type TaskMetric, TaskMeter, executeMetrics } from "../metrics/context-meter";
+import { type TaskLedger, TaskMeter, executeMetrics } from "../metrics/context-meter";
 import { callingThread } from "../profiling/main-thread";
-
-/** The id of the thread or process that ran a task; `null` with the sync scheduler. */
-export type WorkerId = number | string | null;
+import type { TaskTiming, WorkerId } from "../callbacks/state";
 
 /** One task handed to an executor. */
 export interface TaskJob {
@@ -17,24 +15,6 @@ export interface TaskJob {
   readonly expr: Expr;
   /** Node → value; the job's references point into it. */
   readonly values: readonly unknown[];
-}
-
-/** What the worker measured while running a task (the executor hooks the diagnostics read). */
-export interface TaskTiming {
-  /** Wall clock, epoch seconds, on the clock every thread and process shares. */
-  readonly startTime: number;
-  readonly endTime: number;
-  /** CPU seconds spent by the thread that ran the task, when the platform can tell. */
-  readonly cpuTime?: number;
-  /** Bytes of arguments sent to and of the result received from the worker. */
-  readonly bytesIn?: number;
-  readonly bytesOut?: number;
-  /**
-   * The task's execute-layer fine performance metrics, measured where it ran: thread-cpu and
-   * thread-noncpu (outside the user's meters), the user's meters and digests (contextMeter), and
-   * serialize (seconds spent cloning its arguments to a pool worker, for the first task of a batch).
-   */
-  readonly metrics?: readonly TaskMetric[];
 }
 
 export type TaskOutcome =

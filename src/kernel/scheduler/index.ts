@@ -14,6 +14,6 @@ export {
   AbortError,
 } from "./get";
 export { config, withConfig, type ConfigValues, type ConfigChange } from "./config";
-export { type State, SchedulerState } from "./state";
-export { type Executor, type TaskJob, type TaskOutcome, type TaskTiming, SyncExecutor } from "./executor";
+export { SchedulerState } from "./state";
+export { type Executor, type TaskJob, type TaskOutcome, SyncExecutor } from "./executor";
 export { WorkerPool, WorkerDiedError, TaskTransferError, UnshippableFunctionError, getPool, closePools, type PoolKind } from "./pool";

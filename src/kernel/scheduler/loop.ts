@@ -7,7 +7,8 @@ import type { Key } from "../graph/keys";
 import { type Plan, type Request, buildPlan } from "../graph/plan";
 import { noteComputation } from "../metrics/computations";
 import type { Executor, TaskOutcome } from "./executor";
-import { SchedulerState, type State } from "./state";
+import type { State } from "../callbacks/state";
+import { SchedulerState } from "./state";
 
 /** A computation stopped by its AbortSignal or by an interrupt (SIGINT). */
 export class AbortError extends Error {

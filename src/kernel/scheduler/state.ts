@@ -3,25 +3,7 @@
 
 import type { Plan } from "../graph/plan";
 import { type Key, keyId } from "../graph/keys";
-
-/** What callbacks see; the field names and meanings are Dask's. Read-only views, cheap to hold. */
-export interface State {
-  /** key → the keys it depends on (constant). */
-  readonly dependencies: ReadonlyMap<Key, ReadonlySet<Key>>;
-  /** key → the keys that depend on it (constant). */
-  readonly dependents: ReadonlyMap<Key, ReadonlySet<Key>>;
-  /** task → dependencies not computed yet; a task leaves when it becomes ready. */
-  readonly waiting: ReadonlyMap<Key, ReadonlySet<Key>>;
-  /** key → dependents that have not run yet; a key leaves when its value is released. */
-  readonly waitingData: ReadonlyMap<Key, ReadonlySet<Key>>;
-  /** key → value, for data and results not yet released. */
-  readonly cache: ReadonlyMap<Key, unknown>;
-  /** Tasks ready to run; the last one runs next. A fresh array on each read. */
-  readonly ready: readonly Key[];
-  readonly running: ReadonlySet<Key>;
-  readonly finished: ReadonlySet<Key>;
-  readonly released: ReadonlySet<Key>;
-}
+import type { State } from "../callbacks/state";
 
 const COMPUTED = 1; // data, or a finished task
 const RUNNING = 2;

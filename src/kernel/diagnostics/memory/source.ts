@@ -6,7 +6,7 @@
 import { withCallbacks } from "../../callbacks/callback";
 import { now } from "../../clock";
 import { CacheProfiler } from "../cache";
-import { nbytes } from "../nbytes";
+import { nbytes } from "../../metrics/nbytes";
 import { acquireSamplerThread, releaseSamplerThread } from "../resource";
 import { newSampler, processCpuMicros } from "../sampler";
 import { type MemoryMeasure, type MemoryPoint, MEASURE_TITLES } from "../../../protocol/memory";

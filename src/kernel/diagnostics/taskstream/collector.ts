@@ -3,11 +3,12 @@
 // it (TaskTiming), the dispatch and arrival times on the calling thread for "sync".
 
 import { threadId } from "node:worker_threads";
-import type { TaskInfo, WorkerId } from "../../callbacks/callback";
+import type { TaskInfo } from "../../callbacks/callback";
+import type { WorkerId } from "../../callbacks/state";
 import type { Graph } from "../../graph/graph";
 import type { Key } from "../../graph/keys";
-import type { State } from "../../scheduler/state";
-import { nbytes } from "../nbytes";
+import type { State } from "../../callbacks/state";
+import { nbytes } from "../../metrics/nbytes";
 import { type Dispatches, newDispatches, noteDispatch, takeDispatch } from "../profiler";
 import { Recorder } from "../recorder";
 import { type ProfileSnapshot, type TaskData, type Visualizable, now } from "../types";

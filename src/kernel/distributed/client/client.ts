@@ -11,7 +11,7 @@ import { Graph } from "../../graph/graph";
 import { buildPlan } from "../../graph/plan";
 import { quote } from "../../graph/spec";
 import { currentSpan } from "../../metrics/spans";
-import { type FpmPanel, type FpmPanelOptions, showArrivingPanel } from "../../metrics/panel";
+import { type FpmPanel, type FpmPanelOptions, showArrivingPanel } from "../../diagnostics/fpm/panel";
 import type { DisplayHandle } from "../../display";
 import type { FpmData } from "../../../protocol/fpm";
 import type { MetricRecord, SpanRecord } from "../../../protocol/records";

@@ -8,7 +8,7 @@ import type { Callback, TaskInfo } from "../../callbacks/callback";
 import type { Graph } from "../../graph/graph";
 import type { Key } from "../../graph/keys";
 import { type Plan, type Request, buildPlan } from "../../graph/plan";
-import type { TaskTiming } from "../../scheduler/executor";
+import type { TaskTiming } from "../../callbacks/state";
 import { AbortError } from "../../scheduler/loop";
 import { SchedulerState } from "../../scheduler/state";
 import type { TaskFinishedMessage } from "../messages";

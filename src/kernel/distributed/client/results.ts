@@ -4,7 +4,7 @@
 
 import { inspect } from "node:util";
 import { formatBytes } from "../../../protocol/format";
-import { NBYTES } from "../../diagnostics/nbytes";
+import { NBYTES } from "../../metrics/nbytes";
 
 export class ClusterResult {
   constructor(

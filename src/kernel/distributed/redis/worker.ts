@@ -19,7 +19,7 @@ import { type Job, Worker as QueueWorker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { MetricRecord, StartStop, TransferLogEntry, WorkerStatus } from "../../../protocol/records";
 import { now } from "../../clock";
-import { nbytes as sizeOf } from "../../diagnostics/nbytes";
+import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { DEFAULT_PROFILING, type ProfilingOptions, checkProfilingOptions } from "../../profiling/hub";
 import { formatKey, keyFromId } from "../../graph/keys";
 import { resolveFunction } from "../../scheduler/pool/functions";

@@ -5,7 +5,8 @@
 
 import { now as machineNow } from "../../clock";
 import { type Key, keyFromId } from "../../graph/keys";
-import type { TaskOutcome, TaskTiming } from "../../scheduler/executor";
+import type { TaskTiming } from "../../callbacks/state";
+import type { TaskOutcome } from "../../scheduler/executor";
 import { AdaptiveBatching } from "../../scheduler/pool/batching";
 import { type PoolJob, WorkerPool } from "../../scheduler/pool/pool";
 import { CALL, type FnSpec, LIST, LITERAL, type PackedError, type WireExpr, packError } from "../../scheduler/pool/wire";

@@ -8,7 +8,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import type { Server } from "node:net";
 import { hostname } from "node:os";
 import { now as machineNow } from "../../clock";
-import { nbytes as sizeOf } from "../../diagnostics/nbytes";
+import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { resolveFunction } from "../../scheduler/pool/functions";
 import { packError } from "../../scheduler/pool/wire";
 import type { StartStop, WorkerStatus } from "../../../protocol/records";

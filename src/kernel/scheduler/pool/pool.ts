@@ -11,7 +11,8 @@ import { formatKey } from "../../graph/keys";
 import { type TaskMetric, executeMetrics } from "../../metrics/context-meter";
 import { COLLECT_TIMEOUT_MS, profiling } from "../../profiling/hub";
 import { PoolProfiles } from "../../profiling/pool-source";
-import type { TaskJob, TaskOutcome, TaskTiming } from "../executor";
+import type { TaskTiming } from "../../callbacks/state";
+import type { TaskJob, TaskOutcome } from "../executor";
 import { FunctionShipper, FunctionTable } from "./ship";
 import {
   type FnSpec,

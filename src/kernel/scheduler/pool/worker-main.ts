@@ -4,7 +4,7 @@
 
 import { type MessagePort, receiveMessageOnPort, threadId, workerData } from "node:worker_threads";
 import { nowMs as epochMs } from "../../clock";
-import { estimateNbytes } from "../../diagnostics/nbytes";
+import { estimateNbytes } from "../../metrics/nbytes";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
 import { type TaskClock, type TaskLedger, TaskMeter, TaskTimer, executeMetrics } from "../../metrics/context-meter";
 import { type AnyFunction, resolveFunction } from "./functions";

@@ -6,13 +6,13 @@ import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { inspect } from "node:util";
-import { type FpmData, type FpmModel, type FpmSelection, DEFAULT_SELECTION, IDLE_PREFIX, formatMetric, fpmModel, fpmSpec, fpmSummary } from "../../protocol/fpm";
-import { type FpmPayload, MIME_TYPE, type MimeBundle, PROTOCOL_VERSION } from "../../protocol";
-import { DisplayHandle, displayNow } from "../display/handle";
-import { present } from "../display/figure";
-import { kernelChannel } from "../display/tslab";
-import { standalonePage } from "../display/page";
-import { staticImage } from "../display/plot";
+import { type FpmData, type FpmModel, type FpmSelection, DEFAULT_SELECTION, IDLE_PREFIX, formatMetric, fpmModel, fpmSpec, fpmSummary } from "../../../protocol/fpm";
+import { type FpmPayload, MIME_TYPE, type MimeBundle, PROTOCOL_VERSION } from "../../../protocol";
+import { DisplayHandle, displayNow } from "../../display/handle";
+import { present } from "../../display/figure";
+import { kernelChannel } from "../../display/tslab";
+import { standalonePage } from "../../display/page";
+import { staticImage } from "../../display/plot";
 
 export interface FpmPanelOptions {
   /** The selectors' state to open with (default: every span and function, seconds). */

@@ -4,18 +4,18 @@
 // they ran, serialize and executor overhead, and idle — and by span.
 
 import { inspect } from "node:util";
-import { Callback, type TaskInfo, type WorkerId } from "../callbacks/callback";
-import { now } from "../clock";
-import type { Graph } from "../graph/graph";
-import { type Key, keyPrefix } from "../graph/keys";
-import { estimateNbytes } from "../diagnostics/nbytes";
-import type { State } from "../scheduler/state";
-import { type FpmData, type FpmModel, type FpmSelection, DEFAULT_SELECTION, fpmModel } from "../../protocol/fpm";
-import type { MetricRecord, SpanRecord } from "../../protocol/records";
-import { MEASURES_TASKS, threadsOf } from "./computations";
-import { type MetricCell, SpansState } from "./spans-state";
-import { anyTaskTagged, currentSpan, spanOfSpec } from "./spans";
-import type { DisplayHandle } from "../display";
+import { Callback, type TaskInfo } from "../../callbacks/callback";
+import type { State, WorkerId } from "../../callbacks/state";
+import { now } from "../../clock";
+import type { Graph } from "../../graph/graph";
+import { type Key, keyPrefix } from "../../graph/keys";
+import { estimateNbytes } from "../../metrics/nbytes";
+import { type FpmData, type FpmModel, type FpmSelection, DEFAULT_SELECTION, fpmModel } from "../../../protocol/fpm";
+import type { MetricRecord, SpanRecord } from "../../../protocol/records";
+import { MEASURES_TASKS, threadsOf } from "../../metrics/computations";
+import { type MetricCell, SpansState } from "../../metrics/spans-state";
+import { anyTaskTagged, currentSpan, spanOfSpec } from "../../metrics/spans";
+import type { DisplayHandle } from "../../display";
 import { type FpmPanel, type FpmPanelOptions, metricsTable, showPanel } from "./panel";
 
 /** The accumulators of one (span, task prefix): the activities every task has, kept at hand. */
