@@ -86,18 +86,23 @@ const UNWALKED_MODULES = new Set(["domain", "sys", "punycode", "wasi"]);
 
 let unsafeFunctions: WeakSet<object> | undefined;
 
+/** Collects the functions isUnsafeFunction knows (about 0.1 s, once per process): a worker does it as it starts, not on its first task. */
+export function collectUnsafeFunctions(): void {
+  unsafeFunctions ??= unsafeFunctionsOfThisProcess();
+}
+
 /**
  * Whether `fn` is a function of a Node built-in module (fs.writeFileSync, child_process.execSync,
  * their members such as util.types.isDate), or one that compiles code or reaches the process
  * (eval, the Function constructors, WebAssembly.*, process.*, Reflect.*): refused even when a
- * module under an allowed root exports it. Built once per process (about 0.1 s).
+ * module under an allowed root exports it.
  */
 export function isUnsafeFunction(fn: object): boolean {
-  unsafeFunctions ??= collectUnsafeFunctions();
-  return unsafeFunctions.has(fn);
+  collectUnsafeFunctions();
+  return unsafeFunctions!.has(fn);
 }
 
-function collectUnsafeFunctions(): WeakSet<object> {
+function unsafeFunctionsOfThisProcess(): WeakSet<object> {
   const found = new WeakSet<object>();
   const visited = new WeakSet<object>();
   const walk = (value: unknown, depth: number): void => {

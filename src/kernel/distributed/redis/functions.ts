@@ -8,7 +8,7 @@ import { existsSync, realpathSync } from "node:fs";
 import { isBuiltin } from "node:module";
 import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
 import type { FnSpec } from "../../scheduler/pool/wire";
-import { isPureBuiltIn, isUnsafeFunction, withoutGlobalThis } from "./built-ins";
+import { collectUnsafeFunctions, isPureBuiltIn, isUnsafeFunction, withoutGlobalThis } from "./built-ins";
 
 /** A task needs a function this worker does not have or does not allow; names the function, task and worker. */
 export class WorkerCannotRunError extends Error {
@@ -178,7 +178,9 @@ export class FunctionGate {
   /** Specs allowed before, as JSON → the spec to run. Refusals are judged again: a missing module may be installed meanwhile. */
   private readonly allowed = new Map<string, FnSpec>();
 
-  constructor(readonly settings: GateSettings) {}
+  constructor(readonly settings: GateSettings) {
+    if (!settings.allowSource) collectUnsafeFunctions();
+  }
 
   /** `functions` (id → spec, as a job or request carries them) if this worker runs them all; else the error refusing the first it does not, for `user` ("task 'x'", "client.run"). */
   admit(functions: unknown, user: string): AdmittedFunctions | WorkerCannotRunError {
