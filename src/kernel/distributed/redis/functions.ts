@@ -69,7 +69,8 @@ const ALLOW_SOURCE = "--allow-source (then anyone who can write to this Redis ca
 
 /**
  * Whether a worker with `settings` runs the function `spec` names (read from Redis: any shape).
- * Loads a module under an allowed root to check that its export is a function and none of Node's.
+ * Loads a module under an allowed root (running its top level, as the task's thread would) to
+ * check that its export is a function and none of Node's.
  */
 export function judgeFunction(spec: unknown, settings: GateSettings): Verdict {
   const where = `worker ${settings.worker} (host ${settings.host})`;
@@ -126,8 +127,7 @@ function judgeModuleExport(spec: FnSpec & { kind: "module" }, settings: GateSett
   } catch (error) {
     return refuse(`is exported by module ${real}, which fails to load on ${where}: ${(error as Error).message}`);
   }
-  // An own data property, as the client indexes exports: not a getter, nor an inherited `constructor`.
-  const fn = spec.name === "" ? exported : (typeof exported === "object" && exported !== null) || typeof exported === "function" ? Object.getOwnPropertyDescriptor(exported, spec.name)?.value : undefined;
+  const fn = spec.name === "" ? exported : ownDataProperty(exported, spec.name);
   if (typeof fn !== "function") return refuse(`is not a function that module ${real} exports on ${where}: install the same code at the same path on every worker`);
   if (isUnsafeFunction(fn)) {
     return refuse(
@@ -135,6 +135,12 @@ function judgeModuleExport(spec: FnSpec & { kind: "module" }, settings: GateSett
     );
   }
   return { allowed: true, spec: { kind: "module", path: real, name: spec.name } };
+}
+
+/** `owner[name]` if that is an own data property, as the client indexes exports: not a getter (reading it runs code), nor an inherited `constructor`. */
+function ownDataProperty(owner: unknown, name: string): unknown {
+  if (owner === null || (typeof owner !== "object" && typeof owner !== "function")) return undefined;
+  return Object.getOwnPropertyDescriptor(owner, name)?.value;
 }
 
 /** Whether `value` has the shape of a FnSpec (anything may come out of Redis). */
