@@ -3,8 +3,8 @@
 // Redis puts there (a job added straight to a client's queue) pass the same gate. eval, Function,
 // Node's built-in modules (named, or re-exported by a project module) and packages in
 // node_modules are refused with an error naming the function, the module, the worker and the way
-// to opt in, and nothing of them runs; the project's own exports, tsdask's and pure built-ins
-// run; --module-root adds a folder. The worker keeps serving throughout.
+// to opt in, and nothing of them runs; the project's own exports (the project a worker is started
+// in), tsdask's and pure built-ins run; --module-root adds a folder. The worker keeps serving.
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -151,5 +151,16 @@ describe("a Redis worker without --allow-source runs only what its gate allows",
     assert.equal(await client.submit(bytes.parse, "2 KiB").result(), 2048);
     assert.match(worker.output(), /tsdask worker rooted: runs exports of modules under .*tsdask-module-root-.*bytes-iec/);
     await assert.rejects(client.submit(eval, "1").result(), /is the built-in eval, which worker rooted/, "--module-root allows no built-in");
+  });
+
+  test("a worker started outside any project runs tsdask's kernels and built-ins, not the tests' modules", async () => {
+    await worker.stop();
+    // No package.json in the temporary folder nor above it: no project.
+    worker = await startWorker(server.url, { name: "elsewhere", cwd: outside });
+    await waitFor("only the worker started elsewhere to be connected", () => client.workers.size === 1 && client.workers.has("elsewhere"), 10);
+    const total = await da.ones([6, 6], { chunks: 3 }).sum().compute();
+    assert.equal(total.data[0], 36, "the array kernels are tsdask's own");
+    assert.equal(await client.submit(Math.min, 3, 9).result(), 3);
+    await assert.rejects(client.submit(inc, 5).result(), /Function "inc" of task .* is exported by module .*fixtures\/tasks\.js, which lies outside the module roots of worker elsewhere \(host [^)]+\) \([^)]*kernel\/collections, [^)]*diagnostics\.js;/);
   });
 });
