@@ -2,7 +2,7 @@
 // until SIGINT or SIGTERM (it then finishes its running tasks and leaves; a second signal ends
 // it at once).
 
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import bytes from "bytes-iec";
 import { type ProfilingOptions, checkProfilingOptions } from "../kernel/profiling/hub";
@@ -107,7 +107,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
   }
   const moduleRoots = values["module-root"];
   for (const folder of moduleRoots ?? []) {
-    if (!existsSync(folder)) throw new UsageError(`--module-root needs a folder that exists, got ${JSON.stringify(folder)}`);
+    if (statSync(folder, { throwIfNoEntry: false })?.isDirectory() !== true) throw new UsageError(`--module-root needs a folder that exists, got ${JSON.stringify(folder)}`);
   }
   return {
     url: positionals[0],

@@ -33,6 +33,7 @@ describe("tsdask worker --module-root", () => {
     assert.deepEqual(parseWorkerArgs(["redis://h:1", "--module-root", "src", "--module-root", "test"]).moduleRoots, ["src", "test"]);
     assert.equal(parseWorkerArgs(["redis://h:1"]).moduleRoots, undefined);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--module-root", "no/such/folder"]), /--module-root needs a folder that exists, got "no\/such\/folder"/);
+    assert.throws(() => parseWorkerArgs(["redis://h:1", "--module-root", "package.json"]), /--module-root needs a folder that exists, got "package\.json"/);
   });
 });
 
