@@ -2,7 +2,7 @@
 // until SIGINT or SIGTERM (it then finishes its running tasks and leaves; a second signal ends
 // it at once).
 
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import bytes from "bytes-iec";
 import { type ProfilingOptions, checkProfilingOptions } from "../kernel/profiling/hub";
@@ -13,13 +13,17 @@ import { UsageError } from "./install";
 
 export const WORKER_USAGE = [
   "  tsdask worker redis://[user:password@]host:port[/db] [--name NAME] [--nthreads N]",
-  '                [--memory-limit "4 GiB"] [--allow-source] [--tls-ca FILE]',
+  '                [--memory-limit "4 GiB"] [--module-root DIR]... [--allow-source] [--tls-ca FILE]',
   '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--allowed-failures N]',
   '                [--part-size "64 MiB"]',
   "                [--profile-interval SECONDS] [--profile-cycle SECONDS] [--no-profile]",
   "                              run tasks for the clients of that Redis (rediss:// for TLS);",
-  "                              --allow-source also runs functions shipped as source text:",
-  "                              anyone who can write to that Redis can then run code here",
+  "                              runs only exports of modules in the project it was started in",
+  "                              (not its node_modules) and tsdask's own, and pure built-ins",
+  "                              (Math.*, JSON.parse...); --module-root DIR (repeatable) allows",
+  "                              the modules under DIR too; --allow-source runs any function,",
+  "                              source text too: anyone who can write to that Redis can then",
+  "                              run any code here",
 ].join("\n");
 
 function positiveNumber(option: string, text: string | undefined): number | undefined {
@@ -35,6 +39,8 @@ export interface WorkerCommandOptions {
   readonly nthreads?: number;
   readonly memoryLimit?: number;
   readonly allowSource: boolean;
+  /** Folders whose modules' exports may run besides the project's and tsdask's (--module-root, repeatable). */
+  readonly moduleRoots?: readonly string[];
   readonly tlsCa?: string;
   readonly lockDuration?: number;
   readonly stalledInterval?: number;
@@ -57,6 +63,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
         nthreads: { type: "string" },
         "memory-limit": { type: "string" },
         "allow-source": { type: "boolean", default: false },
+        "module-root": { type: "string", multiple: true },
         "tls-ca": { type: "string" },
         "lock-duration": { type: "string" },
         "stalled-interval": { type: "string" },
@@ -98,6 +105,10 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
       throw new UsageError(`--profile-interval, --profile-cycle: ${(error as Error).message}`);
     }
   }
+  const moduleRoots = values["module-root"];
+  for (const folder of moduleRoots ?? []) {
+    if (statSync(folder, { throwIfNoEntry: false })?.isDirectory() !== true) throw new UsageError(`--module-root needs a folder that exists, got ${JSON.stringify(folder)}`);
+  }
   return {
     url: positionals[0],
     name: values.name,
@@ -110,6 +121,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
     allowedFailures,
     partSize: size("part-size"),
     ...(profile === undefined ? {} : { profile }),
+    ...(moduleRoots === undefined ? {} : { moduleRoots }),
   };
 }
 
@@ -123,6 +135,7 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
       nthreads: options.nthreads,
       memoryLimit: options.memoryLimit,
       allowSource: options.allowSource,
+      moduleRoots: options.moduleRoots,
       tls: options.tlsCa === undefined ? undefined : { ca: readFileSync(options.tlsCa) },
       lockDuration: options.lockDuration,
       stalledInterval: options.stalledInterval,

@@ -13,6 +13,8 @@ export interface WorkerProcessOptions {
   readonly netns?: string;
   readonly env?: NodeJS.ProcessEnv;
   readonly extraArgs?: readonly string[];
+  /** The folder it is started in (default: the test's): its project's modules are the ones it runs. */
+  readonly cwd?: string;
 }
 
 export interface WorkerProcess {
@@ -35,7 +37,7 @@ export async function startWorker(url: string, options: WorkerProcessOptions): P
   const args = [TSDASK_CLI, "worker", url, "--name", options.name, "--nthreads", String(options.nthreads ?? 1), ...(options.extraArgs ?? [])];
   if (options.allowSource === true) args.push("--allow-source");
   const [command, commandArgs] = options.netns === undefined ? [process.execPath, args] : ["ip", ["netns", "exec", options.netns, process.execPath, ...args]];
-  const child = spawn(command, commandArgs, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } });
+  const child = spawn(command, commandArgs, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env }, cwd: options.cwd });
   killOnExit(child);
   let output = "";
   child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));

@@ -35,7 +35,7 @@ import { TransferStats, keySizes } from "../worker/transfers";
 import { type WorkerView, workerView } from "../worker/view";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
-import { FunctionGate } from "./functions";
+import { FunctionGate, WorkerCannotRunError, defaultModuleRoots, resolveModuleRoots } from "./functions";
 import {
   CARRIED_VALUE_BYTES,
   type OutcomeEntry,
@@ -64,6 +64,11 @@ export interface RedisWorkerOptions {
   readonly memoryLimit?: number;
   /** Run self-contained source shipped by clients: anyone who can write to the Redis can then run code here. */
   readonly allowSource?: boolean;
+  /**
+   * Folders whose modules' exports may run here besides the default ones (the project the worker
+   * was started in, tsdask's own task functions; see ./functions defaultModuleRoots).
+   */
+  readonly moduleRoots?: readonly string[];
   readonly tls?: TlsOptions;
   /** Seconds between heartbeats (default 1). */
   readonly heartbeatInterval?: number;
@@ -189,7 +194,7 @@ export class RedisWorker {
   ) {
     this.name = name;
     this.target = target;
-    this.gate = new FunctionGate({ name, host: hostname(), allowSource: options.allowSource });
+    this.gate = new FunctionGate({ worker: name, host: hostname(), allowSource: options.allowSource, moduleRoots: options.moduleRoots });
     this.view = this.makeView();
   }
 
@@ -200,6 +205,8 @@ export class RedisWorker {
       nthreads: options.nthreads ?? availableParallelism(),
       memoryLimit: options.memoryLimit ?? totalmem(),
       allowSource: options.allowSource ?? false,
+      // Real paths, checked before connecting: a root that does not exist is an error at start.
+      moduleRoots: [...defaultModuleRoots(), ...resolveModuleRoots(options.moduleRoots ?? [])],
       tls: options.tls,
       heartbeatInterval: options.heartbeatInterval ?? 1,
       ttl: options.ttl ?? 10,
@@ -278,6 +285,12 @@ export class RedisWorker {
       this.beating = this.heartbeat();
       this.refreshClients();
     }, this.options.heartbeatInterval * 1000);
+    // What anyone who can write to this Redis can make it run, for the operator to check.
+    this.log(
+      this.options.allowSource
+        ? `tsdask worker ${this.name}: runs any function, shipped source included (--allow-source)`
+        : `tsdask worker ${this.name}: runs exports of modules under ${this.options.moduleRoots.join(", ")} (node_modules below them excepted; --module-root adds a folder) and side-effect-free built-ins`,
+    );
     this.log(
       `tsdask worker ${this.name}: serving ${this.target.display} with ${this.options.nthreads} thread(s)` +
         (this.options.allowSource ? " (shipped source allowed)" : ""),
@@ -474,9 +487,10 @@ export class RedisWorker {
     const execute = new MetricsLedger();
     const executeMetrics = (coarse?: string): MetricRecord[] => this.digest(["execute", data.spanId, data.prefix], execute.finalize(coarse));
 
-    const refusal = this.gate.refusal(data.functions, `task ${data.name}`);
-    if (refusal !== undefined) {
-      return { entry: { ...base, status: "erred", error: packError(refusal), thread: 0, startstops, metrics: [...metrics, ...executeMetrics("failed")] }, publication: "none" };
+    const functions = this.gate.admit(data.functions, `task ${data.name}`);
+    if (functions instanceof WorkerCannotRunError) {
+      this.log(`tsdask worker ${this.name}: refused ${functions.message}`);
+      return { entry: { ...base, status: "erred", error: packError(functions), thread: 0, startstops, metrics: [...metrics, ...executeMetrics("failed")] }, publication: "none" };
     }
     // A tiny task runs here rather than on a thread while it is the only one (a chain's step);
     // tasks queued together keep the threads busy in batches instead.
@@ -487,10 +501,10 @@ export class RedisWorker {
       run = await new Promise<TaskRun>((resolve) => {
         const request = { key: data.key, name: data.name, task, inputs };
         if (inline) {
-          this.inline.run(request, data.functions, resolve);
+          this.inline.run(request, functions, resolve);
           return;
         }
-        this.runner.defineFunctions(data.functions);
+        this.runner.defineFunctions(functions);
         this.runner.run(request, resolve);
       });
     } finally {
@@ -594,10 +608,13 @@ export class RedisWorker {
 
   /** Runs a `client.run` function with this worker's view, if this worker allows the function. */
   private async run(message: RunMessage): Promise<RunReplyMessage> {
-    const refusal = this.gate.refusal([[0, message.fn]], "client.run");
-    if (refusal !== undefined) return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(refusal) };
+    const functions = this.gate.admit([[0, message.fn]], "client.run");
+    if (functions instanceof WorkerCannotRunError) {
+      this.log(`tsdask worker ${this.name}: refused ${functions.message}`);
+      return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(functions) };
+    }
     try {
-      const value = await resolveFunction(message.fn)(this.view);
+      const value = await resolveFunction(functions[0][1])(this.view);
       return { op: "run-reply", requestId: message.requestId, ok: true, value };
     } catch (error) {
       return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(error) };
