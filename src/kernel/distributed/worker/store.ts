@@ -1,11 +1,14 @@
 // A worker's results: kept in memory with their estimated sizes, the least recently used moved
 // to files in the worker's folder when managed memory passes the target (Dask's SpillBuffer),
 // and read back transparently. Files hold the values as frames (../frames): typed arrays and
-// shared memory are written and read as raw bytes.
+// shared memory are written and read as raw bytes. A value spilled or deleted gives its buffers'
+// memory back at once when nobody else can be using it (see Slot.lent).
 
 import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { ownedBuffers } from "../../scheduler/pool/buffers";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../frames";
+import { releaseBuffers } from "./memory";
 
 /** Where the store reports the time and bytes its disk work cost (a MetricsLedger, say). */
 export interface StoreMeter {
@@ -23,6 +26,12 @@ interface Slot {
   diskBytes: number;
   /** Its frames could not be made (a value V8 cannot serialise): it stays in memory. */
   unspillable: boolean;
+  /**
+   * Handed out by `get` since it was stored: a task's queued inputs, a reply still being written
+   * to a socket or a `client.run` function may use its memory, so dropping it leaves that memory
+   * to the garbage collector instead of releasing it.
+   */
+  lent: boolean;
 }
 
 const NO_METER: StoreMeter = { add() {} };
@@ -37,6 +46,8 @@ export class DataStore {
   /** Σ nbytes of the values on disk, and the bytes their files take. */
   spilledBytes = 0;
   spilledDiskBytes = 0;
+  /** Values were dropped whose memory only a garbage collection gives back (they had been lent). */
+  awaitsCollection = false;
 
   /**
    * `directory`: the worker's own folder (it exists). `target`: managed bytes above which values
@@ -77,16 +88,17 @@ export class DataStore {
   }
 
   /**
-   * Stores a value (replacing any under the same key). A value larger than the target alone
-   * goes straight to disk; otherwise older values are spilled until managed memory is back
-   * under the target. Disk work is reported to `meter`.
+   * Stores a value (replacing any under the same key), which the store owns from now on: the
+   * caller keeps no reference to it. A value larger than the target alone goes straight to disk;
+   * otherwise older values are spilled first, so that managed memory never passes the target.
+   * Disk work is reported to `meter`.
    */
   put(key: string, value: unknown, nbytes: number, type: string, meter: StoreMeter = NO_METER): void {
     this.delete(key);
-    const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false };
+    const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false, lent: false };
     if (nbytes > this.target && this.spill(key, slot, meter)) return;
+    this.evictDownTo(this.target - nbytes, meter);
     this.toMemory(key, slot);
-    this.evictDownTo(this.target, meter);
   }
 
   /** The value of `key`, read back from disk if it was spilled (it then counts as recently used). */
@@ -95,6 +107,7 @@ export class DataStore {
     if (inMemory !== undefined) {
       this.memory.delete(key);
       this.memory.set(key, inMemory);
+      inMemory.lent = true;
       meter.add("memory-read", 1, "count");
       meter.add("memory-read", inMemory.nbytes, "bytes");
       return inMemory.value;
@@ -110,6 +123,7 @@ export class DataStore {
       slot.file = undefined;
       slot.diskBytes = 0;
       slot.value = value;
+      slot.lent = true;
       this.toMemory(key, slot);
       this.evictDownTo(this.target, meter, key);
     }
@@ -121,6 +135,7 @@ export class DataStore {
     if (inMemory !== undefined) {
       this.memory.delete(key);
       this.managedBytes -= inMemory.nbytes;
+      this.drop(inMemory);
       return true;
     }
     const slot = this.disk.get(key);
@@ -194,13 +209,20 @@ export class DataStore {
     meter.add("disk-write", (performance.now() - writeStart) / 1000, "seconds");
     meter.add("disk-write", 1, "count");
     meter.add("disk-write", diskBytes, "bytes");
-    slot.value = undefined;
+    this.drop(slot);
     slot.file = file;
     slot.diskBytes = diskBytes;
     this.disk.set(key, slot);
     this.spilledBytes += slot.nbytes;
     this.spilledDiskBytes += diskBytes;
     return true;
+  }
+
+  /** Lets go of an in-memory slot's value, giving its memory back at once if nobody else can hold it. */
+  private drop(slot: Slot): void {
+    if (slot.lent) this.awaitsCollection = true;
+    else releaseBuffers(ownedBuffers(slot.value));
+    slot.value = undefined;
   }
 
   private readBack(slot: Slot, meter: StoreMeter): unknown {

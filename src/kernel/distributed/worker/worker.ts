@@ -32,7 +32,7 @@ import type {
 import { WorkerClock, simulatedClockOffset } from "./clock";
 import { Digests, MetricsLedger, TaskAccount } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
-import { MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
+import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
 import { keyRepr, typeName } from "./names";
 import { type FetchResult, PeerClient, serveGetData } from "./peers";
 import { WorkerProfiler } from "./profile";
@@ -277,6 +277,7 @@ export class Worker {
         const start = this.clock.now();
         this.store.put(key, run.value, nbytes, resultType, account);
         if (this.store.isSpilled(key)) startstops.push(this.phase("disk-write", start, this.clock.now()));
+        this.landed(nbytes);
       }
       event = { type: "execute-success", key, nbytes, resultType, thread: run.thread, startstops };
     } else {
@@ -323,6 +324,7 @@ export class Worker {
       // Only what is still awaited is kept; the rest was released while it travelled.
       if (this.state.tasks.get(key)?.state === "flight") {
         this.store.put(key, value, nbytes, type, ledger);
+        this.landed(nbytes);
         stored++;
       }
     }
@@ -473,6 +475,15 @@ export class Worker {
     };
   }
 
+  /**
+   * A value of `nbytes` was stored: a big one has the monitor look at the process now rather than
+   * at its next tick, so the worker spills or pauses before it starts another task (and before
+   * the nanny would find it past the terminate threshold).
+   */
+  private landed(nbytes: number): void {
+    if (nbytes >= LANDING_CHECK_FRACTION * this.config.memoryLimit) this.monitorMemory();
+  }
+
   /** Dask's memory monitor: spill on process memory, pause and resume. */
   private monitorMemory(): void {
     const limit = this.config.memoryLimit;
@@ -495,7 +506,8 @@ export class Worker {
         spilled += bytes;
       }
       if (spilled > 0) {
-        this.collect();
+        // Spilled values give their memory back at once, unless they had been lent out (the store then asks for a collection).
+        if (this.store.awaitsCollection) this.collect();
         decision = decideMemory(process.memoryUsage.rss(), limit, this.thresholds);
       }
     }
@@ -504,6 +516,7 @@ export class Worker {
 
   private collect(): void {
     collectGarbage();
+    this.store.awaitsCollection = false;
     this.lastCollection = performance.now();
   }
 
