@@ -1,7 +1,7 @@
 // A worker under memory pressure, beside Dask's in the same run: one LocalCluster worker with one
 // thread and a memory limit, and results that together pass it (16 × 64 MB under 512 MiB, 5 ×
-// 32 MB under 256 MiB), held by futures until all are done. Each result is an array filled with
-// one number (np.full on Dask's side), made at memory speed, so the figures are the memory
+// 32 MB under 256 MiB), held by futures until all are done. Each result is random bytes (which
+// Dask's lz4 spill compression cannot shrink) made at memory speed, so the figures are the memory
 // handling's rather than a loop's in either language. The worker must spill, pause and
 // resume rather than be restarted by its nanny. Figures per case: seconds to all done, restarts,
 // the worker's peak resident memory, results on disk at the end, and whether every result
@@ -10,7 +10,7 @@
 // default /usr/bin/python3; TSDASK_BENCH_ROUNDS sets the rounds, default 3)
 
 import { Client, LocalCluster } from "../src";
-import { filled } from "../test/fixtures/cluster-tasks";
+import { noise } from "../test/fixtures/cluster-tasks";
 import { DASK_PYTHON, ensureDistributed, median, printTable, runPython } from "./harness";
 
 interface PressureCase {
@@ -50,7 +50,7 @@ async function runTsdask({ limit, count, megabytes }: PressureCase): Promise<Pre
     }, SAMPLE_MS);
     const values = (megabytes * 1e6) / 8;
     const start = performance.now();
-    const futures = Array.from({ length: count }, (_, i) => client.submit(filled, values, i));
+    const futures = Array.from({ length: count }, (_, i) => client.submit(noise, values, i));
     const errors = await Promise.all(futures.map((future) => future.exception()));
     const seconds = (performance.now() - start) / 1000;
     clearInterval(sampler);

@@ -269,6 +269,7 @@ export class Worker {
       startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
     }
     let event: WorkerEvent;
+    let landedBytes = 0;
     if (run.ok) {
       const nbytes = sizeOf(run.value);
       const resultType = typeName(run.value);
@@ -277,7 +278,7 @@ export class Worker {
         const start = this.clock.now();
         this.store.put(key, run.value, nbytes, resultType, account);
         if (this.store.isSpilled(key)) startstops.push(this.phase("disk-write", start, this.clock.now()));
-        this.landed(nbytes);
+        landedBytes = nbytes;
       }
       event = { type: "execute-success", key, nbytes, resultType, thread: run.thread, startstops };
     } else {
@@ -288,7 +289,7 @@ export class Worker {
       const elapsed = machineNow() - opened - run.queued;
       this.digests.addTask(spanId, prefix, account, run.metrics, elapsed, cancelled ? "cancelled" : run.ok ? undefined : "failed");
     }
-    this.apply(event);
+    this.afterLanding(landedBytes, () => this.apply(event));
   }
 
   private phase(action: StartStop["action"], start: number, stop: number): StartStop {
@@ -315,6 +316,7 @@ export class Worker {
     const sizes: Record<string, number> = {};
     const types = new Set<string>();
     let stored = 0;
+    let landedBytes = 0;
     for (const [key, value] of Object.entries(result.values)) {
       const nbytes = sizeOf(value);
       const type = typeName(value);
@@ -324,7 +326,7 @@ export class Worker {
       // Only what is still awaited is kept; the rest was released while it travelled.
       if (this.state.tasks.get(key)?.state === "flight") {
         this.store.put(key, value, nbytes, type, ledger);
-        this.landed(nbytes);
+        landedBytes += nbytes;
         stored++;
       }
     }
@@ -335,7 +337,7 @@ export class Worker {
     const decoded = Math.max(start, stop - result.deserializeSeconds);
     const transfer: StartStop[] = [{ action: "transfer", start, stop: decoded, source: worker }];
     if (decoded < stop) transfer.push({ action: "deserialize", start: decoded, stop });
-    this.apply({ type: "gather-dep-success", worker, received, missing: result.missing, transfer });
+    this.afterLanding(landedBytes, () => this.apply({ type: "gather-dep-success", worker, received, missing: result.missing, transfer }));
     this.digests.addAll(["gather-dep"], ledger.finalize(stored > 0 ? undefined : received.length > 0 ? "cancelled" : "missing"));
   }
 
@@ -476,12 +478,23 @@ export class Worker {
   }
 
   /**
-   * A value of `nbytes` was stored: a big one has the monitor look at the process now rather than
-   * at its next tick, so the worker spills or pauses before it starts another task (and before
-   * the nanny would find it past the terminate threshold).
+   * Tells the state machine (`tell`) that `nbytes` of values were just stored. Big ones (see
+   * LANDING_CHECK_FRACTION) have the monitor look at the process now rather than at its next
+   * tick: past `pause`, the worker pauses before the state machine can start another task; the
+   * spilling comes after that task started on its thread, so the disk work overlaps it.
    */
-  private landed(nbytes: number): void {
-    if (nbytes >= LANDING_CHECK_FRACTION * this.config.memoryLimit) this.monitorMemory();
+  private afterLanding(nbytes: number, tell: () => void): void {
+    const big = nbytes > 0 && nbytes >= LANDING_CHECK_FRACTION * this.config.memoryLimit;
+    if (big) this.pauseIfOver();
+    tell();
+    if (big) this.monitorMemory();
+  }
+
+  /** Pauses the worker if its process memory is past `pause` (the monitor resumes it). */
+  private pauseIfOver(): void {
+    const limit = this.config.memoryLimit;
+    if (!(limit > 0 && Number.isFinite(limit)) || this.closing !== undefined || this.status !== "running") return;
+    if (decideMemory(process.memoryUsage.rss(), limit, this.thresholds).paused) this.setStatus("paused");
   }
 
   /** Dask's memory monitor: spill on process memory, pause and resume. */
