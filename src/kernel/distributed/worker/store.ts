@@ -6,7 +6,7 @@
 
 import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { ownedBuffers } from "../../scheduler/pool/buffers";
+import { OWNED_BUFFER_MIN_BYTES, ownedBuffers } from "../../scheduler/pool/buffers";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../frames";
 import { releaseBuffers } from "./memory";
 
@@ -32,6 +32,8 @@ interface Slot {
    * to the garbage collector instead of releasing it.
    */
   lent: boolean;
+  /** The big buffers the value owns (see ownedBuffers), while it is in memory. */
+  buffers: readonly ArrayBuffer[];
 }
 
 const NO_METER: StoreMeter = { add() {} };
@@ -48,6 +50,11 @@ export class DataStore {
   spilledDiskBytes = 0;
   /** Values were dropped whose memory only a garbage collection gives back (they had been lent). */
   awaitsCollection = false;
+  /**
+   * How many values in memory hold each big buffer: one buffer in two results (a task that
+   * returned the same array under two keys, say) is given back with the last of them.
+   */
+  private readonly holders = new WeakMap<ArrayBuffer, number>();
 
   /**
    * `directory`: the worker's own folder (it exists). `target`: managed bytes above which values
@@ -95,7 +102,8 @@ export class DataStore {
    */
   put(key: string, value: unknown, nbytes: number, type: string, meter: StoreMeter = NO_METER): void {
     this.delete(key);
-    const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false, lent: false };
+    const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false, lent: false, buffers: [] };
+    this.hold(slot);
     if (nbytes > this.target && this.spill(key, slot, meter)) return;
     this.evictDownTo(this.target - nbytes, meter);
     this.toMemory(key, slot);
@@ -124,6 +132,7 @@ export class DataStore {
       slot.diskBytes = 0;
       slot.value = value;
       slot.lent = true;
+      this.hold(slot);
       this.toMemory(key, slot);
       this.evictDownTo(this.target, meter, key);
     }
@@ -218,11 +227,29 @@ export class DataStore {
     return true;
   }
 
+  /** Counts the big buffers of a slot's value, now in memory. */
+  private hold(slot: Slot): void {
+    // A value with a buffer worth releasing is at least that big: smaller ones are not searched.
+    slot.buffers = slot.nbytes >= OWNED_BUFFER_MIN_BYTES ? ownedBuffers(slot.value) : [];
+    for (const buffer of slot.buffers) this.holders.set(buffer, (this.holders.get(buffer) ?? 0) + 1);
+  }
+
   /** Lets go of an in-memory slot's value, giving its memory back at once if nobody else can hold it. */
   private drop(slot: Slot): void {
+    const unheld: ArrayBuffer[] = [];
+    for (const buffer of slot.buffers) {
+      const left = (this.holders.get(buffer) ?? 1) - 1;
+      if (left > 0) {
+        this.holders.set(buffer, left);
+      } else {
+        this.holders.delete(buffer);
+        unheld.push(buffer);
+      }
+    }
     if (slot.lent) this.awaitsCollection = true;
-    else releaseBuffers(ownedBuffers(slot.value));
+    else releaseBuffers(unheld);
     slot.value = undefined;
+    slot.buffers = [];
   }
 
   private readBack(slot: Slot, meter: StoreMeter): unknown {
