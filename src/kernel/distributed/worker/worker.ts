@@ -519,7 +519,8 @@ export class Worker {
         spilled += bytes;
       }
       if (spilled > 0) {
-        // Spilled values give their memory back at once, unless they had been lent out (the store then asks for a collection).
+        // Spilled values give their memory back at once, unless they had been lent out: the store
+        // then asks for a collection.
         if (this.store.awaitsCollection) this.collect();
         decision = decideMemory(process.memoryUsage.rss(), limit, this.thresholds);
       }
