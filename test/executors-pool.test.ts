@@ -23,6 +23,8 @@ import {
 } from "../src";
 import { now } from "../src/kernel/diagnostics/types";
 import { PoolExecutor } from "../src/kernel/scheduler/pool/executor";
+import { WorkerPool } from "../src/kernel/scheduler/pool/pool";
+import { CALL, LITERAL } from "../src/kernel/scheduler/pool/wire";
 import type { TaskOutcome } from "../src/kernel/scheduler/executor";
 import { burn, exitNow, fill, inc, pair, sha1, sleep, spin } from "./fixtures/tasks";
 
@@ -370,3 +372,26 @@ test("no worker thread is left over after errors, aborts and deaths", async () =
   assert.ok(await eventually(() => osThreads() <= baseline), `${osThreads()} OS threads, ${baseline} before`);
 });
 
+
+for (const moveResults of [true, false]) {
+  test(`a thread pool with moveResults ${moveResults} ${moveResults ? "moves a result's own buffers, not shared or partly viewed ones" : "copies results"}`, async () => {
+    const pool = new WorkerPool("threads", 1, { moveResults, waitAwake: false });
+    try {
+      await pool.ready();
+      const tasks = require.resolve("./fixtures/cluster-tasks");
+      const [make, lengths] = ["keepAndReturn", "keptLengths"].map((name) => pool.functionIdForSpec({ kind: "module", path: tasks, name }));
+      const client = { batchSize: 1, quickTasks: false, recordDuration() {} };
+      const run = (id: number, ...args: unknown[]): Promise<TaskOutcome> =>
+        new Promise((resolve) => pool.enqueue(client, { node: 0, key: "k" }, [CALL, id, ...args], [id], resolve));
+      const n = 100_000;
+      const made = await run(make, [LITERAL, n]);
+      assert.ok(made.ok);
+      assert.deepEqual((made.value as Float64Array[]).map((array) => [array.length, array[0], array[n - 1]]), [[n, 1, 1], [n, 2, 2], [n, 3, 3]]);
+      const left = await run(lengths);
+      // Moved: the thread's own array is empty now; shared memory and a half-viewed buffer were left in place.
+      assert.deepEqual(left.ok && left.value, moveResults ? [0, n, n] : [n, n, n]);
+    } finally {
+      pool.close();
+    }
+  });
+}

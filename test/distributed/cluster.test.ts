@@ -26,7 +26,7 @@ import {
 import { AbortError } from "../../src/kernel/scheduler/loop";
 import type { TaskStreamRecord, TransferLogEntry } from "../../src/protocol/records";
 import { fail, hog, killOwnProcess, processId, shout, slowInc, sumOfList } from "../fixtures/cluster-client-tasks";
-import { ramp, spin, total } from "../fixtures/cluster-tasks";
+import { noise, ramp, spin, total } from "../fixtures/cluster-tasks";
 import { withCluster } from "../helpers/cluster";
 
 const root = join(__dirname, "..", "..", "..");
@@ -426,6 +426,48 @@ describe("LocalCluster faults", () => {
     assert.ok(cluster.scheduler.memory().managed > 0);
     });
   });
+
+  for (const { mebibytes, count, megabytes } of [
+    { mebibytes: 512, count: 16, megabytes: 64 },
+    { mebibytes: 256, count: 5, megabytes: 32 },
+  ]) {
+    const limit = `${mebibytes} MiB`;
+    test(`${count} results of ${megabytes} MB held under a ${limit} limit: spilled, never a restart or near one, all right`, async () => {
+      const options: LocalClusterOptions = { nWorkers: 1, threadsPerWorker: 1, memoryLimit: limit, allowedFailures: 0, name: "pressure" };
+      let folder = "";
+      const said = await capturing(process.stderr, () =>
+        withCluster(options, async (cluster, client) => {
+          folder = cluster.folder;
+          const pid = cluster.processes[0].pid;
+          let peak = 0;
+          const sampler = setInterval(() => (peak = Math.max(peak, cluster.processes[0].residentBytes() ?? 0)), 10);
+          const values = (megabytes * 1e6) / 8;
+          const futures = Array.from({ length: count }, (_, i) => client.submit(noise, values, i));
+          // Held, not gathered: the worker keeps them all (Dask's wait).
+          const errors = await Promise.all(futures.map((future) => future.exception()));
+          clearInterval(sampler);
+          assert.deepEqual(errors, futures.map(() => undefined));
+          assert.equal(cluster.processes[0].pid, pid, "the worker was never restarted");
+          // Results spilled as they land and freed when written: far from the nanny's 95 %
+          // (copied off its thread and freed at the next collection, each result took twice its size).
+          assert.ok(peak < 0.85 * mebibytes * 2 ** 20, `the worker's resident memory peaked at ${(peak / 2 ** 20).toFixed(0)} MiB of its ${limit}`);
+          const [layout] = Object.values(
+            await client.run((worker) => ({ onDisk: worker.data.onDisk.length, files: (require("node:fs") as typeof import("node:fs")).readdirSync(worker.localDirectory).length })),
+          ) as { onDisk: number; files: number }[];
+          assert.ok(layout.onDisk > 0 && layout.files === layout.onDisk, `results on disk: ${JSON.stringify(layout)}`);
+          // One at a time, so the test's process holds one result at a time too; spilled ones are read back.
+          for (const [i, future] of futures.entries()) {
+            const value = await future.result();
+            assert.ok(value.length === values && value[0] === i && value[values - 1] === i, `result ${i} is right`);
+            future.release();
+          }
+          assert.equal(cluster.processes[0].pid, pid, "nor while its results were read back");
+        }),
+      );
+      assert.doesNotMatch(said, /restarting it/);
+      assert.equal(existsSync(folder), false, "no spill file or folder left after close");
+    });
+  }
 
   test("clock correction: records of a worker whose clock is 5 s ahead line up with the others'", async () => {
     await withCluster({ nWorkers: 2, threadsPerWorker: 1, simulatedClockOffsets: [0, 5], name: "clocks" }, async (cluster, client) => {

@@ -9,7 +9,7 @@ import type { ComputeTaskMessage, DependencyInfo, WireTask } from "../../src/ker
 import type { MetricRecord, StartStop, TransferLogEntry } from "../../src/protocol/records";
 import { FakeScheduler, type WorkerHandle, moduleFunction } from "../helpers/worker-driver";
 
-const FUNCTIONS = ["inc", "add", "sleep", "spin", "throwMine", "ramp", "total", "describeArrays"] as const;
+const FUNCTIONS = ["inc", "add", "sleep", "spin", "throwMine", "ramp", "total", "describeArrays", "noise"] as const;
 const fn = (name: (typeof FUNCTIONS)[number]): number => FUNCTIONS.indexOf(name);
 const call = (name: (typeof FUNCTIONS)[number], ...args: WireTask[]): WireTask => ["call", fn(name), ...args];
 const lit = (value: unknown): WireTask => ["lit", value];
@@ -304,6 +304,32 @@ describe("cluster worker process", () => {
     await worker.run("(worker) => { delete globalThis.ballast; return true }");
     await worker.next("worker-status-change", (m) => m.status === "running");
     await worker.next("task-finished", (m) => m.key === "waits");
+  });
+
+  test("a result is in the worker's memory once, and a spilled one gives its memory back at once", async () => {
+    // 200 MB limit, target 120 MB: one 64 MB result stays in memory, the second spills the first.
+    const worker = await scheduler.spawn({ nthreads: 1, memoryLimit: 200 * MB, memoryThresholds: { spill: false, pause: false } });
+    defineAll(worker);
+    const resident = (): Promise<number> => worker.run<number>("(worker) => worker.memory.process");
+    const before = await resident();
+    const values = (64 * MB) / 8;
+    worker.send(task("noise-0", call("noise", lit(values), lit(0))));
+    await worker.next("task-finished", (m) => m.key === "noise-0");
+    // Copied off its thread, the result would be in memory twice: the task thread's, left for a
+    // collection that an idle thread does not run, and the main thread's.
+    const oneHeld = (await resident()) - before;
+    assert.ok(oneHeld < 96 * MB, `one 64 MB result takes ${(oneHeld / MB).toFixed(0)} MB of the worker's memory`);
+    worker.send(task("noise-1", call("noise", lit(values), lit(1))));
+    await worker.next("task-finished", (m) => m.key === "noise-1");
+    assert.deepEqual(await worker.run("(worker) => [worker.data.inMemory, worker.data.onDisk]"), [["noise-1"], ["noise-0"]]);
+    // The spilled one's memory went back when it was written, not at a later garbage collection.
+    const twoHeld = (await resident()) - before;
+    assert.ok(twoHeld < 96 * MB, `one 64 MB result in memory, one on disk take ${(twoHeld / MB).toFixed(0)} MB of the worker's memory`);
+    const reply = await worker.gather(["noise-0", "noise-1"]);
+    for (const [i, key] of ["noise-0", "noise-1"].entries()) {
+      const value = reply.values[key] as Float64Array;
+      assert.ok(value.length === values && value[0] === i && value[values - 1] === i, `${key} comes back whole`);
+    }
   });
 
   for (const how of ["config", "environment"] as const) {

@@ -76,8 +76,9 @@ export class TaskRunner extends AdaptiveBatching {
   ) {
     super(WORKER_MAX_BATCH);
     // A worker shares the machine's cores with the scheduler and other workers: its threads sleep
-    // between batches rather than wait awake.
-    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false, metrics: measures });
+    // between batches rather than wait awake. Results move off their threads (no copy left behind
+    // for a thread's garbage collector): the worker's memory is its results, as its limit assumes.
+    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false, metrics: measures, moveResults: true });
   }
 
   /**

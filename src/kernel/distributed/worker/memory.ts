@@ -5,6 +5,7 @@
 
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { MessageChannel, type MessagePort } from "node:worker_threads";
 
 export interface MemoryThresholds {
   /** Fraction of the limit that managed memory (results) may use before spilling; false: never. */
@@ -20,6 +21,13 @@ export const DEFAULT_THRESHOLDS: MemoryThresholds = { target: 0.6, spill: 0.7, p
 
 /** Dask's distributed.worker.memory.monitor-interval. */
 export const MONITOR_INTERVAL_MS = 100;
+
+/**
+ * A value landing on a worker (a result, a fetched input) of at least this share of its memory
+ * limit has the monitor run at once: a few such values arriving between two ticks could otherwise
+ * take the process from below `spill` to past `terminate`.
+ */
+export const LANDING_CHECK_FRACTION = 0.01;
 
 export interface MemoryDecision {
   /** Bytes of results to move to disk (least recently used first), 0 for none. */
@@ -69,4 +77,24 @@ export function collectGarbage(): void {
     fullCollection = runInNewContext("gc") as () => void;
   }
   fullCollection();
+}
+
+/** A port closed as soon as it is made (see releaseBuffers). */
+let closedPort: MessagePort | undefined;
+
+/**
+ * Gives the memory of `buffers` back now (they are detached: empty from here on). V8 frees an
+ * ArrayBuffer's memory only when a garbage collection finds it unreachable, and then on a
+ * background thread; a worker that just wrote a result to disk needs that memory back before its
+ * next result lands. Posting a message on a closed port still takes its transfer list (the HTML
+ * spec's postMessage detaches before it looks at the port) and then drops the message, and with
+ * it the buffers' memory, before returning.
+ */
+export function releaseBuffers(buffers: readonly ArrayBuffer[]): void {
+  if (buffers.length === 0) return;
+  if (closedPort === undefined) {
+    closedPort = new MessageChannel().port1;
+    closedPort.close();
+  }
+  closedPort.postMessage(null, buffers as ArrayBuffer[]);
 }

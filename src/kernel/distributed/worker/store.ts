@@ -1,11 +1,14 @@
 // A worker's results: kept in memory with their estimated sizes, the least recently used moved
 // to files in the worker's folder when managed memory passes the target (Dask's SpillBuffer),
 // and read back transparently. Files hold the values as frames (../frames): typed arrays and
-// shared memory are written and read as raw bytes.
+// shared memory are written and read as raw bytes. A value spilled or deleted gives its buffers'
+// memory back at once when nobody else can be using it (see Slot.lent).
 
 import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { OWNED_BUFFER_MIN_BYTES, ownedBuffers } from "../../scheduler/pool/buffers";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../frames";
+import { releaseBuffers } from "./memory";
 
 /** Where the store reports the time and bytes its disk work cost (a MetricsLedger, say). */
 export interface StoreMeter {
@@ -23,6 +26,14 @@ interface Slot {
   diskBytes: number;
   /** Its frames could not be made (a value V8 cannot serialise): it stays in memory. */
   unspillable: boolean;
+  /**
+   * Handed out by `get` since it was stored: a task's queued inputs, a reply still being written
+   * to a socket or a `client.run` function may use its memory, so dropping it leaves that memory
+   * to the garbage collector instead of releasing it.
+   */
+  lent: boolean;
+  /** The big buffers the value owns (see ownedBuffers), while it is in memory. */
+  buffers: readonly ArrayBuffer[];
 }
 
 const NO_METER: StoreMeter = { add() {} };
@@ -37,6 +48,13 @@ export class DataStore {
   /** Σ nbytes of the values on disk, and the bytes their files take. */
   spilledBytes = 0;
   spilledDiskBytes = 0;
+  /** Values were dropped whose memory only a garbage collection gives back (they had been lent). */
+  awaitsCollection = false;
+  /**
+   * How many values in memory hold each big buffer: one buffer in two results (a task that
+   * returned the same array under two keys, say) is given back with the last of them.
+   */
+  private readonly holders = new WeakMap<ArrayBuffer, number>();
 
   /**
    * `directory`: the worker's own folder (it exists). `target`: managed bytes above which values
@@ -77,16 +95,18 @@ export class DataStore {
   }
 
   /**
-   * Stores a value (replacing any under the same key). A value larger than the target alone
-   * goes straight to disk; otherwise older values are spilled until managed memory is back
-   * under the target. Disk work is reported to `meter`.
+   * Stores a value (replacing any under the same key), which the store owns from now on: the
+   * caller keeps no reference to it. A value larger than the target alone goes straight to disk;
+   * otherwise older values are spilled first, so that managed memory never passes the target.
+   * Disk work is reported to `meter`.
    */
   put(key: string, value: unknown, nbytes: number, type: string, meter: StoreMeter = NO_METER): void {
     this.delete(key);
-    const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false };
+    const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false, lent: false, buffers: [] };
+    this.hold(slot);
     if (nbytes > this.target && this.spill(key, slot, meter)) return;
+    this.evictDownTo(this.target - nbytes, meter);
     this.toMemory(key, slot);
-    this.evictDownTo(this.target, meter);
   }
 
   /** The value of `key`, read back from disk if it was spilled (it then counts as recently used). */
@@ -95,6 +115,7 @@ export class DataStore {
     if (inMemory !== undefined) {
       this.memory.delete(key);
       this.memory.set(key, inMemory);
+      inMemory.lent = true;
       meter.add("memory-read", 1, "count");
       meter.add("memory-read", inMemory.nbytes, "bytes");
       return inMemory.value;
@@ -110,6 +131,8 @@ export class DataStore {
       slot.file = undefined;
       slot.diskBytes = 0;
       slot.value = value;
+      slot.lent = true;
+      this.hold(slot);
       this.toMemory(key, slot);
       this.evictDownTo(this.target, meter, key);
     }
@@ -121,6 +144,7 @@ export class DataStore {
     if (inMemory !== undefined) {
       this.memory.delete(key);
       this.managedBytes -= inMemory.nbytes;
+      this.drop(inMemory);
       return true;
     }
     const slot = this.disk.get(key);
@@ -194,13 +218,38 @@ export class DataStore {
     meter.add("disk-write", (performance.now() - writeStart) / 1000, "seconds");
     meter.add("disk-write", 1, "count");
     meter.add("disk-write", diskBytes, "bytes");
-    slot.value = undefined;
+    this.drop(slot);
     slot.file = file;
     slot.diskBytes = diskBytes;
     this.disk.set(key, slot);
     this.spilledBytes += slot.nbytes;
     this.spilledDiskBytes += diskBytes;
     return true;
+  }
+
+  /** Counts the big buffers of a slot's value, now in memory. */
+  private hold(slot: Slot): void {
+    // A value with a buffer worth releasing is at least that big: smaller ones are not searched.
+    slot.buffers = slot.nbytes >= OWNED_BUFFER_MIN_BYTES ? ownedBuffers(slot.value) : [];
+    for (const buffer of slot.buffers) this.holders.set(buffer, (this.holders.get(buffer) ?? 0) + 1);
+  }
+
+  /** Lets go of an in-memory slot's value, giving its memory back at once if nobody else can hold it. */
+  private drop(slot: Slot): void {
+    const unheld: ArrayBuffer[] = [];
+    for (const buffer of slot.buffers) {
+      const left = (this.holders.get(buffer) ?? 1) - 1;
+      if (left > 0) {
+        this.holders.set(buffer, left);
+      } else {
+        this.holders.delete(buffer);
+        unheld.push(buffer);
+      }
+    }
+    if (slot.lent) this.awaitsCollection = true;
+    else releaseBuffers(unheld);
+    slot.value = undefined;
+    slot.buffers = [];
   }
 
   private readBack(slot: Slot, meter: StoreMeter): unknown {

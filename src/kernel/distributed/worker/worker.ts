@@ -32,7 +32,7 @@ import type {
 import { WorkerClock, simulatedClockOffset } from "./clock";
 import { Digests, MetricsLedger, TaskAccount } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
-import { MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
+import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
 import { keyRepr, typeName } from "./names";
 import { type FetchResult, PeerClient, serveGetData } from "./peers";
 import { WorkerProfiler } from "./profile";
@@ -269,6 +269,7 @@ export class Worker {
       startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
     }
     let event: WorkerEvent;
+    let landedBytes = 0;
     if (run.ok) {
       const nbytes = sizeOf(run.value);
       const resultType = typeName(run.value);
@@ -277,6 +278,7 @@ export class Worker {
         const start = this.clock.now();
         this.store.put(key, run.value, nbytes, resultType, account);
         if (this.store.isSpilled(key)) startstops.push(this.phase("disk-write", start, this.clock.now()));
+        landedBytes = nbytes;
       }
       event = { type: "execute-success", key, nbytes, resultType, thread: run.thread, startstops };
     } else {
@@ -287,7 +289,7 @@ export class Worker {
       const elapsed = machineNow() - opened - run.queued;
       this.digests.addTask(spanId, prefix, account, run.metrics, elapsed, cancelled ? "cancelled" : run.ok ? undefined : "failed");
     }
-    this.apply(event);
+    this.afterLanding(landedBytes, () => this.apply(event));
   }
 
   private phase(action: StartStop["action"], start: number, stop: number): StartStop {
@@ -314,6 +316,7 @@ export class Worker {
     const sizes: Record<string, number> = {};
     const types = new Set<string>();
     let stored = 0;
+    let landedBytes = 0;
     for (const [key, value] of Object.entries(result.values)) {
       const nbytes = sizeOf(value);
       const type = typeName(value);
@@ -323,6 +326,7 @@ export class Worker {
       // Only what is still awaited is kept; the rest was released while it travelled.
       if (this.state.tasks.get(key)?.state === "flight") {
         this.store.put(key, value, nbytes, type, ledger);
+        landedBytes += nbytes;
         stored++;
       }
     }
@@ -333,7 +337,7 @@ export class Worker {
     const decoded = Math.max(start, stop - result.deserializeSeconds);
     const transfer: StartStop[] = [{ action: "transfer", start, stop: decoded, source: worker }];
     if (decoded < stop) transfer.push({ action: "deserialize", start: decoded, stop });
-    this.apply({ type: "gather-dep-success", worker, received, missing: result.missing, transfer });
+    this.afterLanding(landedBytes, () => this.apply({ type: "gather-dep-success", worker, received, missing: result.missing, transfer }));
     this.digests.addAll(["gather-dep"], ledger.finalize(stored > 0 ? undefined : received.length > 0 ? "cancelled" : "missing"));
   }
 
@@ -473,6 +477,26 @@ export class Worker {
     };
   }
 
+  /**
+   * Tells the state machine (`tell`) that `nbytes` of values were just stored. Big ones (see
+   * LANDING_CHECK_FRACTION) have the monitor look at the process now rather than at its next
+   * tick: past `pause`, the worker pauses before the state machine can start another task; the
+   * spilling comes after that task started on its thread, so the disk work overlaps it.
+   */
+  private afterLanding(nbytes: number, tell: () => void): void {
+    const big = nbytes > 0 && nbytes >= LANDING_CHECK_FRACTION * this.config.memoryLimit;
+    if (big) this.pauseIfOver();
+    tell();
+    if (big) this.monitorMemory();
+  }
+
+  /** Pauses the worker if its process memory is past `pause` (the monitor resumes it). */
+  private pauseIfOver(): void {
+    const limit = this.config.memoryLimit;
+    if (!(limit > 0 && Number.isFinite(limit)) || this.closing !== undefined || this.status !== "running") return;
+    if (decideMemory(process.memoryUsage.rss(), limit, this.thresholds).paused) this.setStatus("paused");
+  }
+
   /** Dask's memory monitor: spill on process memory, pause and resume. */
   private monitorMemory(): void {
     const limit = this.config.memoryLimit;
@@ -495,7 +519,9 @@ export class Worker {
         spilled += bytes;
       }
       if (spilled > 0) {
-        this.collect();
+        // Spilled values give their memory back at once, unless they had been lent out: the store
+        // then asks for a collection.
+        if (this.store.awaitsCollection) this.collect();
         decision = decideMemory(process.memoryUsage.rss(), limit, this.thresholds);
       }
     }
@@ -504,6 +530,7 @@ export class Worker {
 
   private collect(): void {
     collectGarbage();
+    this.store.awaitsCollection = false;
     this.lastCollection = performance.now();
   }
 

@@ -134,7 +134,7 @@ class PoolWorker {
     const onMessage = (message: WorkerMessage): void => pool.onMessage(this, message);
     if (kind === "threads") {
       const { port1, port2 } = new MessageChannel();
-      const workerData: WorkerThreadData = { port: port2, waitAwake: pool.waitAwake, metrics: pool.metrics };
+      const workerData: WorkerThreadData = { port: port2, waitAwake: pool.waitAwake, metrics: pool.metrics, moveResults: pool.moveResults };
       const worker = new Worker(WORKER_SCRIPT, { workerData, transferList: [port2] });
       port1.on("message", onMessage);
       worker.on("error", (error) => (this.crash = `crashed (${error.message})`));
@@ -196,11 +196,19 @@ export interface PoolOptions {
    * run with TSDASK_METRICS=off does no metrics work at all (bench/cluster-fpm.ts).
    */
   readonly metrics?: boolean;
+  /**
+   * Threads only: a result's own big ArrayBuffers (see ownedBuffers) move to the calling thread
+   * instead of being copied, so a result is never in memory twice; default false. The task's
+   * thread is left with detached (empty) buffers: a task must not keep a buffer it returns. A
+   * cluster worker, which holds results for as long as the client wants them, moves them.
+   */
+  readonly moveResults?: boolean;
 }
 
 export class WorkerPool {
   readonly waitAwake: boolean;
   readonly metrics: boolean;
+  readonly moveResults: boolean;
   private readonly workers: PoolWorker[] = [];
   private queue: Entry[] = [];
   private flushScheduled = false;
@@ -223,6 +231,7 @@ export class WorkerPool {
   ) {
     this.waitAwake = options.waitAwake ?? true;
     this.metrics = options.metrics ?? true;
+    this.moveResults = options.moveResults ?? false;
     this.shipperReady = new Promise((resolve, reject) => {
       this.resolveShipper = resolve;
       this.rejectShipper = reject;

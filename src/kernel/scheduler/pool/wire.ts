@@ -31,6 +31,8 @@ export interface WorkerThreadData {
   readonly waitAwake: boolean;
   /** Whether it measures its tasks for fine performance metrics (see PoolOptions.metrics). */
   readonly metrics: boolean;
+  /** Whether results' own big buffers move to the pool instead of being copied (see PoolOptions.moveResults). */
+  readonly moveResults: boolean;
 }
 
 /** A pool process's argument when it measures nothing (PoolOptions.metrics false; threads get WorkerThreadData). */

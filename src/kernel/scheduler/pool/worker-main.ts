@@ -7,6 +7,7 @@ import { nowMs as epochMs } from "../../clock";
 import { estimateNbytes } from "../../metrics/nbytes";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
 import { type TaskClock, type TaskLedger, TaskMeter, TaskTimer, executeMetrics } from "../../metrics/context-meter";
+import { ownedBuffers } from "./buffers";
 import { type AnyFunction, resolveFunction } from "./functions";
 import { isProfilerControl } from "../../profiling/messages";
 import * as profiler from "../../profiling/worker-host";
@@ -31,9 +32,12 @@ const isThread = port !== null;
 const waitAwake = threadData?.waitAwake ?? true;
 /** Off (PoolOptions.metrics false): tasks are timed by the wall clock alone, outside contextMeter's scope. */
 const measures = threadData?.metrics ?? !process.argv.includes(NO_METRICS_ARG);
+/** PoolOptions.moveResults: results' own big buffers are transferred to the pool, not copied. */
+const movesResults = threadData?.moveResults ?? false;
 
-function send(message: WorkerMessage): void {
-  if (port !== null) port.postMessage(message);
+/** `transfer`: buffers whose memory moves with the message (threads only; they are detached here). */
+function send(message: WorkerMessage, transfer?: readonly ArrayBuffer[]): void {
+  if (port !== null) port.postMessage(message, transfer);
   else if (process.connected) process.send!(message, undefined, undefined, exitIfOrphaned);
 }
 
@@ -79,6 +83,14 @@ function report(): void {
   const results = pending;
   pending = [];
   lastReport = epochMs();
+  if (movesResults) {
+    try {
+      send(results, resultBuffers(results));
+      return;
+    } catch {
+      // A buffer that cannot be moved (or a result that cannot be cloned): copy, as below.
+    }
+  }
   try {
     send(results);
   } catch {
@@ -94,6 +106,15 @@ function report(): void {
     }
     send(results);
   }
+}
+
+/** The buffers the successful results in `results` own outright (see ownedBuffers), each once. */
+function resultBuffers(results: readonly unknown[]): ArrayBuffer[] {
+  const buffers = new Set<ArrayBuffer>();
+  for (let i = 0; i < results.length; i += RESULT_SIZE) {
+    if (results[i] === 1) for (const buffer of ownedBuffers(results[i + 1])) buffers.add(buffer);
+  }
+  return [...buffers];
 }
 
 /** Times each task and keeps the ledger contextMeter records into while it runs. */

@@ -1,0 +1,70 @@
+// The cluster worker's data store on its own, in this process: when a value it lets go of gives
+// its memory back at once (its buffers detached), and when that is left to the garbage collector.
+import assert from "node:assert/strict";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, test } from "node:test";
+import { DataStore } from "../../src/kernel/distributed/worker/store";
+import { releaseBuffers } from "../../src/kernel/distributed/worker/memory";
+
+const VALUES = 1_000_000;
+const BYTES = 8 * VALUES;
+
+let folder: string;
+beforeEach(() => {
+  folder = mkdtempSync(join(tmpdir(), "tsdask-store-"));
+});
+afterEach(() => {
+  rmSync(folder, { recursive: true, force: true });
+});
+
+function block(seed: number): Float64Array {
+  return new Float64Array(VALUES).fill(seed);
+}
+
+test("releaseBuffers gives an ArrayBuffer's memory back before it returns", () => {
+  const before = process.memoryUsage().arrayBuffers;
+  const arrays = [block(1), block(2)];
+  assert.ok(process.memoryUsage().arrayBuffers - before >= 2 * BYTES);
+  releaseBuffers(arrays.map((array) => array.buffer as ArrayBuffer));
+  assert.deepEqual(arrays.map((array) => array.length), [0, 0]);
+  assert.ok(process.memoryUsage().arrayBuffers - before < BYTES, "no garbage collection needed");
+});
+
+test("a spilled value gives its memory back at once, and reads back equal", () => {
+  // Room for two blocks: the third spills the oldest.
+  const store = new DataStore(folder, 2.5 * BYTES);
+  const kept = [block(0), block(1), block(2)];
+  kept.forEach((value, i) => store.put(`b-${i}`, value, BYTES, "Float64Array"));
+  assert.deepEqual(store.layout(), { memory: ["b-1", "b-2"], disk: ["b-0"] });
+  assert.equal(kept[0].length, 0, "the spilled block's buffer was released");
+  assert.equal(kept[1].length, VALUES);
+  const back = store.get("b-0") as Float64Array;
+  assert.ok(back.length === VALUES && back[0] === 0 && back[VALUES - 1] === 0);
+  store.close();
+  assert.deepEqual(readdirSync(folder), []);
+});
+
+test("a value handed out (lent) is left to the garbage collector when spilled or deleted", () => {
+  const store = new DataStore(folder, 2.5 * BYTES);
+  const lent = block(7);
+  store.put("lent", lent, BYTES, "Float64Array");
+  assert.equal(store.get("lent"), lent);
+  store.delete("lent");
+  assert.equal(lent.length, VALUES, "still usable by whoever it was given to");
+  assert.equal(store.awaitsCollection, true);
+  store.close();
+});
+
+test("a buffer two values share is released with the last of them", () => {
+  const store = new DataStore(folder, 2.5 * BYTES);
+  const shared = block(3);
+  store.put("a", shared, BYTES, "Float64Array");
+  store.put("b", { again: shared }, BYTES, "Object");
+  store.delete("a");
+  assert.equal(shared.length, VALUES, "b still holds it");
+  store.delete("b");
+  assert.equal(shared.length, 0);
+  store.close();
+});
