@@ -118,7 +118,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
   }
   return {
     url: positionals[0],
-    passwordFile: values["password-file"],
+    ...(values["password-file"] === undefined ? {} : { passwordFile: values["password-file"] }),
     name: values.name,
     nthreads,
     memoryLimit: size("memory-limit"),

@@ -97,6 +97,7 @@ describe("Redis passwords are never shown", () => {
       [`redis//:${PASSWORD}@@host`, /does not start with redis:\/\/ or rediss:\/\//],
       [`redis://:${PASSWORD}/x#y@host`, /must be percent-encoded/],
       [`redis://:${PASSWORD}@host/zero`, /"zero" where a database number belongs/],
+      [`redis://:${PASSWORD}%zz@host`, /a user name or password with a stray "%" \(write it as %25\)/],
     ];
     for (const [url, reason] of cases) {
       assert.throws(
@@ -229,6 +230,7 @@ describe("Redis passwords are never shown", () => {
       const shown = commandLineOf(worker.pid);
       assert.match(shown, new RegExp(`^tsdask worker ${address.replaceAll(".", "\\.")} --name in-argv`));
       assertHidden(shown, "the worker's command line");
+      assertHidden(worker.output(), "the worker's log");
     } finally {
       await worker.stop();
     }

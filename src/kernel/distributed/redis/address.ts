@@ -78,11 +78,17 @@ export function parseRedisUrl(url: string): RedisTarget {
   const path = parsed.pathname.replace(/^\//, "");
   const db = path === "" ? 0 : Number(path);
   if (!Number.isInteger(db) || db < 0 || !/^\d*$/.test(path)) {
-    throw new RedisAddressError(`The Redis address ${shown} has ${JSON.stringify(path)} where a database number belongs`);
+    throw new RedisAddressError(`The Redis address ${shown} has ${JSON.stringify(shownAddress(path))} where a database number belongs`);
   }
-  const username = parsed.username === "" ? undefined : decodeURIComponent(parsed.username);
-  const password = parsed.password === "" ? undefined : decodeURIComponent(parsed.password);
-  return new RedisTarget(host, port, db, parsed.protocol === "rediss:", username, password);
+  const decoded = (part: string): string | undefined => {
+    if (part === "") return undefined;
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      throw new RedisAddressError(`The Redis address ${shown} has a user name or password with a stray "%" (write it as %25)`);
+    }
+  };
+  return new RedisTarget(host, port, db, parsed.protocol === "rediss:", decoded(parsed.username), decoded(parsed.password));
 }
 
 /**
@@ -100,7 +106,7 @@ export function redisTargetOf(address: string | RedisTarget, environment: NodeJS
  * password) replaced by "***": works on text that is not a URL at all, where a parser cannot say
  * where the password ends.
  */
-export function shownAddress(text: string): string {
+function shownAddress(text: string): string {
   const at = text.lastIndexOf("@");
   if (at === -1) return text;
   const scheme = /^[a-z][a-z0-9+.-]*:(\/\/)?/i.exec(text)?.[0] ?? "";
