@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { inspect } from "node:util";
 import { Client, get } from "../../src";
+import { clusterFeed } from "../../src/kernel/distributed/dashboard/feed";
 import { RedisWorker, parseRedisUrl } from "../../src/kernel/distributed/redis";
 import { RedisAddressError, RedisConnectError } from "../../src/kernel/distributed/redis/errors";
 import { environmentVariable, inc, passwordVariable, slowly } from "../fixtures/redis-tasks";
@@ -163,11 +164,14 @@ describe("Redis passwords are never shown", () => {
         ["util.inspect of the client", inspect(client)],
         ["the client's description", client.description],
         ["the cluster's card", JSON.stringify((client.cluster as { summary(): unknown }).summary())],
+        ["the dashboard's sections", JSON.stringify(clusterFeed(client.cluster).sections())],
         ["util.inspect of the transport", everything(transport)],
       ] as const) {
         assertHidden(text, what);
       }
+      // They do name the server, by its address without the password.
       assert.match(client.description, new RegExp(address.replaceAll(".", "\\.")));
+      assert.match(JSON.stringify(clusterFeed(client.cluster).sections()), new RegExp(address.replaceAll(".", "\\.")));
     } finally {
       await client.close();
     }
