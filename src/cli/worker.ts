@@ -1,23 +1,27 @@
 // `tsdask worker redis://host:port [options]`: a worker of a Redis cluster on this machine,
 // until SIGINT or SIGTERM (it then finishes its running tasks and leaves; a second signal ends
-// it at once).
+// it at once). The password comes from TSDASK_REDIS_PASSWORD or --password-file rather than the
+// address, which every user of the machine sees in `ps`.
 
 import { readFileSync, statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import bytes from "bytes-iec";
 import { type ProfilingOptions, checkProfilingOptions } from "../kernel/profiling/hub";
+import { PASSWORD_VARIABLE, type RedisTarget, parseRedisUrl, redisTargetOf } from "../kernel/distributed/redis/address";
 import { RedisAddressError, RedisConnectError } from "../kernel/distributed/redis/errors";
 import { WorkerNameTakenError } from "../kernel/distributed/redis/registry";
 import { RedisWorker } from "../kernel/distributed/redis/worker";
 import { UsageError } from "./install";
 
 export const WORKER_USAGE = [
-  "  tsdask worker redis://[user:password@]host:port[/db] [--name NAME] [--nthreads N]",
-  '                [--memory-limit "4 GiB"] [--module-root DIR]... [--allow-source] [--tls-ca FILE]',
+  "  tsdask worker redis://[user@]host:port[/db] [--name NAME] [--nthreads N]",
+  '                [--password-file FILE] [--memory-limit "4 GiB"] [--module-root DIR]... [--allow-source]',
+  '                [--tls-ca FILE]',
   '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--allowed-failures N]',
   '                [--part-size "64 MiB"]',
   "                [--profile-interval SECONDS] [--profile-cycle SECONDS] [--no-profile]",
   "                              run tasks for the clients of that Redis (rediss:// for TLS);",
+  `                              the password: ${PASSWORD_VARIABLE} or --password-file (one in the address shows in ps);`,
   "                              runs only exports of modules in the project it was started in",
   "                              (not its node_modules) and tsdask's own, and pure built-ins",
   "                              (Math.*, JSON.parse...); --module-root DIR (repeatable) allows",
@@ -35,6 +39,8 @@ function positiveNumber(option: string, text: string | undefined): number | unde
 
 export interface WorkerCommandOptions {
   readonly url: string;
+  /** A file holding the password (its final line break dropped), instead of TSDASK_REDIS_PASSWORD. */
+  readonly passwordFile?: string;
   readonly name?: string;
   readonly nthreads?: number;
   readonly memoryLimit?: number;
@@ -60,6 +66,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
       strict: true,
       options: {
         name: { type: "string" },
+        "password-file": { type: "string" },
         nthreads: { type: "string" },
         "memory-limit": { type: "string" },
         "allow-source": { type: "boolean", default: false },
@@ -111,6 +118,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
   }
   return {
     url: positionals[0],
+    ...(values["password-file"] === undefined ? {} : { passwordFile: values["password-file"] }),
     name: values.name,
     nthreads,
     memoryLimit: size("memory-limit"),
@@ -125,12 +133,56 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
   };
 }
 
+/** A password file that cannot be used; names the file. */
+class PasswordFileError extends Error {}
+
+/**
+ * The address with its password: from the address, else --password-file, else
+ * TSDASK_REDIS_PASSWORD. The variable is then removed from this process's environment, so the
+ * task threads and the processes they start do not inherit it.
+ */
+function withPassword(address: RedisTarget, passwordFile: string | undefined): RedisTarget {
+  let target = address;
+  if (passwordFile !== undefined) {
+    if (target.hasPassword) throw new UsageError("the address has a password and --password-file gives one too: give it in one place");
+    target = target.orPassword(readPasswordFile(passwordFile));
+  }
+  target = redisTargetOf(target);
+  delete process.env[PASSWORD_VARIABLE];
+  return target;
+}
+
+/** The file's text without its final line break (what `echo secret > file` adds). */
+function readPasswordFile(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new PasswordFileError(`cannot read the password file ${JSON.stringify(path)}: ${(error as Error).message}`);
+  }
+  const password = text.replace(/\r?\n$/, "");
+  if (password === "") throw new PasswordFileError(`the password file ${JSON.stringify(path)} is empty`);
+  return password;
+}
+
+/**
+ * Makes `ps` show this process's command with the address without its password. Linux shows
+ * the new title in /proc/PID/cmdline too, but only from here on: `ps` showed the password while
+ * the worker started, and a launching `npx` and the shell's history still hold it.
+ */
+function hidePasswordFromPs(args: readonly string[], url: string, shown: string): void {
+  process.title = ["tsdask", "worker", ...args.map((arg) => (arg === url ? shown : arg))].join(" ");
+}
+
 export async function workerCommand(args: readonly string[]): Promise<void> {
   const options = parseWorkerArgs(args);
   let worker: RedisWorker;
   try {
+    const address = parseRedisUrl(options.url);
+    if (address.hasPassword) hidePasswordFromPs(args, options.url, address.display);
+    const target = withPassword(address, options.passwordFile);
     worker = await RedisWorker.start({
-      url: options.url,
+      url: target,
       name: options.name,
       nthreads: options.nthreads,
       memoryLimit: options.memoryLimit,
@@ -145,7 +197,7 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
     });
   } catch (error) {
     // Redis unreachable, a wrong password, a name in use: the message says it all.
-    if (error instanceof RedisConnectError || error instanceof WorkerNameTakenError || error instanceof RedisAddressError) {
+    if (error instanceof RedisConnectError || error instanceof WorkerNameTakenError || error instanceof RedisAddressError || error instanceof PasswordFileError) {
       process.stderr.write(`tsdask worker: ${error.message}\n`);
       process.exitCode = 1;
       return;

@@ -4,37 +4,34 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { type Server, type Socket, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Redis } from "ioredis";
 import { Client, get } from "../../src";
-import { connectRedis, parseRedisUrl } from "../../src/kernel/distributed/redis/connection";
+import { parseRedisUrl } from "../../src/kernel/distributed/redis/address";
+import { connectRedis } from "../../src/kernel/distributed/redis/connection";
 import { RedisConnectError } from "../../src/kernel/distributed/redis/errors";
 import { Namespace } from "../../src/kernel/distributed/redis/keys";
 import { RedisStore } from "../../src/kernel/distributed/redis/store";
-import { freePort } from "../helpers/net";
+import { type SilentServer, freePort, startSilentServer } from "../helpers/net";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
 import { startWorker } from "../helpers/redis-workers";
 import { inc } from "../fixtures/tasks";
 
 describe("Redis addresses", () => {
   test("redis:// and rediss:// with user, password, port and database", () => {
-    assert.deepEqual(parseRedisUrl("redis://alice:s%40cret@example.org:6380/2"), {
-      host: "example.org",
-      port: 6380,
-      db: 2,
-      username: "alice",
-      password: "s@cret",
-      tls: false,
-      display: "redis://example.org:6380/2",
-    });
+    const target = parseRedisUrl("redis://alice:s%40cret@example.org:6380/2");
+    assert.deepEqual(
+      { host: target.host, port: target.port, db: target.db, username: target.username, tls: target.tls, display: target.display },
+      { host: "example.org", port: 6380, db: 2, username: "alice", tls: false, display: "redis://example.org:6380/2" },
+    );
+    assert.equal(target.revealPassword(), "s@cret");
     const tls = parseRedisUrl("rediss://:pw@[::1]");
     assert.equal(tls.tls, true);
     assert.equal(tls.host, "::1");
     assert.equal(tls.port, 6379);
-    assert.equal(tls.password, "pw");
+    assert.equal(tls.revealPassword(), "pw");
     assert.equal(tls.username, undefined);
     assert.equal(tls.display, "rediss://[::1]:6379", "no password in what is shown");
   });
@@ -48,25 +45,19 @@ describe("Redis addresses", () => {
 
 describe("connecting to Redis", () => {
   let server: RedisServer;
-  let silent: Server;
+  let silent: SilentServer;
   let silentPort: number;
-  const silentSockets = new Set<Socket>();
   before(async () => {
     server = await startRedisServer({ password: "right horse battery" });
-    // Accepts connections, never answers.
-    silent = createServer((socket) => {
-      silentSockets.add(socket);
-      socket.on("close", () => silentSockets.delete(socket));
-    });
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-    silentPort = (silent.address() as { port: number }).port;
+    silent = await startSilentServer();
+    silentPort = silent.port;
   });
   after(async () => {
     await server.stop();
-    for (const socket of silentSockets) socket.destroy();
-    await new Promise<void>((resolve) => silent.close(() => resolve()));
+    await silent.close();
   });
 
+  /** `timeout`: seconds. */
   const connectError = async (url: string, timeout?: number): Promise<RedisConnectError> => {
     try {
       const redis = await connectRedis(parseRedisUrl(url), { connectTimeout: timeout });
@@ -95,7 +86,7 @@ describe("connecting to Redis", () => {
 
   test("a server that never answers: an error within the connect timeout, not a hang", async () => {
     const started = performance.now();
-    const timedOut = await connectError(`redis://127.0.0.1:${silentPort}`, 1000);
+    const timedOut = await connectError(`redis://127.0.0.1:${silentPort}`, 1);
     const elapsed = performance.now() - started;
     assert.match(timedOut.message, new RegExp(`Redis at redis://127\\.0\\.0\\.1:${silentPort}: timed out`));
     assert.ok(elapsed >= 900 && elapsed < 5000, `took ${elapsed} ms`);
@@ -124,7 +115,7 @@ describe("connecting to Redis", () => {
         await redis.quit();
         const untrusted = await connectError(tlsServer.url);
         assert.match(untrusted.message, /certificate/i);
-        const plain = await connectError(tlsServer.url.replace("rediss://", "redis://"), 1000);
+        const plain = await connectError(tlsServer.url.replace("rediss://", "redis://"), 1);
         assert.match(plain.message, /Cannot connect to Redis at redis:\/\/127\.0\.0\.1/);
         // A Client and a worker over TLS, end to end.
         const worker = await startWorker(tlsServer.url, { name: "tls", extraArgs: ["--tls-ca", join(dir, "ca.crt")] });

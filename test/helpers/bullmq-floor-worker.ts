@@ -2,7 +2,8 @@
 // completes each job of a queue with `data.x + 1` and nothing else (jobs say how long they are kept).
 // Usage: node bullmq-floor-worker.js <redis url> <queue name> <concurrency>
 import { Worker } from "bullmq";
-import { parseRedisUrl, redisOptions } from "../../src/kernel/distributed/redis/connection";
+import { parseRedisUrl } from "../../src/kernel/distributed/redis/address";
+import { redisOptions } from "../../src/kernel/distributed/redis/connection";
 
 const [url, queueName, concurrency] = process.argv.slice(2);
 const worker = new Worker<{ x: number }, number>(queueName, async (job) => job.data.x + 1, {

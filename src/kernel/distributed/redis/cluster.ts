@@ -7,6 +7,7 @@ import { getPool } from "../../scheduler/pool";
 import { ClusterCard } from "../display";
 import { Scheduler } from "../scheduler/scheduler";
 import type { WorkerState } from "../scheduler/workers";
+import { checkOptionUnits } from "./options";
 import { RedisTransport, type RedisTransportOptions } from "./transport";
 
 export interface RedisClusterOptions extends RedisTransportOptions {
@@ -43,7 +44,8 @@ export class RedisCluster extends ClusterCard {
   /**
    * Connects to the Redis at `url` (`redis://[user:password@]host:port[/db]`, `rediss://` for
    * TLS) and starts the scheduler on it. A wrong password or an unreachable host is an error
-   * naming the host (RedisConnectError) within `connectTimeout` (5 s).
+   * naming the host (RedisConnectError) within `connectTimeout` seconds (5). Without a password
+   * in the address, the one in TSDASK_REDIS_PASSWORD is used.
    */
   static async connect(url: string, options: RedisClusterOptions = {}): Promise<RedisCluster> {
     checkOptions(options);
@@ -103,12 +105,11 @@ function checkOptions(options: RedisClusterOptions): void {
   for (const name of Object.keys(options)) {
     if (!OPTION_NAMES.has(name)) throw new TypeError(`Unknown option "${name}" for a Redis cluster; known: ${[...OPTION_NAMES].join(", ")}`);
   }
-  for (const name of ["connectTimeout", "partSize", "noWorkersTimeout", "connectionLostTimeout", "pollInterval"] as const) {
-    const value = options[name];
-    if (value !== undefined && !(typeof value === "number" && value > 0 && Number.isFinite(value))) {
-      throw new RangeError(`Option ${name} must be a positive number, got ${JSON.stringify(value)}`);
-    }
-  }
+  checkOptionUnits(
+    options,
+    { connectTimeout: "seconds", partSize: "bytes", noWorkersTimeout: "seconds", connectionLostTimeout: "seconds", pollInterval: "seconds" },
+    "Client.connect",
+  );
   if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) {
     throw new TypeError(`Option name must be a non-empty string, got ${JSON.stringify(options.name)}`);
   }

@@ -1,57 +1,18 @@
-// Where a Redis is and how to reach it: `redis://[user:password@]host:port[/db]` and
-// `rediss://` (TLS) addresses, and connections that fail fast at connect (a clear error naming
-// the host within a bounded time, no retries) and then reconnect with a bounded backoff.
+// How to reach a Redis: connections that fail fast at connect (a clear error naming the host
+// within a bounded time, no retries) and then reconnect with a bounded backoff. The password goes
+// from the RedisTarget's private field to ioredis and nowhere else: ioredis keeps it in its
+// options (hidden here from util.inspect and JSON) and in the arguments of its HELLO/AUTH
+// commands, which it attaches to the errors they get (never passed on: see connectFailure).
 
 import { isIP } from "node:net";
 import type { ConnectionOptions as TlsOptions } from "node:tls";
+import { inspect } from "node:util";
 import { Redis, type RedisOptions } from "ioredis";
-import { RedisAddressError, RedisConnectError } from "./errors";
-
-export interface RedisTarget {
-  readonly host: string;
-  readonly port: number;
-  readonly db: number;
-  readonly username?: string;
-  readonly password?: string;
-  readonly tls: boolean;
-  /** The address without credentials, for messages and records: `redis://host:port/db`. */
-  readonly display: string;
-}
-
-/** Reading an address the user typed: anything odd is an error naming what is wrong. */
-export function parseRedisUrl(url: string): RedisTarget {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new RedisAddressError(`Not a Redis address: ${JSON.stringify(url)} (expected redis://[user:password@]host:port[/db])`);
-  }
-  if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") {
-    throw new RedisAddressError(`Not a Redis address: ${JSON.stringify(url)} (the scheme must be redis:// or rediss://)`);
-  }
-  const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
-  if (host === "") throw new RedisAddressError(`The Redis address ${JSON.stringify(url)} names no host`);
-  const port = parsed.port === "" ? 6379 : Number(parsed.port);
-  const path = parsed.pathname.replace(/^\//, "");
-  const db = path === "" ? 0 : Number(path);
-  if (!Number.isInteger(db) || db < 0 || !/^\d*$/.test(path)) {
-    throw new RedisAddressError(`The Redis address ${JSON.stringify(redact(parsed))} has ${JSON.stringify(path)} where a database number belongs`);
-  }
-  const tls = parsed.protocol === "rediss:";
-  const username = parsed.username === "" ? undefined : decodeURIComponent(parsed.username);
-  const password = parsed.password === "" ? undefined : decodeURIComponent(parsed.password);
-  const shownHost = host.includes(":") ? `[${host}]` : host;
-  return { host, port, db, username, password, tls, display: `${tls ? "rediss" : "redis"}://${shownHost}:${port}${db === 0 ? "" : `/${db}`}` };
-}
-
-function redact(url: URL): string {
-  const copy = new URL(url.href);
-  if (copy.password !== "") copy.password = "***";
-  return copy.href;
-}
+import { PASSWORD_VARIABLE, type RedisTarget } from "./address";
+import { RedisConnectError } from "./errors";
 
 export interface ConnectOptions {
-  /** Bound on connecting and on the first reply, ms (default 5000). */
+  /** Bound on connecting and on the first reply, seconds (default 5). */
   readonly connectTimeout?: number;
   /** TLS settings for rediss:// (a private CA, say); merged over Node's defaults. */
   readonly tls?: TlsOptions;
@@ -61,6 +22,7 @@ export interface ConnectOptions {
 
 /** Longest wait between reconnection attempts once connected: steady, never a storm. */
 const MAX_RECONNECT_DELAY_MS = 1000;
+const DEFAULT_CONNECT_TIMEOUT = 5;
 
 /**
  * ioredis options for `target`. Once connected, requests wait through reconnections for as long
@@ -73,11 +35,11 @@ export function redisOptions(target: RedisTarget, options: ConnectOptions = {}):
     port: target.port,
     db: target.db,
     username: target.username,
-    password: target.password,
+    password: target.revealPassword(),
     // Server names are host names (RFC 6066): an address is checked against the certificate's IP entries.
     tls: target.tls ? { ...(isIP(target.host) === 0 ? { servername: target.host } : {}), ...options.tls } : undefined,
     connectionName: options.connectionName,
-    connectTimeout: options.connectTimeout ?? 5000,
+    connectTimeout: (options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT) * 1000,
     retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
     maxRetriesPerRequest: null,
   };
@@ -92,8 +54,8 @@ export function redisOptions(target: RedisTarget, options: ConnectOptions = {}):
  */
 export async function connectRedis(target: RedisTarget, options: ConnectOptions = {}): Promise<Redis> {
   const settings = redisOptions(target, options);
-  const timeout = settings.connectTimeout!;
-  const redis = new Redis({ ...settings, lazyConnect: true, retryStrategy: () => null });
+  const timeoutMs = settings.connectTimeout!;
+  const redis = guarded(new Redis({ ...settings, lazyConnect: true, retryStrategy: () => null }), target);
   let lastError: Error | undefined;
   const onError = (error: Error): void => {
     lastError = error;
@@ -104,12 +66,12 @@ export async function connectRedis(target: RedisTarget, options: ConnectOptions 
     await Promise.race([
       redis.connect().then(() => redis.ping()),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no reply within ${timeout / 1000} s`)), timeout);
+        timer = setTimeout(() => reject(new Error(`no reply within ${timeoutMs / 1000} s`)), timeoutMs);
       }),
     ]);
   } catch (error) {
     redis.disconnect();
-    throw new RedisConnectError(target, describeFailure(lastError ?? error), lastError ?? error);
+    throw connectFailure(target, lastError ?? error);
   } finally {
     clearTimeout(timer);
     redis.off("error", onError);
@@ -118,12 +80,49 @@ export async function connectRedis(target: RedisTarget, options: ConnectOptions 
   return redis;
 }
 
-function describeFailure(error: unknown): string {
+/**
+ * A RedisConnectError for `error`, whose cause keeps only its name, message and code: ioredis
+ * attaches the failed command to its errors, and a failed HELLO or AUTH carries the password.
+ */
+function connectFailure(target: RedisTarget, error: unknown): RedisConnectError {
   const message = error instanceof Error ? error.message : String(error);
+  const cause = new Error(message);
+  if (error instanceof Error) {
+    cause.name = error.name;
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string") Object.assign(cause, { code });
+  }
+  return new RedisConnectError(target.display, describeFailure(message), cause);
+}
+
+function describeFailure(message: string): string {
   if (/WRONGPASS|invalid password|invalid username-password/i.test(message)) return "wrong user name or password";
-  if (/NOAUTH/.test(message)) return "the server requires a password (give it in the address: redis://:password@host:port)";
+  if (/NOAUTH/.test(message)) return `the server requires a password (set ${PASSWORD_VARIABLE}, or give it in the address: redis://:password@host:port)`;
   if (/ECONNREFUSED/.test(message)) return "connection refused (is redis-server running and listening on that address?)";
   if (/ENOTFOUND|EAI_AGAIN/.test(message)) return "unknown host name";
   if (/ETIMEDOUT|no reply within/.test(message)) return `timed out (${message})`;
   return message;
+}
+
+/**
+ * `redis` made to show its address, never its password: util.inspect of it (or of anything
+ * holding it: a transport, a worker, a BullMQ queue) prints `Redis <redis://host:port>`, and the
+ * password in its options is not enumerable, so inspecting or serializing those options (BullMQ
+ * keeps them as its connection's `opts`) leaves it out. Its duplicates, which BullMQ opens for
+ * blocking waits, are guarded the same way and keep the password (a spread of the options would
+ * drop it now).
+ */
+function guarded(redis: Redis, target: RedisTarget): Redis {
+  Object.defineProperty(redis.options, "password", { value: redis.options.password, enumerable: false, writable: true, configurable: true });
+  // Configurable and writable as methods are: BullMQ wraps connections in proxies, which must
+  // return a non-configurable, read-only property's own value.
+  Object.defineProperties(redis, {
+    [inspect.custom]: { value: () => `Redis <${target.display}> (${redis.status})`, configurable: true, writable: true },
+    duplicate: {
+      value: (override?: Partial<RedisOptions>) => guarded(new Redis({ ...redis.options, password: target.revealPassword(), ...override }), target),
+      configurable: true,
+      writable: true,
+    },
+  });
+  return redis;
 }

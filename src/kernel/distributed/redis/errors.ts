@@ -1,7 +1,6 @@
 // What goes wrong with a Redis cluster, as errors a user can test for (`instanceof`). Kept apart
-// from the connections themselves so that importing them loads no Redis client.
-
-import type { RedisTarget } from "./connection";
+// from the connections themselves so that importing them loads no Redis client, and at the
+// bottom of this folder: they name servers by their credential-free address, a string.
 
 /** An address that is not `redis://[user:password@]host:port[/db]` or `rediss://…`; names what is wrong. */
 export class RedisAddressError extends Error {
@@ -12,11 +11,12 @@ export class RedisAddressError extends Error {
 export class RedisConnectError extends Error {
   override name = "RedisConnectError";
   constructor(
-    readonly target: RedisTarget,
+    /** The address without credentials: `redis://host:port[/db]`. */
+    readonly server: string,
     reason: string,
-    cause?: unknown,
+    cause?: Error,
   ) {
-    super(`Cannot connect to Redis at ${target.display}: ${reason}`, { cause });
+    super(`Cannot connect to Redis at ${server}: ${reason}`, { cause });
   }
 }
 

@@ -6,6 +6,6 @@ export { RedisTransport, type RedisTransportOptions, type QueuedTask } from "./t
 export { RedisAddressError, RedisConnectError, RedisConnectionLostError, RedisDataLostError } from "./errors";
 export { RedisWorker, type RedisWorkerOptions } from "./worker";
 export { RedisStore, type StoredInfo } from "./store";
-export { parseRedisUrl, type RedisTarget } from "./connection";
+export { PASSWORD_VARIABLE, RedisTarget, parseRedisUrl } from "./address";
 export { WorkerCannotRunError } from "./functions";
 export { WorkerNameTakenError, type RegisteredWorker, type WorkerInfo, type WorkerBeat } from "./registry";

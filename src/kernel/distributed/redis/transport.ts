@@ -36,7 +36,8 @@ import { staticOrderOf } from "../scheduler/state";
 import type { Transport, TransportEvents } from "../scheduler/transport";
 import { WorkerClock } from "../worker/clock";
 import { observeRedisTime } from "./clock";
-import { type ConnectOptions, type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
+import { PASSWORD_VARIABLE, type RedisTarget, redisTargetOf } from "./address";
+import { type ConnectOptions, connectRedis } from "./connection";
 import { type OutcomeEntry, type Publication, type ReplyEntry, type TaskJobData, type WorkerRequest, carryFrames, decodeCarried, decodeOutcome, decodeReply, encodeTask, taskJobId } from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient } from "./registry";
@@ -160,9 +161,12 @@ export class RedisTransport implements Transport {
     };
   }
 
-  /** Connects and registers the client; a RedisConnectError naming the host (refused, wrong password, timeout…). */
+  /**
+   * Connects and registers the client; a RedisConnectError naming the host (refused, wrong
+   * password, timeout…). Without a password in the address, TSDASK_REDIS_PASSWORD's is used.
+   */
   static async connect(url: string, options: RedisTransportOptions = {}): Promise<RedisTransport> {
-    const target = parseRedisUrl(url);
+    const target = redisTargetOf(url);
     const clientId = randomBytes(6).toString("hex");
     const connectOptions = { ...options, connectionName: clientConnectionName(clientId) };
     const redis = await connectRedis(target, connectOptions);
@@ -714,7 +718,8 @@ export class RedisTransport implements Transport {
       this.noticeGiven = true;
       this.notice(
         `No tsdask worker is connected to ${this.description}: ${this.pending.size} task(s) wait in its queue. ` +
-          `Start one on any machine that reaches it: npx tsdask worker ${this.description}`,
+          `Start one on any machine that reaches it: npx tsdask worker ${this.description}` +
+          (this.target.hasPassword ? ` (with the password in ${PASSWORD_VARIABLE} or --password-file)` : ""),
       );
     }
   }

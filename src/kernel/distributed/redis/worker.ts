@@ -34,7 +34,8 @@ import { WorkerProfiler } from "../worker/profile";
 import { TransferStats, keySizes } from "../worker/transfers";
 import { type WorkerView, workerView } from "../worker/view";
 import { observeRedisTime } from "./clock";
-import { type RedisTarget, connectRedis, parseRedisUrl } from "./connection";
+import { type RedisTarget, redisTargetOf } from "./address";
+import { connectRedis } from "./connection";
 import { FunctionGate, WorkerCannotRunError, defaultModuleRoots, resolveModuleRoots } from "./functions";
 import {
   CARRIED_VALUE_BYTES,
@@ -50,12 +51,16 @@ import {
   taskJobNumber,
 } from "./jobs";
 import { Namespace, TASK_QUEUE, registry } from "./keys";
+import { checkOptionUnits } from "./options";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
 import { DEFAULT_PART_SIZE, type FetchResult, RedisStore, sweepNamespace } from "./store";
 
 export interface RedisWorkerOptions {
-  /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
-  readonly url: string;
+  /**
+   * `redis://[user:password@]host:port[/db]` or `rediss://…` (without a password in it, the one
+   * in TSDASK_REDIS_PASSWORD is used), or a target read from one.
+   */
+  readonly url: string | RedisTarget;
   /** Unique among the live workers of this Redis (default `<host>-<pid>`). */
   readonly name?: string;
   /** Tasks run at once, each on a thread of its own (default: the CPUs available). */
@@ -200,7 +205,22 @@ export class RedisWorker {
 
   /** Connects, starts the threads and registers; a clear error if Redis cannot be reached or the name is taken. */
   static async start(options: RedisWorkerOptions): Promise<RedisWorker> {
-    const target = parseRedisUrl(options.url);
+    const target = redisTargetOf(options.url);
+    checkOptionUnits(
+      options,
+      {
+        nthreads: "whole number ≥ 1",
+        memoryLimit: "bytes",
+        heartbeatInterval: "seconds",
+        ttl: "seconds",
+        lockDuration: "seconds",
+        stalledInterval: "seconds",
+        partSize: "bytes",
+        maxStalledCount: "whole number ≥ 0",
+        deadClientGrace: "seconds",
+      },
+      "RedisWorker",
+    );
     const settings: Settings = {
       nthreads: options.nthreads ?? availableParallelism(),
       memoryLimit: options.memoryLimit ?? totalmem(),
@@ -216,7 +236,6 @@ export class RedisWorker {
       partSize: options.partSize ?? DEFAULT_PART_SIZE,
       deadClientGrace: options.deadClientGrace ?? Number(process.env.TSDASK_DEAD_CLIENT_GRACE ?? 30),
     };
-    if (!Number.isInteger(settings.nthreads) || settings.nthreads < 1) throw new RangeError(`nthreads must be a whole number ≥ 1, got ${settings.nthreads}`);
     if (!(settings.deadClientGrace > 0)) throw new RangeError(`deadClientGrace (TSDASK_DEAD_CLIENT_GRACE) must be a number of seconds > 0, got ${settings.deadClientGrace}`);
     const clock = new WorkerClock(simulatedClockOffset(options.clockOffset));
     const profiling = options.profile === false ? false : checkProfilingOptions(options.profile ?? DEFAULT_PROFILING, "Redis worker profile option");
