@@ -5,23 +5,15 @@
 // Metrics panel's output and printed line come from one snapshot of the metrics.
 
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { MIME_TYPE } from "../../src/protocol";
 import { type FpmData, type FpmSelection, fpmModel, fpmSummary } from "../../src/protocol/fpm";
 import { metricsTable } from "../../src/kernel/metrics/panel";
+import { inUserProject } from "../helpers/tslab-cell";
 import { describeFailures, runNotebook } from "../notebook/harness";
 
-const root = join(__dirname, "../../..");
-const dir = mkdtempSync(join(tmpdir(), "tsdask-display-calls-"));
-after(() => rmSync(dir, { recursive: true, force: true }));
-before(() => {
-  // The notebook's folder sees this package as "tsdask", as a user's project would.
-  mkdirSync(join(dir, "node_modules"));
-  symlinkSync(root, join(dir, "node_modules/tsdask"), "dir");
-});
 
 const SETUP = `import { LocalCluster, Client, MemorySampler, get, getTaskStream } from "tsdask";
 const cluster = await LocalCluster.start({ nWorkers: 2, threadsPerWorker: 1 });
@@ -67,14 +59,17 @@ test("each display call, un-awaited, shows its plot in its own cell and nothing 
     sources.push(call.source, `console.log("after call ${n}")`);
   });
   sources.push("await client.close();\nawait cluster.close();");
-  const notebook = join(dir, "calls.ipynb");
-  const saved = join(dir, "calls-ran.ipynb");
-  const cells = sources.map((source) => ({ cell_type: "code", metadata: {}, source, outputs: [], execution_count: null }));
-  writeFileSync(notebook, JSON.stringify({ cells, metadata: {}, nbformat: 4, nbformat_minor: 5 }));
-  // The harness applies display updates by id as JupyterLab does, also after the last cell (drain).
-  const report = await runNotebook(notebook, { save: saved, drainSeconds: 3, timeoutSeconds: 180 });
-  assert.ok(report.ok, describeFailures(report));
-  const outputs = (JSON.parse(readFileSync(saved, "utf8")) as { cells: { outputs: Output[] }[] }).cells.map((cell) => cell.outputs);
+  // The notebook's folder sees this package as "tsdask", as a user's project would.
+  const { report, outputs } = await inUserProject(async (dir) => {
+    const notebook = join(dir, "calls.ipynb");
+    const saved = join(dir, "calls-ran.ipynb");
+    const cells = sources.map((source) => ({ cell_type: "code", metadata: {}, source, outputs: [], execution_count: null }));
+    writeFileSync(notebook, JSON.stringify({ cells, metadata: {}, nbformat: 4, nbformat_minor: 5 }));
+    // The harness applies display updates by id as JupyterLab does, also after the last cell (drain).
+    const report = await runNotebook(notebook, { save: saved, drainSeconds: 3, timeoutSeconds: 180 });
+    assert.ok(report.ok, describeFailures(report));
+    return { report, outputs: (JSON.parse(readFileSync(saved, "utf8")) as { cells: { outputs: Output[] }[] }).cells.map((cell) => cell.outputs) };
+  });
   const plotOutput = `display_data: ${[MIME_TYPE, "image/svg+xml", "text/plain"].sort().join(", ")}`;
 
   for (const [n, call] of callCells.entries()) {

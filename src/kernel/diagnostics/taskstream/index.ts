@@ -39,7 +39,7 @@ export interface TaskStream<T> {
 }
 
 /** A TaskStream with its plot: what `getTaskStream(block, { plot: true })` gives. */
-export type PlottedTaskStream<T> = TaskStream<T> & { readonly figure: ProfilePlot };
+export type TaskStreamWithFigure<T> = TaskStream<T> & { readonly figure: ProfilePlot };
 
 /**
  * Dask's `with get_task_stream(plot=…) as ts:` — runs `fn` and records every task the
@@ -50,9 +50,9 @@ export type PlottedTaskStream<T> = TaskStream<T> & { readonly figure: ProfilePlo
  * the plot once it has ended.
  */
 export function getTaskStream<T>(fn: () => T | Promise<T>, options?: GetTaskStreamOptions & { readonly plot?: false }): Promise<TaskStream<Awaited<T>>>;
-export function getTaskStream<T>(fn: () => T | Promise<T>, options: GetTaskStreamOptions & { readonly plot: true | "save" }): DisplayHandle<PlottedTaskStream<Awaited<T>>, undefined>;
-export function getTaskStream<T>(fn: () => T | Promise<T>, options?: GetTaskStreamOptions): Promise<TaskStream<Awaited<T>>> | DisplayHandle<PlottedTaskStream<Awaited<T>>, undefined>;
-export function getTaskStream<T>(fn: () => T | Promise<T>, options: GetTaskStreamOptions = {}): Promise<TaskStream<Awaited<T>>> | DisplayHandle<PlottedTaskStream<Awaited<T>>, undefined> {
+export function getTaskStream<T>(fn: () => T | Promise<T>, options: GetTaskStreamOptions & { readonly plot: true | "save" }): DisplayHandle<TaskStreamWithFigure<Awaited<T>>, undefined>;
+export function getTaskStream<T>(fn: () => T | Promise<T>, options?: GetTaskStreamOptions): Promise<TaskStream<Awaited<T>>> | DisplayHandle<TaskStreamWithFigure<Awaited<T>>, undefined>;
+export function getTaskStream<T>(fn: () => T | Promise<T>, options: GetTaskStreamOptions = {}): Promise<TaskStream<Awaited<T>>> | DisplayHandle<TaskStreamWithFigure<Awaited<T>>, undefined> {
   const { plot, ...plotOptions } = options ?? {};
   if (plot !== true && plot !== "save") return recordTaskStream(fn, options);
   // Checked before the block runs, and thrown at the call (as visualize() does): a typo must

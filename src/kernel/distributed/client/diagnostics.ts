@@ -211,9 +211,10 @@ const PROFILE_OPTIONS = ["key", "start", "stop", "workers", "kind", "filename", 
 
 /** `client.profile` without a plot: the tree (and the page written to `filename`, if given). */
 export async function clientProfile(diagnostics: ClusterDiagnostics, options: ClientProfileOptions): Promise<ProfileNode> {
-  const { data, figure } = await fetchProfile(diagnostics, checkProfileOptions(options));
-  if (options.filename !== undefined) saveAsAsked(figure, { filename: options.filename, save: true }, "Profile");
-  return data;
+  const checked = checkProfileOptions(options);
+  const { windows, interval } = await diagnostics.profile(checked.range, checked.workers);
+  if (options.filename !== undefined) saveAsAsked(ProfileFigure.of(windows, interval, checked.figureOptions), { filename: options.filename, save: true }, "Profile");
+  return profileTree(windows, checked);
 }
 
 /**
@@ -222,13 +223,18 @@ export async function clientProfile(diagnostics: ClusterDiagnostics, options: Cl
  */
 export function plotClientProfile(diagnostics: ClusterDiagnostics, options: ClientProfileOptions): DisplayHandle<PlottedProfile, undefined> {
   const checked = checkProfileOptions(options);
-  const arriving = fetchProfile(diagnostics, checked);
+  // Asked now: an unknown worker is thrown at the call, not when the others answer.
+  const arriving = diagnostics.profile(checked.range, checked.workers).then(({ windows, interval }) => ({
+    data: profileTree(windows, checked),
+    figure: ProfileFigure.of(windows, interval, checked.figureOptions),
+  }));
   const { title } = checked.figureOptions;
   const saving = { filename: options.filename ?? "dask-profile.html", save: options.filename === undefined ? undefined : true };
   return presentArriving({ pending: `${title}: asking the workers for their samples…`, summary: `${title} of ${diagnostics.description}` }, arriving, saving, "Profile");
 }
 
 interface CheckedProfileOptions {
+  readonly range: TimeRange;
   readonly query: { start?: number; stop?: number; prefix?: string[] };
   readonly workers?: readonly string[];
   readonly kind: "compute" | "administrative";
@@ -252,6 +258,7 @@ function checkProfileOptions(options: ClientProfileOptions): CheckedProfileOptio
   if (typeof plot !== "boolean") throw new TypeError(`client.profile option plot must be true or false, got ${JSON.stringify(plot)}`);
   const prefix = key === undefined ? undefined : prefixesOfKey(key);
   return {
+    range: { start, stop },
     query: { start, stop, prefix },
     workers,
     kind,
@@ -263,13 +270,9 @@ function checkProfileOptions(options: ClientProfileOptions): CheckedProfileOptio
   };
 }
 
-/** Asks the workers (an unknown worker is thrown at once, not when they answer). */
-function fetchProfile(diagnostics: ClusterDiagnostics, checked: CheckedProfileOptions): Promise<PlottedProfile> {
-  const { query, workers, kind, figureOptions } = checked;
-  return diagnostics.profile({ start: query.start, stop: query.stop }, workers).then(({ windows, interval }) => ({
-    data: kind === "compute" ? computeProfile(windows, query) : administrativeProfile(windows, query),
-    figure: ProfileFigure.of(windows, interval, figureOptions),
-  }));
+/** Dask's tree of the windows, for the checked options' kind and query. */
+function profileTree(windows: ProfileWindow[], { kind, query }: CheckedProfileOptions): ProfileNode {
+  return kind === "compute" ? computeProfile(windows, query) : administrativeProfile(windows, query);
 }
 
 export interface ClientBandwidthOptions extends BandwidthOptions, TimeRange {
