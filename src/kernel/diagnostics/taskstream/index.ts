@@ -8,8 +8,7 @@ import type { VisualizeOptions } from "../visualize/options";
 import { TaskStreamCollector } from "./collector";
 import type { DisplayHandle } from "../../display";
 import { presentArriving } from "../../display/figure";
-import { resolveOptions } from "../visualize/options";
-import { taskStreamFigure } from "./plot";
+import { taskStreamFigure, taskStreamPlotOptions } from "./plot";
 import type { TaskStreamTable } from "./table";
 
 export { TaskStreamCollector, type TaskStreamCollectorOptions, localWorker, typeName } from "./collector";
@@ -59,10 +58,10 @@ export function getTaskStream<T>(fn: () => T | Promise<T>, options: GetTaskStrea
   // not cost the user a computation, nor hide in an output nobody awaited.
   checkBlock(fn);
   const figureOptions = { ...plotOptions, ...(plot === "save" ? { save: true } : {}) };
-  const opts = resolveOptions(figureOptions);
+  const opts = taskStreamPlotOptions(figureOptions);
   const arriving = recordTaskStream(fn, {}).then((ts) => ({ ...ts, figure: taskStreamFigure(ts.table, figureOptions).figure }));
   const text = { pending: "Task stream: recording the block's tasks…", summary: "Task stream of the block" };
-  return presentArriving(text, arriving, { ...opts, filename: plotOptions.filename ?? "task-stream.html" }, "Task stream");
+  return presentArriving(text, arriving, opts, "Task stream");
 }
 
 function checkBlock(fn: unknown): void {

@@ -17,10 +17,15 @@ export function taskStreamPlot(table: TaskStreamTable, options?: VisualizeOption
 
 /** taskStreamPlot's figure, not shown yet, and its options resolved (a bad one throws here). */
 export function taskStreamFigure(table: TaskStreamTable, options?: VisualizeOptions): { figure: ProfilePlot; opts: ResolvedOptions } {
-  const opts = resolveOptions({ title: "Task stream", filename: "task-stream.html", ...options });
+  const opts = taskStreamPlotOptions(options);
   const palette = options?.palette === undefined ? PREFIX_PALETTE : paletteColors(opts.palette, PREFIX_PALETTE.length);
   const spec = taskStreamSpec(table, { width: opts.width, height: options?.height, title: opts.title, palette, config: opts.config });
   const rows = streamRows(table).labels.length;
   const figure = new ProfilePlot(spec, `tsdask task stream: ${table.taskCount} tasks on ${rows} worker thread${rows === 1 ? "" : "s"}`);
   return { figure, opts };
+}
+
+/** taskStreamPlot's options, checked, with its defaults. */
+export function taskStreamPlotOptions(options?: VisualizeOptions): ResolvedOptions {
+  return resolveOptions({ title: "Task stream", filename: "task-stream.html", ...options });
 }
