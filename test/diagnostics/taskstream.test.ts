@@ -2,6 +2,9 @@
 // failed tasks black, phases in seed 003's colours, binned past 5 000 phases.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { threadId } from "node:worker_threads";
 import { TaskStreamCollector, TaskStreamTable, getTaskStream, get, now, withCallbacks } from "../../src";
 import { PHASE_COLORS, streamRows, taskStreamSpec } from "../../src/kernel/diagnostics/taskstream";
@@ -83,8 +86,22 @@ describe("getTaskStream", () => {
 
   test("plot: true shows or saves the plot; bad options are refused", async () => {
     await assert.rejects(getTaskStream(() => 1, { plot: "yes" as never }), /Option plot must be true, false or "save"/);
-    await assert.rejects(getTaskStream(() => 1, { plot: true, colour: "red" } as never), /Unknown visualize option "colour"/);
+    // A call that plots returns a DisplayHandle, not a promise: bad options throw at the call, as visualize()'s do.
+    assert.throws(() => getTaskStream(() => 1, { plot: true, colour: "red" } as never), /Unknown visualize option "colour"/);
     await assert.rejects(getTaskStream(1 as never), /getTaskStream takes the block to run as a function/);
+    assert.throws(() => getTaskStream(1 as never, { plot: true }), /getTaskStream takes the block to run as a function/);
+    await assert.rejects(getTaskStream(() => 1, { width: 300 } as never), /Unknown getTaskStream option "width" \(plot options need plot: true\)/);
+    const dir = mkdtempSync(join(tmpdir(), "tsdask-ts-plot-"));
+    try {
+      const file = join(dir, "stream.html");
+      const ts = await getTaskStream(() => get({ a: [(x: number) => x + 1, 1] }, "a"), { plot: "save", filename: file });
+      assert.equal(ts.result, 2);
+      assert.equal(ts.data.length, 1);
+      assert.equal(ts.figure.file, file);
+      assert.ok(existsSync(file));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

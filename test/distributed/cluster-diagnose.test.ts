@@ -157,6 +157,16 @@ describe("seed 003's diagnostics on a LocalCluster whose worker-1 runs 5 s ahead
     const html = readFileSync(file, "utf8");
     assert.match(html, /id="tsdask-profile-data"/);
     assert.doesNotMatch(html, /<script[^>]+src=/, "no script loaded from anywhere");
+    // plot: Dask's (data, figure), as { data, figure }; a handle, not a promise, and the tree is the same.
+    const plottedFile = join(dir, "profile-plotted.html");
+    const handle = client.profile({ key: "burn", start: t0, stop: t1, plot: true, filename: plottedFile });
+    assert.equal(handle.value, undefined, "the workers have not answered yet");
+    const plotted = await handle;
+    assert.equal(plotted.data.count, burn.count);
+    assert.ok(findFrame(plotted.data, HOT_ID) !== undefined);
+    assert.equal(plotted.figure.file, plottedFile);
+    assert.match(plotted.figure.summary, /^Worker profile \(compute\): \d+ samples/);
+    assert.throws(() => client.profile({ plot: true, workers: ["worker-9"] }), /No worker "worker-9"/, "a plotting call fails at the call");
   });
 
   test("the profiler never stops a task nor loses its samples: one long task spans several windows, sampled throughout", async () => {
@@ -196,8 +206,11 @@ describe("seed 003's diagnostics on a LocalCluster whose worker-1 runs 5 s ahead
     const entries = Object.values(logs).flat().filter((entry) => entry.stop >= t0);
     for (const entry of entries) assert.ok(entry.start >= t0 - 0.05 && entry.stop <= t1 + 0.05, `a transfer ${(entry.start - t0).toFixed(3)} s into the block`);
     const file = join(dir, "bandwidth.html");
-    await client.bandwidth({ start: t0, stop: t1, plot: "save", filename: file });
+    const plotted = await client.bandwidth({ start: t0, stop: t1, plot: "save", filename: file });
     assert.match(readFileSync(file, "utf8"), /worker-[01]/, "the plot names the workers");
+    assert.deepEqual(plotted.data, incoming, "the data as without plot: workers by address");
+    assert.equal(plotted.figure.file, file);
+    assert.throws(() => client.bandwidth({ plot: true, direction: "sideways" as never }), /Option direction must be "incoming" or "outgoing"/);
     a.release();
     b.release();
   });

@@ -7,7 +7,7 @@ import { byteUnit, formatBytes, naturalOrder } from "../../protocol/format";
 import type { BandwidthSummary, TransferLogEntry } from "../../protocol/records";
 import type { DisplayHandle } from "../display";
 import { present } from "../display/figure";
-import { type VisualizeOptions, resolveOptions } from "./visualize/options";
+import { type ResolvedOptions, type VisualizeOptions, resolveOptions } from "./visualize/options";
 import type { VegaLiteSpec } from "./visualize/plot";
 import { VEGA_LITE_SCHEMA } from "../../protocol/plot/vega";
 import { ProfilePlot } from "./visualize/visualize";
@@ -162,7 +162,17 @@ export function bandwidthWorkersSpec(summary: BandwidthDetail, options: { width:
 
 /** Both views, types above workers, shown or saved as visualize() does (default file bandwidth.html). */
 export function bandwidthPlot(summary: BandwidthDetail, options?: VisualizeOptions): DisplayHandle<ProfilePlot> {
-  const opts = resolveOptions({ title: "Bandwidth", filename: "bandwidth.html", ...options });
+  const opts = bandwidthPlotOptions(options);
+  return present(bandwidthFigure(summary, opts), opts, "Bandwidth plot");
+}
+
+/** bandwidthPlot's options, checked, with its defaults. */
+export function bandwidthPlotOptions(options?: VisualizeOptions): ResolvedOptions {
+  return resolveOptions({ title: "Bandwidth", filename: "bandwidth.html", ...options });
+}
+
+/** bandwidthPlot's figure, not shown yet. */
+export function bandwidthFigure(summary: BandwidthDetail, opts: ResolvedOptions): ProfilePlot {
   const spec: VegaLiteSpec = {
     $schema: VEGA_LITE_SCHEMA,
     title: opts.title,
@@ -170,6 +180,5 @@ export function bandwidthPlot(summary: BandwidthDetail, options?: VisualizeOptio
     resolve: { scale: { color: "independent" } },
     config: { view: { stroke: null }, ...opts.config },
   };
-  const plot = new ProfilePlot(spec, `tsdask bandwidth: ${rateText(summary.total)} over ${summary.transfers} transfers`);
-  return present(plot, opts, "Bandwidth plot");
+  return new ProfilePlot(spec, `tsdask bandwidth: ${rateText(summary.total)} over ${summary.transfers} transfers`);
 }

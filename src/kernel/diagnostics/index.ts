@@ -6,7 +6,7 @@ export { Profiler, type ProfilerResults, threadProf, processProf } from "./profi
 export { ResourceProfiler, type ResourceProfilerOptions } from "./resource";
 export { CacheProfiler, type CacheProfilerOptions } from "./cache";
 export { nbytes } from "../metrics/nbytes";
-export { getTaskStream, type GetTaskStreamOptions, type TaskStream, TaskStreamCollector, TaskStreamTable, taskStreamPlot } from "./taskstream";
+export { getTaskStream, type GetTaskStreamOptions, type TaskStream, type TaskStreamWithFigure, TaskStreamCollector, TaskStreamTable, taskStreamPlot } from "./taskstream";
 export { MemorySampler, type MemorySampleOptions, type MemorySource, type MemoryMeasure, localMemory } from "./memory";
 export { bandwidthSummary, bandwidthPlot, nameTransferLogs, type BandwidthDetail, type TransferLogs } from "./bandwidth";
 export { performanceReport, PerformanceReport, type PerformanceReportOptions } from "./report";

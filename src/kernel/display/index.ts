@@ -6,7 +6,7 @@ import { checkOptions, type LiveDisplay, type LiveDisplayOptions, ThrottledDispl
 import { kernelChannel } from "./tslab";
 
 export { DEFAULT_MIN_INTERVAL_MS, type LiveDisplay, type LiveDisplayOptions } from "./live";
-export { DisplayHandle, type DisplayNowOptions, displayNow } from "./handle";
+export { DisplayHandle, type DisplayArrivingOptions, type DisplayNowOptions, type UpdateOutput, displayArriving, displayNow } from "./handle";
 export { displayPlot } from "./plot";
 export type { VegaLiteSpec } from "./vega";
 export type { MimeBundle };

@@ -19,6 +19,8 @@ export {
   type ClientProfileOptions,
   type ClientBandwidthOptions,
   type PlottedTaskStream,
+  type PlottedProfile,
+  type PlottedBandwidth,
 } from "./client";
 export { Scheduler, type Transport, type TransportEvents, type Placement, TaskStreamRing, type CollectOptions } from "./scheduler";
 export type { WorkerView, WorkerDataView, WorkerMemoryView } from "./worker/view";

@@ -5,11 +5,11 @@
 import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { inspect } from "node:util";
+import { type InspectOptions, inspect } from "node:util";
 import { type FpmData, type FpmModel, type FpmSelection, DEFAULT_SELECTION, IDLE_PREFIX, formatMetric, fpmModel, fpmSpec, fpmSummary } from "../../../protocol/fpm";
 import { type FpmPayload, MIME_TYPE, type MimeBundle, PROTOCOL_VERSION } from "../../../protocol";
 import { DisplayHandle, displayNow } from "../../display/handle";
-import { present } from "../../display/figure";
+import { completeInTwoSteps, inspectFigure, present } from "../../display/figure";
 import { kernelChannel } from "../../display/tslab";
 import { standalonePage } from "../../display/page";
 import { staticImage } from "../../display/plot";
@@ -103,8 +103,9 @@ export class FpmPanel {
     return metricsTable(this.data, this.selection);
   }
 
-  [inspect.custom](): string {
-    return `FpmPanel { ${this.summary}${this.file === undefined ? "" : `, saved to ${this.file}`} }`;
+  /** Printed as its summary; left as a notebook cell's value, also shown. */
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectFigure(this, `FpmPanel { ${this.summary}${this.file === undefined ? "" : `, saved to ${this.file}`} }`, depth, options);
   }
 }
 
@@ -125,6 +126,8 @@ export function showPanel(data: FpmData, options: FpmPanelOptions = {}): Display
  * shown in the calling cell at once from `now`, then, once `latest` has the rest, the same output
  * is replaced by the panel of the latest data with its static image. Outside a notebook the file
  * is written from the latest data. Awaiting the handle gives the panel of the latest data.
+ * Each state of the output (panel, image, text) is drawn from one snapshot, and the line printed
+ * for the handle names no figures: it is printed before the latest data is in.
  */
 export function showArrivingPanel(now: FpmData, latest: Promise<FpmData>, options: FpmPanelOptions = {}): DisplayHandle<FpmPanel> {
   const panel = newPanel(now, options);
@@ -137,15 +140,12 @@ export function showArrivingPanel(now: FpmData, latest: Promise<FpmData>, option
     if (save && !notebook) console.log(`${TITLE} written to ${panel.file}`);
     return panel;
   });
-  if (!notebook) return new DisplayHandle(panel, panel.summary, false, arrived);
-  const id = randomUUID();
-  return displayNow(panel.liveBundle(id, 0), {
-    summary: panel.summary,
+  const summary = `${TITLE} (${now.source?.description ?? "tsdask"}), as of every worker's next heartbeat`;
+  if (!notebook) return new DisplayHandle(panel, summary, false, arrived);
+  return displayNow(panel.liveBundle(randomUUID(), 0), {
+    summary,
     value: panel,
-    complete: async () => {
-      await arrived;
-      return { ...panel.liveBundle(id, 1), "image/svg+xml": await panel.notebookImage() };
-    },
+    complete: async (update) => completeInTwoSteps(await arrived, update),
   });
 }
 

@@ -4,7 +4,7 @@
 
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { inspect } from "node:util";
+import { type InspectOptions, inspect } from "node:util";
 import { MIME_TYPE, type MimeBundle, PROTOCOL_VERSION, type ProfilePayload, type ProfileViewData } from "../../../protocol";
 import { formatTime } from "../../../protocol/format";
 import {
@@ -21,7 +21,7 @@ import {
 import type { ProfileNode } from "../../../protocol/records";
 import { standalonePage } from "../../display/page";
 import type { DisplayHandle } from "../../display";
-import { present } from "../../display/figure";
+import { inspectFigure, present } from "../../display/figure";
 import { staticImage } from "../../display/plot";
 import type { VegaLiteSpec } from "../../display/vega";
 
@@ -94,8 +94,9 @@ export class ProfileFigure {
     return path;
   }
 
-  [inspect.custom](): string {
-    return `ProfileFigure { ${this.summary}${this.file === undefined ? "" : `, saved to ${this.file}`} }`;
+  /** Printed as its summary; left as a notebook cell's value, also shown. */
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectFigure(this, `ProfileFigure { ${this.summary}${this.file === undefined ? "" : `, saved to ${this.file}`} }`, depth, options);
   }
 }
 

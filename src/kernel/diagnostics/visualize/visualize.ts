@@ -4,13 +4,13 @@
 
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { inspect } from "node:util";
+import { type InspectOptions, inspect } from "node:util";
 import type { ProfileSnapshot, Visualizable } from "../types";
 import { MAX_GROUPS } from "../../../protocol/plot/groups";
 import { standaloneHTML } from "./html";
 import type { MimeBundle } from "../../../protocol";
 import type { DisplayHandle } from "../../display";
-import { present } from "../../display/figure";
+import { inspectFigure, present } from "../../display/figure";
 import { plotBundle, staticImage } from "../../display/plot";
 import { type VegaLiteSpec, paletteColors, renderSVG } from "../../display/vega";
 import { type VisualizeOptions, resolveOptions } from "./options";
@@ -55,9 +55,9 @@ export class ProfilePlot {
     return path;
   }
 
-  /** The REPL and a notebook's last-expression echo print the summary, not megabytes of spec. */
-  [inspect.custom](): string {
-    return `ProfilePlot { ${this.summary}${this.file === undefined ? "" : `, saved to ${this.file}`} }`;
+  /** The REPL and a notebook's last-expression echo print the summary, not megabytes of spec; a notebook also shows the plot. */
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectFigure(this, `ProfilePlot { ${this.summary}${this.file === undefined ? "" : `, saved to ${this.file}`} }`, depth, options);
   }
 }
 

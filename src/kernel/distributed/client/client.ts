@@ -36,10 +36,16 @@ import {
   type ClientProfileOptions,
   type ClientTaskStreamOptions,
   ClusterDiagnostics,
+  type PlottedBandwidth,
+  type PlottedProfile,
   type PlottedTaskStream,
+  asksForPlot,
   clientBandwidth,
   clientProfile,
   clientTaskStream,
+  plotClientBandwidth,
+  plotClientProfile,
+  plotClientTaskStream,
 } from "./diagnostics";
 import { Future, FutureHold } from "./future";
 import { planSpans, planSubmission } from "./submission";
@@ -225,34 +231,52 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
    * Dask's `client.get_task_stream(start, stop, count)`: the task-stream records the scheduler
    * holds (the last 100 000 by default), oldest first — every task's worker, thread, result size
    * and phases (compute, transfer from a peer, disk-read, disk-write, deserialize) on the
-   * scheduler's clock. With `plot`, also the plot: `{ data, table, figure }`.
+   * scheduler's clock. With `plot`, also the plot, shown in the calling cell at once (awaited or
+   * not): the handle gives `{ data, table, figure }`.
    */
   getTaskStream(options?: ClientTaskStreamOptions & { readonly plot?: false }): Promise<TaskStreamRecord[]>;
-  getTaskStream(options: ClientTaskStreamOptions & { readonly plot: true | "save" }): Promise<PlottedTaskStream>;
-  getTaskStream(options?: ClientTaskStreamOptions): Promise<TaskStreamRecord[] | PlottedTaskStream>;
-  async getTaskStream(options: ClientTaskStreamOptions = {}): Promise<TaskStreamRecord[] | PlottedTaskStream> {
+  getTaskStream(options: ClientTaskStreamOptions & { readonly plot: true | "save" }): DisplayHandle<PlottedTaskStream>;
+  getTaskStream(options?: ClientTaskStreamOptions): Promise<TaskStreamRecord[]> | DisplayHandle<PlottedTaskStream>;
+  getTaskStream(options: ClientTaskStreamOptions = {}): Promise<TaskStreamRecord[]> | DisplayHandle<PlottedTaskStream> {
+    if (!asksForPlot(options)) return this.whenOpen(() => clientTaskStream(this.scheduler, options));
     this.checkOpen();
-    return clientTaskStream(this.scheduler, this.diagnostics, options);
+    return plotClientTaskStream(this.scheduler, this.diagnostics, options);
   }
 
   /**
-   * Dask's `client.profile(key, start, stop, workers, filename)`: the workers' statistical
+   * Dask's `client.profile(key, start, stop, workers, filename, plot)`: the workers' statistical
    * profile (Dask's tree, merged over workers and threads), of one task prefix or all, of a time
    * window (scheduler clock), compute (in tasks) or administrative; `filename` also writes the
-   * interactive profile as an offline HTML page, `plot: true` shows it.
+   * interactive profile as an offline HTML page. `plot: true` shows it in the calling cell
+   * (awaited or not; filled in once the workers have answered): the handle gives `{ data, figure }`.
    */
-  async profile(options: ClientProfileOptions = {}): Promise<ProfileNode> {
+  profile(options?: ClientProfileOptions & { readonly plot?: false }): Promise<ProfileNode>;
+  profile(options: ClientProfileOptions & { readonly plot: true }): DisplayHandle<PlottedProfile, undefined>;
+  profile(options?: ClientProfileOptions): Promise<ProfileNode> | DisplayHandle<PlottedProfile, undefined>;
+  profile(options: ClientProfileOptions = {}): Promise<ProfileNode> | DisplayHandle<PlottedProfile, undefined> {
+    if (options?.plot !== true) return this.whenOpen(() => clientProfile(this.diagnostics, options));
     this.checkOpen();
-    return clientProfile(this.diagnostics, options);
+    return plotClientProfile(this.diagnostics, options);
   }
 
   /**
    * Bandwidth by data type and by (source, destination) worker pair from the workers' transfer
-   * logs (Dask's "Bandwidth Types" and "Bandwidth Workers"); `plot` draws both.
+   * logs (Dask's "Bandwidth Types" and "Bandwidth Workers"); `plot` draws both, shown in the
+   * calling cell as `profile`'s: the handle gives `{ data, figure }`.
    */
-  async bandwidth(options: ClientBandwidthOptions = {}): Promise<BandwidthDetail> {
+  bandwidth(options?: ClientBandwidthOptions & { readonly plot?: false }): Promise<BandwidthDetail>;
+  bandwidth(options: ClientBandwidthOptions & { readonly plot: true | "save" }): DisplayHandle<PlottedBandwidth, undefined>;
+  bandwidth(options?: ClientBandwidthOptions): Promise<BandwidthDetail> | DisplayHandle<PlottedBandwidth, undefined>;
+  bandwidth(options: ClientBandwidthOptions = {}): Promise<BandwidthDetail> | DisplayHandle<PlottedBandwidth, undefined> {
+    if (!asksForPlot(options)) return this.whenOpen(() => clientBandwidth(this.diagnostics, options));
     this.checkOpen();
-    return clientBandwidth(this.diagnostics, options);
+    return plotClientBandwidth(this.diagnostics, options);
+  }
+
+  /** Runs `fn` on an open client, as a promise: a closed client rejects, as every other async call's does. */
+  private async whenOpen<R>(fn: () => Promise<R>): Promise<R> {
+    this.checkOpen();
+    return fn();
   }
 
   // ---- Fine performance metrics and spans --------------------------------------------------------

@@ -9,12 +9,14 @@ import { administrativeProfile, computeProfile } from "../../../protocol/profile
 import type { MetricRecord, ProfileNode, SystemSample, TaskStreamRecord, TransferLogEntry, WorkerRecord } from "../../../protocol/records";
 import { MEASURE_TITLES, type MemoryMeasure, type MemoryPoint } from "../../../protocol/memory";
 import { now } from "../../clock";
-import { type BandwidthDetail, type BandwidthOptions, type TransferLogs, bandwidthPlot, bandwidthSummary, nameTransferLogs } from "../../diagnostics/bandwidth";
+import { type BandwidthDetail, type BandwidthOptions, type TransferLogs, bandwidthFigure, bandwidthPlotOptions, bandwidthSummary, nameTransferLogs } from "../../diagnostics/bandwidth";
 import type { ClusterDiagnosticsSource, TimeRange } from "../../diagnostics/cluster-source";
 import type { MemoryRecording, MemorySource } from "../../diagnostics/memory/source";
 import { type ProfileFigureOptions, ProfileFigure } from "../../diagnostics/statprof/figure";
 import { prefixesOfKey } from "../../diagnostics/statprof/profiler";
-import { TaskStreamTable, taskStreamPlot } from "../../diagnostics/taskstream";
+import { TaskStreamTable, taskStreamFigure } from "../../diagnostics/taskstream";
+import type { DisplayHandle } from "../../display";
+import { presentArriving, present, saveAsAsked } from "../../display/figure";
 import type { VisualizeOptions } from "../../diagnostics/visualize/options";
 import type { ProfilePlot } from "../../diagnostics/visualize/visualize";
 import type { Key } from "../../graph/keys";
@@ -146,7 +148,26 @@ export interface PlottedTaskStream {
 
 const COLLECT_NAMES = ["start", "stop", "count", "startIndex"];
 
-export async function clientTaskStream(scheduler: Scheduler, diagnostics: ClusterDiagnostics, options: ClientTaskStreamOptions): Promise<TaskStreamRecord[] | PlottedTaskStream> {
+/** Whether the options ask for a plot (the call then shows it, and returns a DisplayHandle). */
+export function asksForPlot(options: { readonly plot?: boolean | "save" } | null | undefined): boolean {
+  return options?.plot === true || options?.plot === "save";
+}
+
+/** `client.getTaskStream` without a plot: the records. */
+export async function clientTaskStream(scheduler: Scheduler, options: ClientTaskStreamOptions): Promise<TaskStreamRecord[]> {
+  return checkTaskStreamOptions(scheduler, options).data;
+}
+
+/** `client.getTaskStream` with a plot: shown in the calling cell at once (the records are here). */
+export function plotClientTaskStream(scheduler: Scheduler, diagnostics: ClusterDiagnostics, options: ClientTaskStreamOptions): DisplayHandle<PlottedTaskStream> {
+  const { data, plotOptions } = checkTaskStreamOptions(scheduler, options);
+  const table = TaskStreamTable.fromRecords(data);
+  table.nameWorkers(diagnostics.workers());
+  const { figure, opts } = taskStreamFigure(table, { ...plotOptions, ...(options.plot === "save" ? { save: true } : {}) });
+  return present(figure, opts, "Task stream").giving({ data, table, figure });
+}
+
+function checkTaskStreamOptions(scheduler: Scheduler, options: ClientTaskStreamOptions): { data: TaskStreamRecord[]; plotOptions: VisualizeOptions } {
   if (options === null || typeof options !== "object") throw new TypeError(`client.getTaskStream takes an options object, got ${String(options)}`);
   const { plot, start, stop, count, startIndex, ...plotOptions } = options;
   for (const [name, value] of [["start", start], ["stop", stop], ["count", count], ["startIndex", startIndex]] as const) {
@@ -155,16 +176,11 @@ export async function clientTaskStream(scheduler: Scheduler, diagnostics: Cluste
     }
   }
   if (plot !== undefined && plot !== true && plot !== false && plot !== "save") throw new TypeError(`Option plot must be true, false or "save", got ${JSON.stringify(plot)}`);
-  const data = scheduler.getTaskStream({ start, stop, count, startIndex });
-  if (plot === undefined || plot === false) {
+  if (!asksForPlot(options)) {
     const unknown = Object.keys(plotOptions).filter((name) => !COLLECT_NAMES.includes(name));
     if (unknown.length > 0) throw new TypeError(`Unknown client.getTaskStream option "${unknown[0]}" (plot options need plot: true); known: plot, ${COLLECT_NAMES.join(", ")}`);
-    return data;
   }
-  const table = TaskStreamTable.fromRecords(data);
-  table.nameWorkers(diagnostics.workers());
-  const figure = await taskStreamPlot(table, { ...plotOptions, ...(plot === "save" ? { save: true } : {}) });
-  return { data, table, figure };
+  return { data: scheduler.getTaskStream({ start, stop, count, startIndex }), plotOptions };
 }
 
 export interface ClientProfileOptions {
@@ -183,9 +199,49 @@ export interface ClientProfileOptions {
   readonly plot?: boolean;
 }
 
+/** The profile tree and its figure (Dask's `(data, figure)` for `profile(plot=True)`). */
+export interface PlottedProfile {
+  /** Dask's profile tree, merged over the workers and threads asked. */
+  readonly data: ProfileNode;
+  /** The interactive icicle over the activity timeline. */
+  readonly figure: ProfileFigure;
+}
+
 const PROFILE_OPTIONS = ["key", "start", "stop", "workers", "kind", "filename", "plot"];
 
+/** `client.profile` without a plot: the tree (and the page written to `filename`, if given). */
 export async function clientProfile(diagnostics: ClusterDiagnostics, options: ClientProfileOptions): Promise<ProfileNode> {
+  const checked = checkProfileOptions(options);
+  const { windows, interval } = await diagnostics.profile(checked.range, checked.workers);
+  if (options.filename !== undefined) saveAsAsked(ProfileFigure.of(windows, interval, checked.figureOptions), { filename: options.filename, save: true }, "Profile");
+  return profileTree(windows, checked);
+}
+
+/**
+ * `client.profile({ plot: true })`: the figure, shown in the calling cell at once as a line saying
+ * what is coming and filled in once the workers have answered; awaiting gives `{ data, figure }`.
+ */
+export function plotClientProfile(diagnostics: ClusterDiagnostics, options: ClientProfileOptions): DisplayHandle<PlottedProfile, undefined> {
+  const checked = checkProfileOptions(options);
+  // Asked now: an unknown worker is thrown at the call, not when the others answer.
+  const arriving = diagnostics.profile(checked.range, checked.workers).then(({ windows, interval }) => ({
+    data: profileTree(windows, checked),
+    figure: ProfileFigure.of(windows, interval, checked.figureOptions),
+  }));
+  const { title } = checked.figureOptions;
+  const saving = { filename: options.filename ?? "dask-profile.html", save: options.filename === undefined ? undefined : true };
+  return presentArriving({ pending: `${title}: asking the workers for their samples…`, summary: `${title} of ${diagnostics.description}` }, arriving, saving, "Profile");
+}
+
+interface CheckedProfileOptions {
+  readonly range: TimeRange;
+  readonly query: { start?: number; stop?: number; prefix?: string[] };
+  readonly workers?: readonly string[];
+  readonly kind: "compute" | "administrative";
+  readonly figureOptions: ProfileFigureOptions & { title: string };
+}
+
+function checkProfileOptions(options: ClientProfileOptions): CheckedProfileOptions {
   if (options === null || typeof options !== "object") throw new TypeError(`client.profile takes an options object, got ${String(options)}`);
   for (const name of Object.keys(options)) {
     if (!PROFILE_OPTIONS.includes(name)) throw new TypeError(`Unknown client.profile option "${name}"; known: ${PROFILE_OPTIONS.join(", ")}`);
@@ -201,19 +257,22 @@ export async function clientProfile(diagnostics: ClusterDiagnostics, options: Cl
   if (filename !== undefined && (typeof filename !== "string" || filename === "")) throw new TypeError(`client.profile option filename must be a file name, got ${JSON.stringify(filename)}`);
   if (typeof plot !== "boolean") throw new TypeError(`client.profile option plot must be true or false, got ${JSON.stringify(plot)}`);
   const prefix = key === undefined ? undefined : prefixesOfKey(key);
-  const { windows, interval } = await diagnostics.profile({ start, stop }, workers);
-  const query = { start, stop, prefix };
-  const tree = kind === "compute" ? computeProfile(windows, query) : administrativeProfile(windows, query);
-  if (filename !== undefined || plot) {
-    const figureOptions: ProfileFigureOptions = {
+  return {
+    range: { start, stop },
+    query: { start, stop, prefix },
+    workers,
+    kind,
+    figureOptions: {
       kind,
       title: kind === "compute" ? "Worker profile (compute)" : "Worker profile (administrative)",
       ...(prefix?.length === 1 ? { key: prefix[0] } : {}),
-      ...(filename === undefined ? {} : { filename, save: true }),
-    };
-    await ProfileFigure.show(windows, interval, figureOptions);
-  }
-  return tree;
+    },
+  };
+}
+
+/** Dask's tree of the windows, for the checked options' kind and query. */
+function profileTree(windows: ProfileWindow[], { kind, query }: CheckedProfileOptions): ProfileNode {
+  return kind === "compute" ? computeProfile(windows, query) : administrativeProfile(windows, query);
 }
 
 export interface ClientBandwidthOptions extends BandwidthOptions, TimeRange {
@@ -222,17 +281,40 @@ export interface ClientBandwidthOptions extends BandwidthOptions, TimeRange {
   readonly filename?: string;
 }
 
+/** The bandwidth and its plot. */
+export interface PlottedBandwidth {
+  readonly data: BandwidthDetail;
+  readonly figure: ProfilePlot;
+}
+
 /** Bandwidth by type and by worker pair from the workers' real transfer logs. */
 export async function clientBandwidth(diagnostics: ClusterDiagnostics, options: ClientBandwidthOptions): Promise<BandwidthDetail> {
+  const { direction, start, stop } = checkBandwidthOptions(options);
+  return bandwidthSummary(await diagnostics.transferLogs(direction, { start, stop }), { direction });
+}
+
+/**
+ * `client.bandwidth({ plot })`: the plot, shown in the calling cell at once as a line saying what
+ * is coming and filled in once the workers' logs are in; awaiting gives `{ data, figure }`.
+ */
+export function plotClientBandwidth(diagnostics: ClusterDiagnostics, options: ClientBandwidthOptions): DisplayHandle<PlottedBandwidth, undefined> {
+  const { direction, start, stop, plot, filename } = checkBandwidthOptions(options);
+  const opts = bandwidthPlotOptions({ ...(filename === undefined ? {} : { filename }), ...(plot === "save" ? { save: true } : {}) });
+  const arriving = diagnostics.transferLogs(direction, { start, stop }).then((logs) => ({
+    data: bandwidthSummary(logs, { direction }),
+    // The plot names the workers; the data keeps their addresses, as the logs have them.
+    figure: bandwidthFigure(bandwidthSummary(nameTransferLogs(logs, diagnostics.workers()), { direction }), opts),
+  }));
+  const what = `Bandwidth (${direction} transfers)`;
+  return presentArriving({ pending: `${what}: reading the workers' transfer logs…`, summary: `${what} of ${diagnostics.description}` }, arriving, opts, "Bandwidth plot");
+}
+
+function checkBandwidthOptions(options: ClientBandwidthOptions): Required<Pick<ClientBandwidthOptions, "direction" | "plot">> & ClientBandwidthOptions {
   if (options === null || typeof options !== "object") throw new TypeError(`client.bandwidth takes an options object, got ${String(options)}`);
   const known = ["direction", "start", "stop", "plot", "filename"];
   for (const name of Object.keys(options)) if (!known.includes(name)) throw new TypeError(`Unknown client.bandwidth option "${name}"; known: ${known.join(", ")}`);
-  const { direction = "incoming", start, stop, plot = false, filename } = options;
+  const { direction = "incoming", plot = false } = options;
   if (direction !== "incoming" && direction !== "outgoing") throw new TypeError(`Option direction must be "incoming" or "outgoing", got ${JSON.stringify(direction)}`);
-  const logs = await diagnostics.transferLogs(direction, { start, stop });
-  if (plot !== false) {
-    const named = bandwidthSummary(nameTransferLogs(logs, diagnostics.workers()), { direction });
-    await bandwidthPlot(named, { ...(filename === undefined ? {} : { filename }), ...(plot === "save" ? { save: true } : {}) });
-  }
-  return bandwidthSummary(logs, { direction });
+  if (plot !== true && plot !== false && plot !== "save") throw new TypeError(`client.bandwidth option plot must be true, false or "save", got ${JSON.stringify(plot)}`);
+  return { ...options, direction, plot };
 }

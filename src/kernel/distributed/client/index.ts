@@ -10,4 +10,6 @@ export {
   type ClientProfileOptions,
   type ClientBandwidthOptions,
   type PlottedTaskStream,
+  type PlottedProfile,
+  type PlottedBandwidth,
 } from "./diagnostics";
