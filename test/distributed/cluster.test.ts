@@ -17,6 +17,7 @@ import {
   Profiler,
   ProgressBar,
   ResourceProfiler,
+  TaskTransferError,
   UnshippableFunctionError,
   delayed,
   get,
@@ -25,7 +26,8 @@ import {
 } from "../../src";
 import { AbortError } from "../../src/kernel/scheduler/loop";
 import type { TaskStreamRecord, TransferLogEntry } from "../../src/protocol/records";
-import { fail, hog, killOwnProcess, processId, shout, slowInc, sumOfList } from "../fixtures/cluster-client-tasks";
+import { closureOf, fail, hog, killOwnProcess, processId, shout, slowInc, sumOfList } from "../fixtures/cluster-client-tasks";
+import { pair } from "../fixtures/tasks";
 import { ramp, spin, total } from "../fixtures/cluster-tasks";
 import { withCluster } from "../helpers/cluster";
 
@@ -130,6 +132,53 @@ describe("LocalCluster and Client", () => {
     await assert.rejects(get({ x: [() => secret] }, "x"), UnshippableFunctionError);
     assert.throws(() => client.submit(() => secret), UnshippableFunctionError);
     assert.equal(cluster.scheduler.taskStream.index, before);
+  });
+
+  test("an argument that cannot be copied fails its task before anything is sent, naming the key and the argument; no worker is touched", async () => {
+    const pids = cluster.processes.map((worker) => worker.pid);
+    const before = cluster.scheduler.taskStream.index;
+    const said = await capturing(process.stderr, async () => {
+      assert.throws(
+        () => client.submit((o: object) => typeof o, { f() { return 1; } } as never),
+        (error: unknown) => {
+          assert.ok(error instanceof TaskTransferError);
+          assert.equal(error.direction, "argument");
+          assert.match(String(error.key), /^lambda-[0-9a-f]{32}$/);
+          assert.deepEqual(error.where, { argument: 1, path: ".f", what: "a function f() { return 1; }" });
+          assert.equal(error.message, `Task '${String(error.key)}': argument 1 cannot be sent to a worker: .f is a function f() { return 1; }, which cannot be copied`);
+          return true;
+        },
+      );
+      // The second item of a map, a graph's literal (get), nested parts beside a Future.
+      assert.throws(() => client.map((x: unknown) => x, [1, Promise.resolve(2)]), /argument 1 cannot be sent to a worker: it is a Promise, which cannot be copied/);
+      await assert.rejects(get({ x: [pair, 1, { deep: [0, Symbol("s")] }] }, "x"), (error: unknown) => {
+        assert.ok(error instanceof TaskTransferError);
+        assert.equal(error.message, "Task 'x': argument 2 cannot be sent to a worker: .deep[1] is a symbol (Symbol(s)), which cannot be copied");
+        return true;
+      });
+      const input = client.submit(slowInc, 1, 1);
+      assert.throws(() => client.submit(pair, { input, keep: new WeakMap() } as never, 2), /argument 1 cannot be sent to a worker: \.keep is a WeakMap/);
+      await input.result();
+      input.release();
+    });
+    assert.doesNotMatch(said, /could not be cloned|cannot send to worker/);
+    assert.deepEqual(cluster.processes.map((worker) => worker.pid), pids, "every worker process is the one that was there");
+    assert.ok(pids.every(alive));
+    assert.equal(cluster.scheduler.taskStream.index, before + 1, "only the valid input ran");
+    assert.equal(await client.submit(slowInc, 41, 1).result(), 42, "the cluster still computes");
+  });
+
+  test("a result that cannot be copied fails its task with TaskTransferError naming the part; the worker survives", async () => {
+    const pids = cluster.processes.map((worker) => worker.pid);
+    const future = client.submit(closureOf, 7);
+    await assert.rejects(future.result(), (error: Error) => {
+      assert.equal(error.name, "TaskTransferError");
+      assert.equal(error.message, `Task '${String(future.key)}': its result cannot be sent back from the worker: it is a function () => x, which cannot be copied`);
+      return true;
+    });
+    future.release();
+    assert.deepEqual(cluster.processes.map((worker) => worker.pid), pids);
+    assert.equal(await client.submit(slowInc, 1, 1).result(), 2);
   });
 
   test("Futures: submit, map, gather, a Future as an argument, status and key", async () => {

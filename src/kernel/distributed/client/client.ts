@@ -42,7 +42,7 @@ import {
   clientTaskStream,
 } from "./diagnostics";
 import { Future, FutureHold } from "./future";
-import { planSpans, planSubmission } from "./submission";
+import { checkSendable, planSpans, planSubmission } from "./submission";
 
 /** What a Client connects to: a cluster whose scheduler runs in this process. */
 export interface ClusterHandle {
@@ -404,6 +404,7 @@ class CallBuilder {
     args: readonly unknown[],
   ) {
     this.functionIds.push(scheduler.functions.idFor(fn, key));
+    args.forEach((arg, i) => checkSendable(arg, key, i + 1, isFuture));
     this.task = ["call", this.functionIds[0], ...args.map((arg) => this.wire(arg))];
   }
 
@@ -428,6 +429,10 @@ class CallBuilder {
 
 function isClusterHandle(value: unknown): value is ClusterHandle {
   return typeof value === "object" && value !== null && "scheduler" in value && typeof (value as ClusterHandle).summary === "function";
+}
+
+function isFuture(value: object): boolean {
+  return value instanceof Future;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -9,6 +9,7 @@ import { type Expr, evaluate, isThenable } from "../../graph/spec";
 import { type TaskClock, type TaskLedger, TaskMeter, TaskTimer, executeMetrics } from "../../metrics/context-meter";
 import { type AnyFunction, resolveFunction } from "./functions";
 import { isProfilerControl } from "../../profiling/messages";
+import { findUncloneable } from "../transfer";
 import * as profiler from "../../profiling/worker-host";
 import {
   CALL,
@@ -89,7 +90,7 @@ function report(): void {
         structuredClone(results[i + 1]);
       } catch (error) {
         results[i] = 0;
-        results[i + 1] = packError(error, true);
+        results[i + 1] = packError(error, findUncloneable(results[i + 1]) ?? true);
       }
     }
     send(results);
