@@ -2,7 +2,7 @@
 // files, real SIGKILL, the OS's own accounting of processes.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -457,11 +457,20 @@ describe("LocalCluster faults", () => {
     const [layout] = Object.values(
       await client.run((worker) => {
         const fs = require("node:fs") as typeof import("node:fs");
-        return { onDisk: worker.data.onDisk.length, inMemory: worker.data.inMemory.length, files: fs.readdirSync(worker.localDirectory, { recursive: true }).length, spilled: worker.memory.spilled };
+        const files = fs.readdirSync(worker.localDirectory, { recursive: true }) as string[];
+        const modes = [...new Set(files.map((file) => (fs.statSync(`${worker.localDirectory}/${file}`).mode & 0o777).toString(8)))];
+        const folderMode = (fs.statSync(worker.localDirectory).mode & 0o777).toString(8);
+        return { onDisk: worker.data.onDisk.length, inMemory: worker.data.inMemory.length, files: files.length, spilled: worker.memory.spilled, modes, folderMode };
       }),
-    ) as { onDisk: number; inMemory: number; files: number; spilled: number }[];
+    ) as { onDisk: number; inMemory: number; files: number; spilled: number; modes: string[]; folderMode: string }[];
     assert.ok(layout.onDisk > 0, "some results went to disk");
     assert.ok(layout.files > 0, "as files in the worker's folder");
+    // Private inside the 0700 cluster folder too: spill files 0600, the worker's folder 0700, sockets 0600.
+    assert.deepEqual(layout.modes, ["600"]);
+    assert.equal(layout.folderMode, "700");
+    const sockets = readdirSync(cluster.folder).filter((name) => name.endsWith(".sock"));
+    assert.ok(sockets.includes("scheduler.sock") && sockets.length >= 2, `the scheduler's and the worker's sockets: ${sockets.join(", ")}`);
+    for (const name of sockets) assert.equal((statSync(join(cluster.folder, name)).mode & 0o777).toString(8), "600", name);
     assert.equal(layout.onDisk + layout.inMemory, 24);
     // Read back: every value intact.
     const values = (await client.gather(futures)) as Float64Array[];
