@@ -27,7 +27,7 @@ import {
 import { AbortError } from "../../src/kernel/scheduler/loop";
 import type { TaskStreamRecord, TransferLogEntry } from "../../src/protocol/records";
 import { closureOf, fail, hog, killOwnProcess, processId, shout, slowInc, sumOfList } from "../fixtures/cluster-client-tasks";
-import { pair } from "../fixtures/tasks";
+import { add, inc, pair } from "../fixtures/tasks";
 import { ramp, spin, total } from "../fixtures/cluster-tasks";
 import { withCluster } from "../helpers/cluster";
 
@@ -205,6 +205,72 @@ describe("LocalCluster and Client", () => {
     assert.equal(failed.status, "error");
     assert.ok((await failed.exception()) instanceof RangeError);
     for (const future of [a, b, c, nested, failed, ...parts, ...mapped]) future.release();
+  });
+
+  // Port of distributed/tests/test_client.py::test_map (its multiple-iterable parts).
+  test("map over several iterables zips them, Futures among them too (Dask's test_map)", async () => {
+    const L1 = client.map(inc, [0, 1, 2, 3, 4]);
+    const L2 = client.map(inc, L1);
+    const L3 = client.map(add, L1, L2);
+    assert.deepEqual(await client.gather(L3), [3, 5, 7, 9, 11]);
+    const L4 = client.map(add, [0, 1, 2], [0, 1, 2, 3]);
+    assert.deepEqual(await client.gather(L4), [0, 2, 4], "as many calls as the shortest iterable has items");
+    for (const future of [...L1, ...L2, ...L3, ...L4]) future.release();
+  });
+
+  // Port of distributed/tests/test_client.py::test_map_naming.
+  test("map: equal calls share a key; pure: false gives each its own (Dask's test_map_naming)", () => {
+    const L1 = client.map(inc, [0, 1, 2, 3, 4]);
+    const L2 = client.map(inc, [0, 1, 2, 3, 4]);
+    assert.deepEqual(L1.map((f) => f.key), L2.map((f) => f.key));
+    const L3 = client.map(inc, [1, 1, 1, 1]);
+    assert.equal(new Set(L3.map((f) => f.key)).size, 1);
+    const L4 = client.map(inc, [1, 1, 1, 1], { pure: false });
+    assert.equal(new Set(L4.map((f) => f.key)).size, 4);
+    for (const future of [...L1, ...L2, ...L3, ...L4]) future.release();
+  });
+
+  // Port of distributed/tests/test_client.py::test_map_keynames.
+  test("map: key is the keys' prefix, or one key per call (Dask's test_map_keynames)", async () => {
+    const futures = client.map(inc, [0, 1, 2, 3], { key: "INC" });
+    assert.ok(futures.every((f) => typeof f.key === "string" && f.key.startsWith("INC")));
+    const futures2 = client.map(inc, [5, 6, 7, 8], { key: "INC" });
+    assert.notDeepEqual(futures.map((f) => f.key), futures2.map((f) => f.key));
+    const keys = ["inc-1", "inc-2", "inc-3", "inc-4"];
+    const named = client.map(inc, [0, 1, 2, 3], { key: keys });
+    assert.deepEqual(named.map((f) => f.key), keys);
+    assert.deepEqual(await client.gather(named), [1, 2, 3, 4]);
+    for (const future of [...futures, ...futures2, ...named]) future.release();
+  });
+
+  // Port of distributed/tests/test_client.py::test_gather_skip.
+  test("gather with errors: \"skip\" leaves erred Futures out (Dask's test_gather_skip)", async () => {
+    const x = client.submit((a: number, b: number) => {
+      if (b === 0) throw new RangeError("division by zero");
+      return a / b;
+    }, 1, 0);
+    const y = client.submit(slowInc, 1, 500);
+    assert.deepEqual(await client.gather([x, y], { errors: "skip" }), [2]);
+    await assert.rejects(client.gather([x, y]), /division by zero/);
+    x.release();
+    y.release();
+  });
+
+  test("Future.client is the Client that made it (Dask's Future.client)", () => {
+    const future = client.submit(inc, 1);
+    assert.equal(future.client, client);
+    const [mapped] = client.map(inc, [2]);
+    assert.equal(mapped.client, client);
+    future.release();
+    mapped.release();
+  });
+
+  test("an option nothing reads is a TypeError naming it", async () => {
+    assert.throws(() => client.map(inc, [1], { keys: ["a"] } as never), /Unknown client\.map option "keys"; known: key, pure/);
+    await assert.rejects(client.gather([], { error: "skip" } as never), /Unknown client\.gather option "error"; known: errors/);
+    await assert.rejects(client.gather([], { errors: "ignore" } as never), /errors must be "raise" or "skip"/);
+    assert.throws(() => client.map(add, [1], 2 as never), /client\.map options must be an object, got number/);
+    assert.throws(() => client.map(add, [1], 2 as never, [3]), /client\.map: argument 3 must be an iterable/);
   });
 
   test("a result stays on its worker while a Future holds it; the last release frees it", async () => {
