@@ -2,7 +2,7 @@
 // files, real SIGKILL, the OS's own accounting of processes.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -17,6 +17,7 @@ import {
   Profiler,
   ProgressBar,
   ResourceProfiler,
+  TaskTransferError,
   UnshippableFunctionError,
   delayed,
   get,
@@ -25,7 +26,8 @@ import {
 } from "../../src";
 import { AbortError } from "../../src/kernel/scheduler/loop";
 import type { TaskStreamRecord, TransferLogEntry } from "../../src/protocol/records";
-import { fail, hog, killOwnProcess, processId, shout, slowInc, sumOfList } from "../fixtures/cluster-client-tasks";
+import { closureOf, fail, hog, killOwnProcess, processId, shout, slowInc, sumOfList } from "../fixtures/cluster-client-tasks";
+import { add, inc, pair } from "../fixtures/tasks";
 import { noise, ramp, spin, total } from "../fixtures/cluster-tasks";
 import { withCluster } from "../helpers/cluster";
 
@@ -132,6 +134,53 @@ describe("LocalCluster and Client", () => {
     assert.equal(cluster.scheduler.taskStream.index, before);
   });
 
+  test("an argument that cannot be copied fails its task before anything is sent, naming the key and the argument; no worker is touched", async () => {
+    const pids = cluster.processes.map((worker) => worker.pid);
+    const before = cluster.scheduler.taskStream.index;
+    const said = await capturing(process.stderr, async () => {
+      assert.throws(
+        () => client.submit((o: object) => typeof o, { f() { return 1; } } as never),
+        (error: unknown) => {
+          assert.ok(error instanceof TaskTransferError);
+          assert.equal(error.direction, "argument");
+          assert.match(String(error.key), /^lambda-[0-9a-f]{32}$/);
+          assert.deepEqual(error.where, { argument: 1, path: ".f", what: "a function f() { return 1; }" });
+          assert.equal(error.message, `Task '${String(error.key)}': argument 1 cannot be sent to a worker: .f is a function f() { return 1; }, which cannot be copied`);
+          return true;
+        },
+      );
+      // The second item of a map, a graph's literal (get), nested parts beside a Future.
+      assert.throws(() => client.map((x: unknown) => x, [1, Promise.resolve(2)]), /argument 1 cannot be sent to a worker: it is a Promise, which cannot be copied/);
+      await assert.rejects(get({ x: [pair, 1, { deep: [0, Symbol("s")] }] }, "x"), (error: unknown) => {
+        assert.ok(error instanceof TaskTransferError);
+        assert.equal(error.message, "Task 'x': argument 2 cannot be sent to a worker: .deep[1] is a symbol (Symbol(s)), which cannot be copied");
+        return true;
+      });
+      const input = client.submit(slowInc, 1, 1);
+      assert.throws(() => client.submit(pair, { input, keep: new WeakMap() } as never, 2), /argument 1 cannot be sent to a worker: \.keep is a WeakMap/);
+      await input.result();
+      input.release();
+    });
+    assert.doesNotMatch(said, /could not be cloned|cannot send to worker/);
+    assert.deepEqual(cluster.processes.map((worker) => worker.pid), pids, "every worker process is the one that was there");
+    assert.ok(pids.every(alive));
+    assert.equal(cluster.scheduler.taskStream.index, before + 1, "only the valid input ran");
+    assert.equal(await client.submit(slowInc, 41, 1).result(), 42, "the cluster still computes");
+  });
+
+  test("a result that cannot be copied fails its task with TaskTransferError naming the part; the worker survives", async () => {
+    const pids = cluster.processes.map((worker) => worker.pid);
+    const future = client.submit(closureOf, 7);
+    await assert.rejects(future.result(), (error: Error) => {
+      assert.equal(error.name, "TaskTransferError");
+      assert.equal(error.message, `Task '${String(future.key)}': its result cannot be sent back from the worker: it is a function () => x, which cannot be copied`);
+      return true;
+    });
+    future.release();
+    assert.deepEqual(cluster.processes.map((worker) => worker.pid), pids);
+    assert.equal(await client.submit(slowInc, 1, 1).result(), 2);
+  });
+
   test("Futures: submit, map, gather, a Future as an argument, status and key", async () => {
     const a = client.submit(slowInc, 1, 10);
     assert.equal(a.status, "pending");
@@ -156,6 +205,72 @@ describe("LocalCluster and Client", () => {
     assert.equal(failed.status, "error");
     assert.ok((await failed.exception()) instanceof RangeError);
     for (const future of [a, b, c, nested, failed, ...parts, ...mapped]) future.release();
+  });
+
+  // Port of distributed/tests/test_client.py::test_map (its multiple-iterable parts).
+  test("map over several iterables zips them, Futures among them too (Dask's test_map)", async () => {
+    const L1 = client.map(inc, [0, 1, 2, 3, 4]);
+    const L2 = client.map(inc, L1);
+    const L3 = client.map(add, L1, L2);
+    assert.deepEqual(await client.gather(L3), [3, 5, 7, 9, 11]);
+    const L4 = client.map(add, [0, 1, 2], [0, 1, 2, 3]);
+    assert.deepEqual(await client.gather(L4), [0, 2, 4], "as many calls as the shortest iterable has items");
+    for (const future of [...L1, ...L2, ...L3, ...L4]) future.release();
+  });
+
+  // Port of distributed/tests/test_client.py::test_map_naming.
+  test("map: equal calls share a key; pure: false gives each its own (Dask's test_map_naming)", () => {
+    const L1 = client.map(inc, [0, 1, 2, 3, 4]);
+    const L2 = client.map(inc, [0, 1, 2, 3, 4]);
+    assert.deepEqual(L1.map((f) => f.key), L2.map((f) => f.key));
+    const L3 = client.map(inc, [1, 1, 1, 1]);
+    assert.equal(new Set(L3.map((f) => f.key)).size, 1);
+    const L4 = client.map(inc, [1, 1, 1, 1], { pure: false });
+    assert.equal(new Set(L4.map((f) => f.key)).size, 4);
+    for (const future of [...L1, ...L2, ...L3, ...L4]) future.release();
+  });
+
+  // Port of distributed/tests/test_client.py::test_map_keynames.
+  test("map: key is the keys' prefix, or one key per call (Dask's test_map_keynames)", async () => {
+    const futures = client.map(inc, [0, 1, 2, 3], { key: "INC" });
+    assert.ok(futures.every((f) => typeof f.key === "string" && f.key.startsWith("INC")));
+    const futures2 = client.map(inc, [5, 6, 7, 8], { key: "INC" });
+    assert.notDeepEqual(futures.map((f) => f.key), futures2.map((f) => f.key));
+    const keys = ["inc-1", "inc-2", "inc-3", "inc-4"];
+    const named = client.map(inc, [0, 1, 2, 3], { key: keys });
+    assert.deepEqual(named.map((f) => f.key), keys);
+    assert.deepEqual(await client.gather(named), [1, 2, 3, 4]);
+    for (const future of [...futures, ...futures2, ...named]) future.release();
+  });
+
+  // Port of distributed/tests/test_client.py::test_gather_skip.
+  test("gather with errors: \"skip\" leaves erred Futures out (Dask's test_gather_skip)", async () => {
+    const x = client.submit((a: number, b: number) => {
+      if (b === 0) throw new RangeError("division by zero");
+      return a / b;
+    }, 1, 0);
+    const y = client.submit(slowInc, 1, 500);
+    assert.deepEqual(await client.gather([x, y], { errors: "skip" }), [2]);
+    await assert.rejects(client.gather([x, y]), /division by zero/);
+    x.release();
+    y.release();
+  });
+
+  test("Future.client is the Client that made it (Dask's Future.client)", () => {
+    const future = client.submit(inc, 1);
+    assert.equal(future.client, client);
+    const [mapped] = client.map(inc, [2]);
+    assert.equal(mapped.client, client);
+    future.release();
+    mapped.release();
+  });
+
+  test("an option nothing reads is a TypeError naming it", async () => {
+    assert.throws(() => client.map(inc, [1], { keys: ["a"] } as never), /Unknown client\.map option "keys"; known: key, pure/);
+    await assert.rejects(client.gather([], { error: "skip" } as never), /Unknown client\.gather option "error"; known: errors/);
+    await assert.rejects(client.gather([], { errors: "ignore" } as never), /errors must be "raise" or "skip"/);
+    assert.throws(() => client.map(add, [1], 2 as never), /client\.map options must be an object, got number/);
+    assert.throws(() => client.map(add, [1], 2 as never, [3]), /client\.map: argument 3 must be an iterable/);
   });
 
   test("a result stays on its worker while a Future holds it; the last release frees it", async () => {
@@ -408,11 +523,20 @@ describe("LocalCluster faults", () => {
     const [layout] = Object.values(
       await client.run((worker) => {
         const fs = require("node:fs") as typeof import("node:fs");
-        return { onDisk: worker.data.onDisk.length, inMemory: worker.data.inMemory.length, files: fs.readdirSync(worker.localDirectory, { recursive: true }).length, spilled: worker.memory.spilled };
+        const files = fs.readdirSync(worker.localDirectory, { recursive: true }) as string[];
+        const modes = [...new Set(files.map((file) => (fs.statSync(`${worker.localDirectory}/${file}`).mode & 0o777).toString(8)))];
+        const folderMode = (fs.statSync(worker.localDirectory).mode & 0o777).toString(8);
+        return { onDisk: worker.data.onDisk.length, inMemory: worker.data.inMemory.length, files: files.length, spilled: worker.memory.spilled, modes, folderMode };
       }),
-    ) as { onDisk: number; inMemory: number; files: number; spilled: number }[];
+    ) as { onDisk: number; inMemory: number; files: number; spilled: number; modes: string[]; folderMode: string }[];
     assert.ok(layout.onDisk > 0, "some results went to disk");
     assert.ok(layout.files > 0, "as files in the worker's folder");
+    // Private inside the 0700 cluster folder too: spill files 0600, the worker's folder 0700, sockets 0600.
+    assert.deepEqual(layout.modes, ["600"]);
+    assert.equal(layout.folderMode, "700");
+    const sockets = readdirSync(cluster.folder).filter((name) => name.endsWith(".sock"));
+    assert.ok(sockets.includes("scheduler.sock") && sockets.length >= 2, `the scheduler's and the worker's sockets: ${sockets.join(", ")}`);
+    for (const name of sockets) assert.equal((statSync(join(cluster.folder, name)).mode & 0o777).toString(8), "600", name);
     assert.equal(layout.onDisk + layout.inMemory, 24);
     // Read back: every value intact.
     const values = (await client.gather(futures)) as Float64Array[];

@@ -12,13 +12,14 @@ import { PassThrough } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import type { MetricRecord } from "../../src/protocol/records";
-import { CacheProfiler, Client, Profiler, ProgressBar, delayed, get, nbytes, span, withCallbacks } from "../../src";
+import { CacheProfiler, Client, Profiler, ProgressBar, TaskTransferError, delayed, get, nbytes, span, withCallbacks } from "../../src";
 import { parseWorkerArgs } from "../../src/cli/worker";
 import * as da from "../../src/kernel/collections/array";
 import { now } from "../../src/kernel/clock";
 import { decodeOutcome, encodeOutcome, packMetrics, unpackMetrics } from "../../src/kernel/distributed/redis/jobs";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { INLINE_AFTER_TINY, INLINE_TASK_SECONDS, InlinePolicy } from "../../src/kernel/distributed/worker/inline";
+import { closureOf } from "../fixtures/cluster-client-tasks";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { meteredAsyncInc, meteredInc } from "../fixtures/metered-tasks";
 import { describeWorker } from "../fixtures/redis-tasks";
@@ -393,6 +394,28 @@ describe("a Redis cluster through the Client", () => {
       assert.match(error.message, /Function "triple" of task 'x' is exported by module .*only-here\.js, which does not exist on worker w[12] \(host /);
       return true;
     });
+  });
+
+  test("an argument that cannot be copied is refused before anything reaches Redis; a result that cannot is its task's TaskTransferError, inline or not", async () => {
+    const pids = workers.map((worker) => worker.pid);
+    assert.throws(() => client.submit(pair, 1, { f() { return 1; } } as never), (error: unknown) => {
+      assert.ok(error instanceof TaskTransferError);
+      assert.equal(error.message, `Task '${String(error.key)}': argument 2 cannot be sent to a worker: .f is a function f() { return 1; }, which cannot be copied`);
+      return true;
+    });
+    // One at a time: after INLINE_AFTER_TINY tiny ones, the worker runs the next on its own thread.
+    for (let i = 0; i < INLINE_AFTER_TINY + 2; i++) {
+      const future = client.submit(closureOf, i);
+      await assert.rejects(future.result(), (error: Error) => {
+        assert.equal(error.name, "TaskTransferError");
+        assert.equal(error.message, `Task '${String(future.key)}': its result cannot be sent back from the worker: it is a function () => x, which cannot be copied`);
+        return true;
+      });
+      future.release();
+    }
+    assert.equal(await client.submit(inc, 1).result(), 2);
+    for (const worker of workers) assert.doesNotMatch(worker.output(), /could not be cloned/);
+    assert.deepEqual(workers.map((worker) => worker.pid), pids);
   });
 
   test("source text runs only on workers started with --allow-source, tasks and client.run alike", async () => {

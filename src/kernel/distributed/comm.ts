@@ -7,6 +7,7 @@
 // into that memory; a listening side's sockets cannot, and copy from Node's read chunks.
 
 import { EventEmitter } from "node:events";
+import { chmodSync } from "node:fs";
 import { type Server, type Socket, createConnection, createServer } from "node:net";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "./frames";
 
@@ -111,12 +112,17 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   }
 }
 
-/** Listens on `path` (a socket file, which must not exist yet); calls `onConnection` for each peer. */
+/** Listens on `path` (a socket file, which must not exist yet; made 0600); calls `onConnection` for each peer. */
 export function listen(path: string, onConnection: (connection: Connection) => void): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = createServer((socket) => onConnection(new Connection(socket)));
     server.once("error", (error) => reject(new Error(`Cannot listen on ${path}: ${error.message}`, { cause: error })));
-    server.listen(path, () => resolve(server));
+    server.listen(path, () => {
+      // Only this user may connect: set before any connection is accepted (they are accepted on a
+      // later turn of the event loop), so the cluster folder's 0700 is not the only guard.
+      chmodSync(path, 0o600);
+      resolve(server);
+    });
   });
 }
 

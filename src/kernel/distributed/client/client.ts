@@ -3,6 +3,7 @@
 // submits functions and collections as Futures, gathers results straight from the workers, runs
 // functions on every worker or on the scheduler.
 
+import { randomUUID } from "node:crypto";
 import { Delayed, makeObject } from "../../collections/delayed";
 import { ChunkedArray, type ComputedArray, assembleBlocks, blockIndices } from "../../collections/array/array";
 import { tokenize } from "../../collections/tokenize";
@@ -48,7 +49,7 @@ import {
   plotClientTaskStream,
 } from "./diagnostics";
 import { Future, FutureHold } from "./future";
-import { planSpans, planSubmission } from "./submission";
+import { checkSendable, planSpans, planSubmission } from "./submission";
 
 /** What a Client connects to: a cluster whose scheduler runs in this process. */
 export interface ClusterHandle {
@@ -148,12 +149,38 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
    * call twice is one task (Dask's pure=True).
    */
   submit<A extends unknown[], R>(fn: (...args: A) => R, ...args: FutureArgs<A>): Future<Awaited<R>> {
-    return this.submitCalls(fn, [args])[0] as Future<Awaited<R>>;
+    return this.submitCalls(fn, [args], [`${fn.name || "lambda"}-${tokenize(fn, ...args)}`])[0] as Future<Awaited<R>>;
   }
 
-  /** `submit(fn, item)` for each item, as one submission. */
-  map<T, R>(fn: (item: T) => R, items: Iterable<FutureOr<T>>): Future<Awaited<R>>[] {
-    return this.submitCalls(fn, [...items].map((item) => [item])) as Future<Awaited<R>>[];
+  /**
+   * Dask's `client.map(fn, *iterables, key=, pure=)`: `fn(xs[i], ys[i], …)` for each i, as one
+   * submission (zipped: as many calls as the shortest iterable has items). An options object
+   * comes last; it is told from an iterable by not being iterable. `key`: the keys' prefix (each
+   * key `<key>-<token>`), or one key per call; `pure: false`: fresh keys even for equal calls.
+   */
+  map<T, R>(fn: (item: T) => R, items: Iterable<FutureOr<T>>, options?: MapOptions): Future<Awaited<R>>[];
+  map<A, B, R>(fn: (a: A, b: B) => R, as: Iterable<FutureOr<A>>, bs: Iterable<FutureOr<B>>, options?: MapOptions): Future<Awaited<R>>[];
+  map<R>(fn: (...args: never[]) => R, ...iterables: (Iterable<unknown> | MapOptions)[]): Future<Awaited<R>>[];
+  map(fn: AnyFunction, ...iterablesAndOptions: (Iterable<unknown> | MapOptions | undefined)[]): Future[] {
+    const last = iterablesAndOptions[iterablesAndOptions.length - 1];
+    const options: MapOptions = last === undefined || !isIterable(last) ? ((iterablesAndOptions.pop() as MapOptions | undefined) ?? {}) : {};
+    checkOptionNames("client.map", options, MAP_OPTIONS);
+    const iterables = iterablesAndOptions.map((iterable, i) => {
+      if (!isIterable(iterable)) throw new TypeError(`client.map: argument ${i + 2} must be an iterable (only the last may be options), got ${describe(iterable)}`);
+      return [...iterable];
+    });
+    if (iterables.length === 0) throw new TypeError("client.map needs at least one iterable");
+    const count = Math.min(...iterables.map((items) => items.length));
+    const calls = Array.from({ length: count }, (_, i) => iterables.map((items) => items[i]));
+    const { key, pure = true } = options;
+    if (Array.isArray(key)) {
+      if (key.length !== count) throw new RangeError(`client.map: ${key.length} keys given for ${count} calls`);
+      return this.submitCalls(fn, calls, key);
+    }
+    const prefix = key ?? (fn.name || "lambda");
+    if (pure) return this.submitCalls(fn, calls, calls.map((args) => `${prefix}-${tokenize(fn, ...args)}`));
+    const unique = randomUUID();
+    return this.submitCalls(fn, calls, calls.map((_, i) => `${prefix}-${unique}-${i}`));
   }
 
   /**
@@ -188,16 +215,30 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     return this.futureFor(plan.keys[output], keyIds[output], slots[output]);
   }
 
-  /** The results of Futures, in the same structure (a Future, an array or a plain object of them). */
-  gather<T>(future: Future<T>): Promise<T>;
-  gather<T>(futures: readonly Future<T>[]): Promise<T[]>;
-  gather(futures: unknown): Promise<unknown>;
-  async gather(futures: unknown): Promise<unknown> {
+  /**
+   * The results of Futures, in the same structure (a Future, an array or a plain object of
+   * them). `errors: "skip"` (Dask's): an erred Future is left out of the outer array, and is
+   * null elsewhere, instead of rejecting with its error.
+   */
+  gather<T>(future: Future<T>, options?: GatherOptions): Promise<T>;
+  gather<T>(futures: readonly Future<T>[], options?: GatherOptions): Promise<T[]>;
+  gather(futures: unknown, options?: GatherOptions): Promise<unknown>;
+  async gather(futures: unknown, options: GatherOptions = {}): Promise<unknown> {
     this.checkOpen();
+    checkOptionNames("client.gather", options, GATHER_OPTIONS);
+    const { errors = "raise" } = options;
+    if (errors !== "raise" && errors !== "skip") throw new RangeError(`client.gather: errors must be "raise" or "skip", got ${JSON.stringify(errors)}`);
     const found: Future[] = [];
     collectFutures(futures, found);
     const values = new Map<Future, unknown>();
-    await Promise.all(found.map(async (future) => values.set(future, await future.result())));
+    const skipped = new Set<Future>();
+    await Promise.all(
+      found.map(async (future) => {
+        if (errors === "skip" && (await future.exception()) !== undefined) skipped.add(future);
+        else values.set(future, await future.result());
+      }),
+    );
+    if (Array.isArray(futures) && skipped.size > 0) return replaceFutures(futures.filter((item) => !skipped.has(item as Future)), values);
     return replaceFutures(futures, values);
   }
 
@@ -369,18 +410,18 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
 
   // ---- Submitting --------------------------------------------------------------------------------
 
-  private submitCalls(fn: AnyFunction, calls: readonly (readonly unknown[])[]): Future[] {
+  /** Submits `fn(...calls[i])` as key `keys[i]`, for each i. */
+  private submitCalls(fn: AnyFunction, calls: readonly (readonly unknown[])[], keys: readonly string[]): Future[] {
     this.checkOpen();
     if (typeof fn !== "function") throw new TypeError(`client.submit takes a function, got ${describe(fn)}`);
     const state = this.scheduler.state;
-    const name = fn.name || "lambda";
-    const calling = calls.map((args) => new CallBuilder(this.scheduler, fn, `${name}-${tokenize(fn, ...args)}`, args));
+    const calling = calls.map((args, i) => new CallBuilder(this.scheduler, fn, keys[i], args));
     // Entries: the calls, then the keys of the Futures they use.
     const referenced = [...new Set(calling.flatMap((call) => call.references))];
     const entryOf = new Map(referenced.map((ref, i) => [ref, calls.length + i]));
-    const keys = [...calling.map((call) => call.key), ...referenced];
-    const prefixes = keys.map((key, i) => (i < calls.length ? keyPrefix(key) : state.prefixOf(state.slotOf(key)!)));
-    const dependencyStart = new Int32Array(keys.length + 1);
+    const entries = [...calling.map((call) => call.key), ...referenced];
+    const prefixes = entries.map((key, i) => (i < calls.length ? keyPrefix(key) : state.prefixOf(state.slotOf(key)!)));
+    const dependencyStart = new Int32Array(entries.length + 1);
     const dependencies: number[] = [];
     calling.forEach((call, i) => {
       for (const ref of call.references) dependencies.push(entryOf.get(ref)!);
@@ -388,15 +429,15 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     });
     dependencyStart.fill(dependencies.length, calls.length + 1);
     const submission: GraphSubmission = {
-      keys,
-      names: keys.map((key, i) => (i < calls.length ? formatKey(key) : state.nameOf(state.slotOf(key)!))),
+      keys: entries,
+      names: entries.map((key, i) => (i < calls.length ? formatKey(key) : state.nameOf(state.slotOf(key)!))),
       prefixes,
       groups: prefixes,
       tasks: [...calling.map((call) => call.task), ...referenced.map(() => undefined)],
       functions: [...calling.map((call) => call.functionIds), ...referenced.map(() => [])],
       dependencyStart,
       dependencies: Int32Array.from(dependencies),
-      order: Int32Array.from(keys, (_, i) => i),
+      order: Int32Array.from(entries, (_, i) => i),
       wanted: calling.map((_, i) => i),
       span: currentSpan(),
     };
@@ -405,7 +446,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
   }
 
   private futureFor(key: Key, id: string, slot: number): Future {
-    const hold = new FutureHold(this.scheduler, slot, id, (released) => this.holds.delete(released));
+    const hold = new FutureHold(this.scheduler, this, slot, id, (released) => this.holds.delete(released));
     this.holds.add(hold);
     return new Future(key, hold);
   }
@@ -428,6 +469,7 @@ class CallBuilder {
     args: readonly unknown[],
   ) {
     this.functionIds.push(scheduler.functions.idFor(fn, key));
+    args.forEach((arg, i) => checkSendable(arg, key, i + 1, isFuture));
     this.task = ["call", this.functionIds[0], ...args.map((arg) => this.wire(arg))];
   }
 
@@ -450,8 +492,38 @@ class CallBuilder {
   }
 }
 
+export interface MapOptions {
+  /** The keys' prefix (default: the function's name), or the key of each call. */
+  readonly key?: string | readonly string[];
+  /** Equal calls share a key and run once (default true, Dask's pure=True). */
+  readonly pure?: boolean;
+}
+const MAP_OPTIONS = ["key", "pure"];
+
+export interface GatherOptions {
+  /** "raise" (default): an erred Future rejects the gather; "skip": it is left out. */
+  readonly errors?: "raise" | "skip";
+}
+const GATHER_OPTIONS = ["errors"];
+
+/** An option nothing reads is a mistake (a misspelling, another method's option): a TypeError naming it. */
+function checkOptionNames(method: string, options: object, known: readonly string[]): void {
+  if (options === null || typeof options !== "object") throw new TypeError(`${method} options must be an object, got ${describe(options)}`);
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) throw new TypeError(`Unknown ${method} option "${name}"; known: ${known.join(", ")}`);
+  }
+}
+
+function isIterable(value: unknown): value is Iterable<unknown> {
+  return typeof value === "string" || (typeof value === "object" && value !== null && Symbol.iterator in value);
+}
+
 function isClusterHandle(value: unknown): value is ClusterHandle {
   return typeof value === "object" && value !== null && "scheduler" in value && typeof (value as ClusterHandle).summary === "function";
+}
+
+function isFuture(value: object): boolean {
+  return value instanceof Future;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -471,8 +543,9 @@ function collectFutures(value: unknown, into: Future[]): void {
   else if (isPlainObject(value)) for (const item of Object.values(value)) collectFutures(item, into);
 }
 
+/** `value` with each Future replaced by its value in `values` (null if it has none: skipped). */
 function replaceFutures(value: unknown, values: ReadonlyMap<Future, unknown>): unknown {
-  if (value instanceof Future) return values.get(value);
+  if (value instanceof Future) return values.has(value) ? values.get(value) : null;
   if (Array.isArray(value)) return value.map((item) => replaceFutures(item, values));
   if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceFutures(v, values)]));
   return value;

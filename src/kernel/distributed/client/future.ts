@@ -21,6 +21,8 @@ export class FutureHold {
 
   constructor(
     readonly scheduler: Scheduler,
+    /** The Client that made the Future (Dask's `future.client`). */
+    readonly client: FutureClient,
     readonly slot: number,
     readonly keyId: string,
     private readonly onRelease: (hold: FutureHold) => void,
@@ -67,6 +69,15 @@ export class FutureHold {
 
 const forgotten = new FinalizationRegistry<FutureHold>((hold) => hold.release());
 
+/**
+ * The Client, as a Future sees it: the Client class implements it (declared here rather than
+ * imported, as the client module imports this one).
+ */
+export interface FutureClient {
+  readonly description: string;
+  gather(futures: unknown, options?: { readonly errors?: "raise" | "skip" }): Promise<unknown>;
+}
+
 export class Future<T = unknown> {
   readonly [keyOfCollection]: Key;
   readonly #hold: FutureHold;
@@ -80,6 +91,11 @@ export class Future<T = unknown> {
     this[keyOfCollection] = key;
     this.#hold = hold;
     forgotten.register(this, hold, hold);
+  }
+
+  /** The Client that made this Future (Dask's `future.client`). */
+  get client(): FutureClient {
+    return this.#hold.client;
   }
 
   /** "pending", "finished", "error", or "cancelled" (released). */

@@ -8,6 +8,7 @@ import type { Plan } from "../../graph/plan";
 import type { Expr } from "../../graph/spec";
 import type { WireTask } from "../messages";
 import type { FunctionTable } from "../../scheduler/pool/ship";
+import { TaskTransferError, findUncloneable } from "../../scheduler/transfer";
 import type { GraphSubmission } from "../scheduler/state";
 
 /** Dask's task group (key_split_group): a tuple key's name, else the key's prefix. */
@@ -44,6 +45,7 @@ export class WireBuilder {
   private wire(expr: Expr, key: Key): WireTask {
     switch (expr.kind) {
       case "literal":
+        checkSendable(expr.value, key);
         return ["lit", expr.value];
       case "ref":
         return ["ref", this.refOf(expr.index)];
@@ -51,7 +53,14 @@ export class WireBuilder {
         const id = this.functions.idFor(expr.fn, key);
         if (!this.ids.includes(id)) this.ids.push(id);
         const wire: unknown[] = ["call", id];
-        for (const arg of expr.args) wire.push(this.wire(arg, key));
+        expr.args.forEach((arg, i) => {
+          if (arg.kind !== "literal") {
+            wire.push(this.wire(arg, key));
+            return;
+          }
+          checkSendable(arg.value, key, i + 1);
+          wire.push(["lit", arg.value]);
+        });
         return wire as unknown as WireTask;
       }
       case "list": {
@@ -87,6 +96,7 @@ export function planSubmission(plan: Plan, keyIds: readonly string[], functions:
       tasks[i] = builder.build(expr, key);
       functionIds[i] = builder.functionIds;
     } else {
+      if (!known(i)) checkSendable(plan.dataValues[i], key);
       tasks[i] = known(i) ? undefined : ["lit", plan.dataValues[i]];
       functionIds[i] = NO_IDS;
     }
@@ -107,6 +117,16 @@ export function planSubmission(plan: Plan, keyIds: readonly string[], functions:
 }
 
 const NO_IDS: readonly number[] = [];
+
+/**
+ * Refuses, before anything is sent, a literal of task `key` (its argument number `argument`,
+ * when it is one) that V8's serialiser cannot write: sent as it is, it would fail the message to
+ * the worker, which would be lost and the task retried on worker after worker.
+ */
+export function checkSendable(value: unknown, key: Key, argument?: number, skip?: (value: object) => boolean): void {
+  const part = findUncloneable(value, skip);
+  if (part !== undefined) throw new TaskTransferError(key, "argument", undefined, argument === undefined ? part : { argument, ...part });
+}
 
 /**
  * Where a plan's tasks belong (spans): the span active where it is submitted, and for tasks a

@@ -12,6 +12,7 @@ import { TaskMeter, executeMetrics } from "../../metrics/context-meter";
 import { callingThread } from "../../profiling/main-thread";
 import { type AnyFunction, resolveFunction } from "../../scheduler/pool/functions";
 import { type FnSpec, packError } from "../../scheduler/pool/wire";
+import { TaskTransferError, findUncloneable } from "../../scheduler/transfer";
 import { type TaskRequest, type TaskRun, mapWireTask, runMetrics } from "./execute";
 
 /** A task shorter than this is tiny: shorter than the trips to and from a task thread would add. */
@@ -104,8 +105,15 @@ export class InlineRunner {
       finish(false, error);
       return;
     }
-    if (isThenable(value)) value.then((resolved) => finish(true, resolved), (error: unknown) => finish(false, error));
-    else finish(true, value);
+    // A result run on a task thread is checked as it is posted back; one run here is stored as it
+    // is, so the same check is made here, before storing fails with V8's bare "could not be cloned".
+    const settle = (result: unknown): void => {
+      const uncloneable = findUncloneable(result);
+      if (uncloneable === undefined) finish(true, result);
+      else finish(false, new TaskTransferError(keyFromId(request.key), "result", undefined, uncloneable));
+    };
+    if (isThenable(value)) value.then(settle, (error: unknown) => finish(false, error));
+    else settle(value);
   }
 
   private resolve(spec: FnSpec): AnyFunction {

@@ -207,7 +207,8 @@ export class DataStore {
     const writeStart = performance.now();
     const file = join(this.directory, `spill-${++this.fileCounter}`);
     const header = framesHeader(parts);
-    const fd = openSync(file, "w");
+    // Spilled results are the user's data: readable by this user only.
+    const fd = openSync(file, "w", 0o600);
     try {
       writeAll(fd, header);
       for (const part of parts) writeAll(fd, part);

@@ -83,7 +83,7 @@ export class Worker {
   /** Starts a worker: its threads, its listener, its registration with the scheduler. */
   static async start(config: WorkerStartConfig, onClosed: (reason: string) => void = () => {}): Promise<Worker> {
     checkConfig(config);
-    mkdirSync(config.localDirectory, { recursive: true });
+    mkdirSync(config.localDirectory, { recursive: true, mode: 0o700 });
     const worker = new Worker(config);
     try {
       const globals = await worker.runner.ready();

@@ -22,5 +22,6 @@ export function closePools(): void {
   pools.clear();
 }
 
-export { WorkerPool, WorkerDiedError, TaskTransferError, type PoolKind } from "./pool";
+export { WorkerPool, WorkerDiedError, type PoolKind } from "./pool";
+export { TaskTransferError } from "../transfer";
 export { UnshippableFunctionError } from "./ship";

@@ -13,7 +13,8 @@ import { COLLECT_TIMEOUT_MS, profiling } from "../../profiling/hub";
 import { PoolProfiles } from "../../profiling/pool-source";
 import type { TaskTiming } from "../../callbacks/state";
 import type { TaskJob, TaskOutcome } from "../executor";
-import { FunctionShipper, FunctionTable } from "./ship";
+import { TaskTransferError } from "../transfer";
+import { FunctionShipper, FunctionTable, findUncloneableWireArgument } from "./ship";
 import {
   type FnSpec,
   type PoolMessage,
@@ -40,19 +41,6 @@ export class WorkerDiedError extends Error {
     readonly how: string,
   ) {
     super(`Task ${formatKey(key)} failed: its worker ${workerId} ${how}`);
-  }
-}
-
-/** A task's arguments or result cannot be copied between threads or processes (structured clone). */
-export class TaskTransferError extends Error {
-  override name = "TaskTransferError";
-  constructor(
-    readonly key: Key,
-    readonly direction: "argument" | "result",
-    cause: unknown,
-  ) {
-    const what = direction === "argument" ? "its arguments cannot be sent to a worker" : "its result cannot be sent back from the worker";
-    super(`Task ${formatKey(key)}: ${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 }
 
@@ -427,8 +415,9 @@ export class WorkerPool {
         try {
           structuredClone(entry.wire);
           return true;
-        } catch (error) {
-          entry.done({ node: entry.job.node, ok: false, error: new TaskTransferError(entry.job.key, "argument", error), workerId: null });
+        } catch (cloneError) {
+          const error = new TaskTransferError(entry.job.key, "argument", cloneError, findUncloneableWireArgument(entry.wire));
+          entry.done({ node: entry.job.node, ok: false, error, workerId: null });
           return false;
         }
       });
@@ -499,8 +488,9 @@ export class WorkerPool {
     const node = entry.job.node;
     if (ok === 1) return { node, ok: true, value, workerId, timing };
     const error = value as PackedError;
-    if (error.kind === "error" && error.unsendableResult) {
-      return { node, ok: false, error: new TaskTransferError(entry.job.key, "result", unpackError(error)), workerId, timing };
+    if (error.kind === "error" && error.unsendableResult !== undefined) {
+      const where = error.unsendableResult === true ? undefined : error.unsendableResult;
+      return { node, ok: false, error: new TaskTransferError(entry.job.key, "result", unpackError(error), where), workerId, timing };
     }
     return { node, ok: false, error: unpackError(error), workerId, timing };
   }

@@ -8,6 +8,7 @@ import { ancestor } from "acorn-walk";
 import { analyze } from "eslint-scope";
 import { type Key, formatKey } from "../../graph/keys";
 import type { Expr } from "../../graph/spec";
+import { type UncloneableArgument, type UncloneablePart, findUncloneable, findUncloneableArgument } from "../transfer";
 import { CALL, type FnSpec, LIST, LITERAL, type WireExpr } from "./wire";
 
 type AnyFunction = (...args: never[]) => unknown;
@@ -286,4 +287,16 @@ export function toWire(expr: Expr, values: readonly unknown[], idOf: (fn: AnyFun
       return wire;
     }
   }
+}
+
+/**
+ * Where `wire` (a task's wire form, see toWire) holds what structured clone refuses: the
+ * argument of its call and the part in it (a task that is not a call: the part of its value).
+ */
+export function findUncloneableWireArgument(wire: WireExpr): UncloneableArgument | UncloneablePart | undefined {
+  if (!Array.isArray(wire)) return findUncloneable(wire);
+  if (wire[0] === LITERAL) return findUncloneable(wire[1]);
+  if (wire[0] !== CALL) return findUncloneable(wire);
+  const args = wire.slice(2).map((arg: unknown) => (Array.isArray(arg) && arg[0] === LITERAL ? arg[1] : arg));
+  return findUncloneableArgument(args);
 }

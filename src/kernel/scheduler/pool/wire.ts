@@ -3,6 +3,7 @@
 
 import type { MessagePort } from "node:worker_threads";
 import type { ProfileMessage, ProfilerControl } from "../../profiling/messages";
+import type { UncloneablePart } from "../transfer";
 
 /** How a worker finds a function. */
 export type FnSpec =
@@ -83,8 +84,8 @@ export type PackedError =
       readonly stack: string | undefined;
       /** The error's own properties (code, custom fields, cause) that survive structured clone. */
       readonly props: Readonly<Record<string, unknown>>;
-      /** Set when the task ran but its result could not be sent back. */
-      readonly unsendableResult?: boolean;
+      /** Set when the task ran but its result could not be sent back: the part that could not, when found. */
+      readonly unsendableResult?: UncloneablePart | true;
     };
 
 function cloneable(value: unknown): boolean {
@@ -96,7 +97,7 @@ function cloneable(value: unknown): boolean {
   }
 }
 
-export function packError(error: unknown, unsendableResult = false): PackedError {
+export function packError(error: unknown, unsendableResult?: UncloneablePart | true): PackedError {
   if (!(error instanceof Error)) {
     return cloneable(error) ? { kind: "value", value: error } : { kind: "value", value: String(error) };
   }
@@ -113,7 +114,7 @@ export function packError(error: unknown, unsendableResult = false): PackedError
     message: error.message,
     stack: error.stack,
     props,
-    unsendableResult,
+    ...(unsendableResult !== undefined ? { unsendableResult } : {}),
   };
 }
 

@@ -10,6 +10,7 @@ import { type TaskClock, type TaskLedger, TaskMeter, TaskTimer, executeMetrics }
 import { ownedBuffers } from "./buffers";
 import { type AnyFunction, resolveFunction } from "./functions";
 import { isProfilerControl } from "../../profiling/messages";
+import { findUncloneable } from "../transfer";
 import * as profiler from "../../profiling/worker-host";
 import {
   CALL,
@@ -101,7 +102,7 @@ function report(): void {
         structuredClone(results[i + 1]);
       } catch (error) {
         results[i] = 0;
-        results[i + 1] = packError(error, true);
+        results[i + 1] = packError(error, findUncloneable(results[i + 1]) ?? true);
       }
     }
     send(results);
