@@ -28,7 +28,7 @@ import { AbortError } from "../../src/kernel/scheduler/loop";
 import type { TaskStreamRecord, TransferLogEntry } from "../../src/protocol/records";
 import { closureOf, fail, hog, killOwnProcess, processId, shout, slowInc, sumOfList } from "../fixtures/cluster-client-tasks";
 import { add, inc, pair } from "../fixtures/tasks";
-import { noise, ramp, spin, total } from "../fixtures/cluster-tasks";
+import { noise, ramp, spinCpu, total } from "../fixtures/cluster-tasks";
 import { withCluster } from "../helpers/cluster";
 
 const root = join(__dirname, "..", "..", "..");
@@ -387,8 +387,8 @@ describe("LocalCluster and Client", () => {
     const dsk = new Map<unknown, unknown>([
       ["x", [ramp, 1000, 1, true]],
       ["y", [ramp, 1000, 2, true]],
-      ["spin-1", [spin, 600]],
-      ["spin-2", [spin, 600]],
+      ["spin-1", [spinCpu, 600]],
+      ["spin-2", [spinCpu, 600]],
       ["s", [total, "x", "y"]],
     ]);
     const pretasks: string[] = [];
