@@ -34,7 +34,10 @@ const RUN_ALONE = [
   "dashboard/cluster-feed.test.js", // the workers' profile windows and an idle feed's quiet
   "executors-pool.test.js", // 4 tasks of 1 s on 2 workers take about 2 s
 ];
-/** Heavy files at a time: measured on a 2-core machine (README, "Testing"). */
+/**
+ * Heavy files at a time. They mostly wait (for kernels, JupyterLab, Chromium, Redis, timeouts), so
+ * three keep a 2-core machine busy without starving the timing-sensitive ones, which run alone.
+ */
 const HEAVY_CONCURRENCY = 3;
 
 function exec(command, commandArgs, options = {}) {
