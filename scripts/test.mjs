@@ -33,6 +33,9 @@ const RUN_ALONE = [
   "diagnostics/statprof.test.js", // a hot function's share of the samples
   "dashboard/cluster-feed.test.js", // the workers' profile windows and an idle feed's quiet
   "executors-pool.test.js", // 4 tasks of 1 s on 2 workers take about 2 s
+  "distributed/redis-faults.test.js", // a killed or frozen worker's job taken over within seconds
+  "interrupt.test.js", // a kernel interrupt ends the cell within 3 s
+  "distributed/worker.test.js", // spilling and pausing seen in the next heartbeats
 ];
 /**
  * Heavy files at a time. They mostly wait (for kernels, JupyterLab, Chromium, Redis, timeouts), so
