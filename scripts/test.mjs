@@ -105,7 +105,7 @@ const nodeTest = (group, concurrency) =>
   group.length === 0 ? 0 : exec(process.execPath, ["--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...group], { env });
 
 const started = Date.now();
-const alone = files.filter((path) => RUN_ALONE.some((name) => path.endsWith(name)));
+const alone = files.filter((path) => RUN_ALONE.some((name) => path.endsWith(`/${name}`)));
 const unit = files.filter((path) => UNIT_TEST.test(path) && !alone.includes(path));
 const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path));
 // Unit files are quick and in-process: two at a time use both cores.
