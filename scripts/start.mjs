@@ -6,7 +6,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { buildLabextension, labextensionIsStale } from "./build-labextension.mjs";
 import { ensurePythonEnv } from "./setup/python.mjs";
 
@@ -17,15 +17,16 @@ const FIRST_NOTEBOOKS = ["quickstart.ipynb", "getting-started.ipynb"];
 const { python, jupyter } = ensurePythonEnv();
 if (!existsSync(join(root, "dist/cli/index.js"))) execFileSync("npm", ["run", "build"], { cwd: root, stdio: "inherit" });
 else if (labextensionIsStale()) buildLabextension();
-execFileSync(process.execPath, [join(root, "dist/cli/index.js"), "install", "--sys-prefix", "--python", python], {
-  cwd: root,
-  stdio: "inherit",
-});
+// `tsdask install --sys-prefix` as a function: the command's closing advice, to restart a
+// running JupyterLab, is wrong here, where JupyterLab starts next.
+const { describeInstall, install, parseTarget } = await import(pathToFileURL(join(root, "dist/cli/install.js")).href);
+for (const line of describeInstall(install(parseTarget(["--sys-prefix", "--python", python])))) console.log(line);
 
 mkdirSync(notebooks, { recursive: true });
 const first = FIRST_NOTEBOOKS.find((name) => existsSync(join(notebooks, name)));
 // The venv's own Jupyter: its sys-prefix holds the extension and kernel spec just installed.
 const args = ["lab", ...(first === undefined ? [] : [first]), ...(process.getuid?.() === 0 ? ["--allow-root"] : [])];
+console.log(`Starting JupyterLab on notebooks/${first === undefined ? "" : ` with ${first}`}.`);
 const lab = spawn(jupyter, args, { cwd: notebooks, stdio: "inherit" });
 // Ctrl+C reaches JupyterLab too (same terminal); wait for its own clean shutdown, then exit with it.
 process.on("SIGINT", () => undefined);

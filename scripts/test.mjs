@@ -1,7 +1,10 @@
-// The whole test suite: compile sources and tests, prepare what the tests need, run node's test runner.
-// Usage: npm test [-- <substring filter on test file paths>]
-import { execFileSync, spawnSync } from "node:child_process";
-import { readdirSync, rmSync, statSync } from "node:fs";
+// The test suite: build what the tests need (incrementally), prepare the real parts they use,
+// run node's test runner. Two tiers (README, "Testing"):
+//   npm test [-- <substring>]            every test file, the heavy ones side by side
+//   npm run test:unit [-- <substring>]   the unit tier only: test/**/*.unit.test.ts, no real parts
+// <substring> keeps the test files whose path contains it.
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildLabextension, labextensionIsStale } from "./build-labextension.mjs";
@@ -12,42 +15,100 @@ import { ensurePythonEnv } from "./setup/python.mjs";
 import { ensureRedisServer } from "./setup/redis.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: "inherit" });
+const args = process.argv.slice(2);
+const unitOnly = args.includes("--unit");
+const filter = args.find((arg) => !arg.startsWith("--"));
 
-// build/ is wiped so a deleted test's stale output cannot run.
-rmSync(join(root, "build"), { recursive: true, force: true });
-run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"]);
-run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.test.json"]);
-// The browser tests load the built JupyterLab extension; rebuild it when its sources changed.
-if (labextensionIsStale()) buildLabextension();
+/** A unit test needs nothing outside its own Node process; its file name says so. */
+const UNIT_TEST = /\.unit\.test\.js$/;
+/**
+ * Heavy test files that run alone, after the others: they measure time, CPU or samples of every
+ * core, which a neighbour on a 2-core machine would disturb. Every other heavy file runs beside
+ * HEAVY_CONCURRENCY - 1 others: each makes its own ports, folders, Redis servers, Chromium
+ * profiles, clusters and network namespaces, so no two share one.
+ */
+const RUN_ALONE = [
+  "metrics/fpm-invariant.test.js", // activities add up to wall time × cores
+  "diagnostics/resource.test.js", // sampler threads' sample counts and CPU
+  "diagnostics/statprof.test.js", // a hot function's share of the samples
+  "dashboard/cluster-feed.test.js", // the workers' profile windows and an idle feed's quiet
+  "executors-pool.test.js", // 4 tasks of 1 s on 2 workers take about 2 s
+  "distributed/redis-faults.test.js", // a killed or frozen worker's job taken over within seconds
+  "interrupt.test.js", // a kernel interrupt ends the cell within 3 s
+  "distributed/worker.test.js", // spilling and pausing seen in the next heartbeats
+];
+/**
+ * Heavy files at a time. They mostly wait (for kernels, JupyterLab, Chromium, Redis, timeouts), so
+ * three keep a 2-core machine busy without starving the timing-sensitive ones, which run alone.
+ */
+const HEAVY_CONCURRENCY = 3;
+
+function exec(command, commandArgs, options = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, commandArgs, { cwd: root, stdio: "inherit", ...options });
+    child.on("error", reject);
+    child.on("exit", (code, signal) => resolve(code ?? (signal === null ? 0 : 1)));
+  });
+}
+
+async function mustSucceed(what, command, commandArgs) {
+  const code = await exec(command, commandArgs);
+  if (code !== 0) {
+    console.error(`${what} failed (exit code ${code})`);
+    process.exit(code);
+  }
+}
+
+const tsc = (config) => mustSucceed(`tsc -b ${config}`, process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-b", config]);
+
+// Incremental builds (tsbuildinfo next to each output): an unchanged tree compiles nothing.
+// The tests run from build/ (tsconfig.test.json: src and tests); notebooks, the CLI and the
+// packed tarball use the package's own dist/ (tsconfig.json), which the unit tier never touches.
+// The two compiles share no output, so they run side by side.
+await Promise.all([tsc("tsconfig.test.json"), ...(unitOnly ? [] : [tsc("tsconfig.json")])]);
 // Standalone pages (reports, plot files) inline the views bundle.
 if (viewsAreStale()) await buildViews();
 
-// Real parts for the notebook and browser tests: a Jupyter stack with the tslab kernel, and Chromium.
-// Notebooks import "tsdask" through node_modules/tsdask, made here too in case install scripts were skipped.
-ensureSelfLink();
-const python = ensurePythonEnv();
-const chromium = ensureChromium();
-const env = { ...python.env, TSDASK_PYTHON: python.python, TSDASK_JUPYTER: python.jupyter, TSDASK_CHROMIUM: chromium };
-// Debian's redis-server for the Redis transport's tests (each test starts and stops its own).
-env.TSDASK_REDIS_SERVER = ensureRedisServer();
+let env = process.env;
+if (!unitOnly) {
+  // The browser tests load the built JupyterLab extension; rebuild it when its sources changed.
+  if (labextensionIsStale()) buildLabextension();
+  // Real parts for the notebook and browser tests: a Jupyter stack with the tslab kernel, and Chromium.
+  // Notebooks import "tsdask" through node_modules/tsdask, made here too in case install scripts were skipped.
+  ensureSelfLink();
+  const python = ensurePythonEnv();
+  env = { ...python.env, TSDASK_PYTHON: python.python, TSDASK_JUPYTER: python.jupyter, TSDASK_CHROMIUM: ensureChromium() };
+  // Debian's redis-server for the Redis transport's tests (each test starts and stops its own).
+  env.TSDASK_REDIS_SERVER = ensureRedisServer();
+}
 
+/** Compiled test files whose source still exists: build/ is kept between runs, and a deleted test's output must not run. */
 function testFiles(dir) {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) return testFiles(path);
-    return name.endsWith(".test.js") ? [path] : [];
+    if (!name.endsWith(".test.js")) return [];
+    const source = join(root, relative(join(root, "build"), path)).replace(/\.js$/, ".ts");
+    return existsSync(source) ? [relative(root, path)] : [];
   });
 }
-const filter = process.argv[2];
 const files = testFiles(join(root, "build/test"))
-  .map((path) => relative(root, path))
+  .filter((path) => (unitOnly ? UNIT_TEST.test(path) : true))
   .filter((path) => filter === undefined || path.includes(filter))
   .sort();
+if (files.length === 0) {
+  console.error(`No test file matches${unitOnly ? " the unit tier" : ""}${filter === undefined ? "" : ` and "${filter}"`}.`);
+  process.exit(1);
+}
 
-const result = spawnSync(process.execPath, ["--test", "--test-concurrency=1", "--test-reporter=spec", ...files], {
-  cwd: root,
-  stdio: "inherit",
-  env,
-});
-process.exit(result.status ?? 1);
+const nodeTest = (group, concurrency) =>
+  group.length === 0 ? 0 : exec(process.execPath, ["--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...group], { env });
+
+const started = Date.now();
+const alone = files.filter((path) => RUN_ALONE.some((name) => path.endsWith(`/${name}`)));
+const unit = files.filter((path) => UNIT_TEST.test(path) && !alone.includes(path));
+const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path));
+// Unit files are quick and in-process: two at a time use both cores.
+const codes = [await nodeTest(unit, 2), await nodeTest(heavy, HEAVY_CONCURRENCY), await nodeTest(alone, 1)];
+console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+process.exit(codes.find((code) => code !== 0) ?? 0);

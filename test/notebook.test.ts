@@ -11,11 +11,11 @@ import { type CellReport, cellStartingWith, describeFailures, type IopubMessage,
 const root = resolve(__dirname, "../..");
 const MIME = "application/vnd.tsdask.v1+json";
 
-/** One kernel run per user notebook, shared by the tests that look at it. */
+/** One kernel run per user notebook, shared by the tests that look at it; its files go to a temporary folder. */
 const userRuns = new Map<string, Promise<NotebookReport>>();
 const runUserNotebook = (name: string): Promise<NotebookReport> => {
   let run = userRuns.get(name);
-  if (run === undefined) userRuns.set(name, (run = runNotebook(join("notebooks", name))));
+  if (run === undefined) userRuns.set(name, (run = runNotebook(join("notebooks", name), { inTemporaryCopy: true })));
   return run;
 };
 

@@ -4,7 +4,7 @@
 // `tsdask worker redis://…` runs a worker of a Redis cluster.
 
 import { Callback, type Key, formatKey, get, withCallbacks } from "../kernel";
-import { UsageError, install, parseTarget, uninstall } from "./install";
+import { UsageError, describeInstall, install, parseTarget, uninstall } from "./install";
 import { WORKER_USAGE, workerCommand } from "./worker";
 
 class PrintKeys extends Callback {
@@ -26,9 +26,7 @@ async function demo(): Promise<void> {
 const INSTALL_OPTIONS = "[--sys-prefix (default) | --user | --prefix DIR] [--python PYTHON]";
 
 async function installCommand(args: readonly string[]): Promise<void> {
-  const { labextension, kernelSpec } = install(parseTarget(args));
-  console.log(`Installed the JupyterLab extension: ${labextension}`);
-  console.log(`Installed the tslab kernel spec:    ${kernelSpec}`);
+  for (const line of describeInstall(install(parseTarget(args)))) console.log(line);
   console.log("Restart JupyterLab (or reload its page) to load the extension.");
 }
 

@@ -131,6 +131,11 @@ export function install(target: Target): Installed {
   return { labextension, kernelSpec };
 }
 
+/** What an install reports: where the extension and the kernel spec went. */
+export function describeInstall({ labextension, kernelSpec }: Installed): string[] {
+  return [`Installed the JupyterLab extension: ${labextension}`, `Installed the tslab kernel spec:    ${kernelSpec}`];
+}
+
 export function uninstall(target: Target): Installed {
   const data = dataDir(target);
   const installed = { labextension: join(data, "labextensions", EXTENSION_NAME), kernelSpec: join(data, "kernels/tslab") };

@@ -1,9 +1,9 @@
 // Runs a notebook against the real tslab kernel (run_notebook.py, via the test venv's Python)
 // and returns its report: every cell's reply status and every iopub message it caused.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 
 const root = resolve(__dirname, "../../..");
 const runner = join(root, "test/notebook/run_notebook.py");
@@ -52,6 +52,11 @@ export interface RunOptions {
   readonly timeoutSeconds?: number;
   /** How long to keep recording after the last cell (late display updates); default 0.5 s. */
   readonly drainSeconds?: number;
+  /**
+   * Run a copy in a temporary folder, with tsdask linked into its node_modules as in a user's
+   * project: the files the notebook writes (reports, plots) land there, not in the checkout.
+   */
+  readonly inTemporaryCopy?: boolean;
 }
 
 /** Executes the notebook top to bottom in a fresh kernel started in the notebook's directory. */
@@ -63,7 +68,15 @@ export async function runNotebook(path: string, options: RunOptions = {}): Promi
   const timeout = options.timeoutSeconds ?? 120;
   const dir = mkdtempSync(join(tmpdir(), "tsdask-nb-"));
   const reportPath = join(dir, "report.json");
-  const args = ["-Xfrozen_modules=off", runner, resolve(root, path), "--report", reportPath];
+  let notebook = resolve(root, path);
+  if (options.inTemporaryCopy === true) {
+    const copy = join(dir, "notebook");
+    mkdirSync(join(copy, "node_modules"), { recursive: true });
+    symlinkSync(root, join(copy, "node_modules/tsdask"), "dir");
+    notebook = join(copy, basename(path));
+    cpSync(resolve(root, path), notebook);
+  }
+  const args = ["-Xfrozen_modules=off", runner, notebook, "--report", reportPath];
   args.push("--timeout", String(timeout), "--drain", String(options.drainSeconds ?? 0.5));
   if (options.save !== undefined) args.push("--save", resolve(root, options.save));
   try {

@@ -1,6 +1,4 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { join } from "node:path";
 import { describe, test } from "node:test";
 import { type Key, type SchedulerName, keyPrefix } from "../src";
 import * as da from "../src/kernel/collections/array";
@@ -350,9 +348,4 @@ test("different operations give different layer names", () => {
   const a = da.ones([4, 4], { chunks: 2 });
   const names = new Set<Key>([a.name, a.T.name, a.add(1).name, a.add(2).name, a.mul(1).name, a.sum().name, a.mean().name, a.dot(a).name]);
   assert.equal(names.size, 8);
-});
-
-test("the committed WebAssembly kernels are built from asm/", () => {
-  // Exits non-zero, with a message naming the stale file, when the two disagree.
-  execFileSync(process.execPath, [join(__dirname, "../../scripts/build-wasm.mjs"), "--check"], { stdio: "pipe" });
 });
