@@ -4,7 +4,7 @@
 //   npm run test:unit [-- <substring>]   the unit tier only: test/**/*.unit.test.ts, no real parts
 // <substring> keeps the test files whose path contains it.
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildLabextension, labextensionIsStale } from "./build-labextension.mjs";
@@ -59,13 +59,24 @@ async function mustSucceed(what, command, commandArgs) {
   }
 }
 
-const tsc = (config) => mustSucceed(`tsc -b ${config}`, process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-b", config]);
+/**
+ * `tsc -b` trusts its build-info file; `tsc --noEmit -p` (an editor's or a developer's type
+ * check) writes one without any output, after which -b would build nothing. A build-info file
+ * without the output it describes is dropped first.
+ */
+function tsc(config, buildInfo, output) {
+  if (existsSync(join(root, buildInfo)) && !existsSync(join(root, output))) rmSync(join(root, buildInfo));
+  return mustSucceed(`tsc -b ${config}`, process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-b", config]);
+}
 
 // Incremental builds (tsbuildinfo next to each output): an unchanged tree compiles nothing.
 // The tests run from build/ (tsconfig.test.json: src and tests); notebooks, the CLI and the
 // packed tarball use the package's own dist/ (tsconfig.json), which the unit tier never touches.
 // The two compiles share no output, so they run side by side.
-await Promise.all([tsc("tsconfig.test.json"), ...(unitOnly ? [] : [tsc("tsconfig.json")])]);
+await Promise.all([
+  tsc("tsconfig.test.json", "build/tsconfig.test.tsbuildinfo", "build/test"),
+  ...(unitOnly ? [] : [tsc("tsconfig.json", "dist/tsconfig.tsbuildinfo", "dist/index.js")]),
+]);
 // Standalone pages (reports, plot files) inline the views bundle.
 if (viewsAreStale()) await buildViews();
 
