@@ -128,6 +128,12 @@ const UNKNOWN_TASK_SECONDS = 0.5;
  */
 const QUEUED_WORK_SECONDS = 0.005;
 const MAX_ROOTS_PER_THREAD = 1000;
+/**
+ * Tasks sent ahead and waiting on one worker at most: a chain goes out in windows this long (the
+ * next one when its first task becomes ready), so cancelling it never leaves a worker more than
+ * this many tasks to drop (a million sent at once kept a worker busy for a minute).
+ */
+const MAX_SENT_AHEAD = 1000;
 /** Root tasks in flight may hold at most this share of a worker's memory limit (by their group's mean size). */
 const QUEUED_MEMORY_SHARE = 0.1;
 
@@ -706,7 +712,7 @@ export class ClusterState {
   private trySendingAhead(slot: number): void {
     const first = this.dependencies[slot][0];
     const ws = this.processingOn[first] ?? this.holder[first];
-    if (ws === undefined || ws.status !== "running" || !this.allInputsOn(slot, ws)) return;
+    if (ws === undefined || ws.status !== "running" || ws.waitingLocally >= MAX_SENT_AHEAD || !this.allInputsOn(slot, ws)) return;
     this.sendTaskAhead(slot, ws);
     this.sendDependentsAhead(slot, ws);
   }
@@ -884,6 +890,7 @@ export class ClusterState {
     while (stack.length > 0) {
       const slot = stack.pop()!;
       for (const dependent of this.dependents[slot]) {
+        if (ws.waitingLocally >= MAX_SENT_AHEAD) return;
         if (this.state[dependent] !== WAITING || !this.allInputsOn(dependent, ws)) continue;
         this.sendTaskAhead(dependent, ws);
         stack.push(dependent);
