@@ -110,6 +110,8 @@ class Computation implements TaskListener {
   private readonly finishedNodes: Uint8Array;
   private settle: ((error?: unknown) => void) | undefined;
   private ended = false;
+  /** A pretask or posttask hook threw: the computation failed, and no hook hears of it again. */
+  private hookFailed = false;
 
   constructor(
     private readonly scheduler: Scheduler,
@@ -176,7 +178,7 @@ class Computation implements TaskListener {
 
   dispatched(slot: number): void {
     const node = this.nodeOfSlot.get(slot);
-    if (node === undefined || this.mirror === undefined) return;
+    if (node === undefined || this.mirror === undefined || this.hookFailed) return;
     this.start(node);
   }
 
@@ -185,7 +187,7 @@ class Computation implements TaskListener {
     if (node === undefined) return;
     if (this.plan.isOutput[node] === 1) this.outputFinished(node);
     const mirror = this.mirror;
-    if (mirror === undefined || this.finishedNodes[node] === 1) return;
+    if (mirror === undefined || this.finishedNodes[node] === 1 || this.hookFailed) return;
     // A task already running when this computation asked for it: it was never dispatched for us.
     if (!mirror.isRunning(node) && !this.start(node)) return;
     this.finishedNodes[node] = 1;
@@ -196,7 +198,11 @@ class Computation implements TaskListener {
     const key = this.plan.keys[node];
     const workerId = report === undefined ? address : `${address}#${report.thread}`;
     const info: TaskInfo = report === undefined ? {} : { timing: timingOf(report), record };
-    for (const cb of this.posttasks) cb.posttask!(key, result, this.plan.graph, mirror.view, workerId, info);
+    try {
+      for (const cb of this.posttasks) cb.posttask!(key, result, this.plan.graph, mirror.view, workerId, info);
+    } catch (error) {
+      this.failHook(error);
+    }
   }
 
   erred(_slot: number, failure: TaskFailure): void {
@@ -207,8 +213,19 @@ class Computation implements TaskListener {
     const mirror = this.mirror!;
     if (!mirror.start(node)) return false;
     const key = this.plan.keys[node];
-    for (const cb of this.pretasks) cb.pretask!(key, this.plan.graph, mirror.view);
+    try {
+      for (const cb of this.pretasks) cb.pretask!(key, this.plan.graph, mirror.view);
+    } catch (error) {
+      this.failHook(error);
+      return false;
+    }
     return true;
+  }
+
+  /** As on the local schedulers, a hook's error is the computation's: it rejects with it (finish hooks still run). */
+  private failHook(error: unknown): void {
+    this.hookFailed = true;
+    this.settle?.(error);
   }
 
   private outputFinished(node: number): void {

@@ -76,7 +76,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     settings: SchedulerSettings = {},
   ) {
     super();
-    this.state = new ClusterState({ ...settings, placement: transport.placement, functionSpec: (id) => this.functions.spec(id) });
+    this.state = new ClusterState({
+      ...settings,
+      placement: transport.placement,
+      functionSpec: (id) => this.functions.spec(id),
+      listenerFailed: (error) => this.listenerFailed("A task listener", error),
+    });
   }
 
   async start(): Promise<void> {
@@ -85,7 +90,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       received: (worker, messages) => this.received(worker, messages),
       workerLeft: (worker, reason) => this.workerLeft(worker, reason),
       failed: (error) => void this.fail(error),
-      notice: (message) => void this.emit("notice", message),
+      notice: (message) => this.tell("notice", message),
     };
     await this.transport.start(events);
     this.transport.setKeepsAlive(false);
@@ -187,7 +192,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.checkOpen();
     const slots = this.state.submit(graph, listener, now());
     this.scheduleFlush();
-    this.emit("graph-submitted", graph, slots);
+    this.tell("graph-submitted", graph, slots);
     return slots;
   }
 
@@ -338,7 +343,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.functions.setWorkerGlobals(registration.globals);
     const ws = this.state.addWorker(registration, now());
     this.flush();
-    this.emit("worker-joined", ws);
+    this.tell("worker-joined", ws);
   }
 
   private received(worker: WorkerAddress, messages: readonly FromWorker[]): void {
@@ -378,7 +383,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private reportHeartbeats(worker: WorkerAddress, messages: readonly FromWorker[]): void {
     const ws = this.state.workers.get(worker);
     if (ws === undefined) return;
-    for (const message of messages) if (message.op === "heartbeat") this.emit("heartbeat", ws, message.metrics);
+    for (const message of messages) if (message.op === "heartbeat") this.tell("heartbeat", ws, message.metrics);
   }
 
   private workerLeft(worker: WorkerAddress, reason: string): void {
@@ -391,7 +396,30 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
     this.flush();
     if (this.syncs.size > 0) this.checkSyncs();
-    this.emit("worker-left", worker, reason);
+    this.tell("worker-left", worker, reason);
+  }
+
+  // ---- Listeners -------------------------------------------------------------------------------
+
+  /**
+   * Emits `event` (always once the state change it reports is complete) to each listener in turn:
+   * one that throws is reported and the others still hear it. A listener's bug never reaches the
+   * transport, whose connection to a worker it would break.
+   */
+  private tell<K extends keyof SchedulerEvents>(event: K, ...args: SchedulerEvents[K]): void {
+    for (const listener of this.rawListeners(event)) {
+      try {
+        (listener as (...args: SchedulerEvents[K]) => void).apply(this, args);
+      } catch (error) {
+        this.listenerFailed(`A "${event}" listener`, error);
+      }
+    }
+  }
+
+  /** Where listeners' errors go: the process's error output, as the scheduler carries on without them. */
+  private listenerFailed(who: string, error: unknown): void {
+    const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    process.stderr.write(`tsdask: ${who} of the scheduler failed (the scheduler carries on): ${detail}\n`);
   }
 
   // ---- Sending ---------------------------------------------------------------------------------

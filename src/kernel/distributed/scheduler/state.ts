@@ -2,7 +2,9 @@
 // in, instructions out, no I/O. Events are method calls (a graph submitted, a key wanted or
 // released, a worker joined or left, messages from a worker); instructions collect in each
 // worker's outbox and, with queue placement, in a list of tasks for the shared queue, until the
-// driver takes them once per event-loop turn. Listeners hear about the tasks they watch.
+// driver takes them once per event-loop turn. Listeners hear about the tasks they watch once
+// the event is handled (./listeners). Walks over the graph use work lists, never recursion: a
+// chain of a million tasks is a million steps, not a million stack frames.
 //
 // Tasks live in slots of a growable table (columns indexed by slot) so that per-task work is a
 // few array writes: a million-task graph costs tens of bytes per task here.
@@ -11,7 +13,7 @@ import type { ClusterMemory, MetricRecord, TaskStateCounts, TaskStreamRecord } f
 import { now as machineNow } from "../../clock";
 import type { SpanPath } from "../../metrics/spans";
 import { SPAN_STATES, type SpanTasks, SpansState } from "../../metrics/spans-state";
-import type { FnSpec, PackedError } from "../../scheduler/pool/wire";
+import type { FnSpec } from "../../scheduler/pool/wire";
 import type {
   ComputeTaskMessage,
   DependencyInfo,
@@ -26,10 +28,13 @@ import type {
 } from "../messages";
 import { type NumberColumn, grownColumn } from "./columns";
 import { BandwidthEstimate, CumulativeMetrics, SystemHistory, clusterMemory } from "./heartbeats";
+import { type TaskFailure, type TaskListener, TaskListeners } from "./listeners";
 import { SlotHeap } from "./queue";
 import { TaskStreamRing } from "./task-stream";
 import type { Placement } from "./transport";
 import { WorkerState } from "./workers";
+
+export type { TaskFailure, TaskListener } from "./listeners";
 
 // Task states, Dask's names. A free slot is FORGOTTEN.
 export const RELEASED = 0;
@@ -45,24 +50,6 @@ const STATE_NAMES = ["released", "waiting", "queued", "processing", "memory", "e
 export type TaskStateName = (typeof STATE_NAMES)[number];
 /** Each state's index in a span's counts (Dask's TaskGroup states): no-worker tasks are queued there. */
 const SPAN_STATE = Uint8Array.from(STATE_NAMES, (name) => SPAN_STATES.indexOf(name === "no-worker" ? "queued" : name));
-
-/** Why a task failed; its dependents fail with the same failure. */
-export type TaskFailure =
-  | { readonly kind: "error"; readonly key: string; readonly name: string; readonly error: PackedError }
-  /** It was running on `allowedFailures + 1` workers that died (Dask's KilledWorker). */
-  | { readonly kind: "killed"; readonly key: string; readonly name: string; readonly worker: WorkerAddress; readonly failures: number };
-
-/** Watches tasks: the client's computations (callbacks, results) and Futures. */
-export interface TaskListener {
-  /** The task went to `worker` and can start there (its inputs are computed): Callback.pretask. */
-  dispatched?(slot: number, worker: WorkerState | undefined): void;
-  /**
-   * The result is in memory (`report` is absent when it already was at submission); `record` is
-   * the task-stream record the report made.
-   */
-  finished?(slot: number, worker: WorkerState | undefined, report: TaskFinishedMessage | undefined, record?: TaskStreamRecord): void;
-  erred?(slot: number, failure: TaskFailure): void;
-}
 
 /**
  * A graph to add, in columns: entry i is a task (`tasks[i]` set) or a key the scheduler must
@@ -109,6 +96,11 @@ export interface SchedulerOptions {
   readonly metrics?: boolean;
   /** Function specs by id, for define-functions. */
   readonly functionSpec: (id: number) => FnSpec;
+  /**
+   * Where a listener's error goes (the state is whole again by then, and the other listeners
+   * told). Without it, the event that caused the notice throws the first such error at its end.
+   */
+  readonly listenerFailed?: (error: unknown) => void;
 }
 
 /** A task's priority is (submission, static order) as one number: submission × this + order. */
@@ -136,6 +128,12 @@ const UNKNOWN_TASK_SECONDS = 0.5;
  */
 const QUEUED_WORK_SECONDS = 0.005;
 const MAX_ROOTS_PER_THREAD = 1000;
+/**
+ * Tasks sent ahead and waiting on one worker at most: a chain goes out in windows this long (the
+ * next one when its first task becomes ready), so cancelling it never leaves a worker more than
+ * this many tasks to drop (a million sent at once kept a worker busy for a minute).
+ */
+const MAX_SENT_AHEAD = 1000;
 /** Root tasks in flight may hold at most this share of a worker's memory limit (by their group's mean size). */
 const QUEUED_MEMORY_SHARE = 0.1;
 
@@ -201,10 +199,14 @@ export class ClusterState {
   /** The first worker holding the result; further holders in `replicas`. */
   private readonly holder: (WorkerState | undefined)[] = [];
   private readonly replicas = new Map<number, WorkerState[]>();
-  private readonly listeners: (TaskListener | TaskListener[] | undefined)[] = [];
   private readonly failures = new Map<number, TaskFailure>();
   private readonly slotByKey = new Map<string, number>();
   private readonly freeSlots: number[] = [];
+  /** Slots freed by the event under way: reused only after its listeners have been told about them. */
+  private freedSlots: number[] = [];
+  private readonly listeners: TaskListeners;
+  /** Events under way (one may cause another: a worker registering again leaves first). */
+  private eventDepth = 0;
   private readonly counts = new Int32Array(STATE_NAMES.length);
 
   private readonly groupStats = new Map<string, GroupStats>();
@@ -240,6 +242,7 @@ export class ClusterState {
     this.taskStream = new TaskStreamRing(options.taskStreamLength);
     this.functionSpec = options.functionSpec;
     this.rootQueue = new SlotHeap((slot) => this.priority[slot]);
+    this.listeners = new TaskListeners(options.listenerFailed);
   }
 
   // ---- Queries ---------------------------------------------------------------------------------
@@ -306,18 +309,35 @@ export class ClusterState {
   // ---- Listeners -------------------------------------------------------------------------------
 
   addListener(slot: number, listener: TaskListener): void {
-    const current = this.listeners[slot];
-    if (current === undefined) this.listeners[slot] = listener;
-    else if (Array.isArray(current)) current.includes(listener) || current.push(listener);
-    else if (current !== listener) this.listeners[slot] = [current, listener];
+    this.listeners.add(slot, listener);
   }
 
   removeListener(slot: number, listener: TaskListener): void {
-    const current = this.listeners[slot];
-    if (current === listener) this.listeners[slot] = undefined;
-    else if (Array.isArray(current)) {
-      const rest = current.filter((l) => l !== listener);
-      this.listeners[slot] = rest.length === 0 ? undefined : rest.length === 1 ? rest[0] : rest;
+    this.listeners.remove(slot, listener);
+  }
+
+  /**
+   * Runs one event (every public method that changes the state goes through here); once the
+   * outermost is done, listeners hear what happened, and only then are freed slots reused.
+   */
+  private event<T>(handle: () => T): T {
+    this.eventDepth++;
+    try {
+      return handle();
+    } finally {
+      if (--this.eventDepth === 0 && !this.listeners.busy) this.deliverNotices();
+    }
+  }
+
+  private deliverNotices(): void {
+    try {
+      this.listeners.deliver();
+    } finally {
+      for (const slot of this.freedSlots) {
+        this.listeners.reset(slot);
+        this.freeSlots.push(slot);
+      }
+      this.freedSlots = [];
     }
   }
 
@@ -330,6 +350,10 @@ export class ClusterState {
    * span, or (a new group) the span the submission names for them, opened at `now`.
    */
   submit(graph: GraphSubmission, listener?: TaskListener, now: number = machineNow()): Int32Array {
+    return this.event(() => this.addGraph(graph, listener, now));
+  }
+
+  private addGraph(graph: GraphSubmission, listener: TaskListener | undefined, now: number): Int32Array {
     const n = graph.keys.length;
     for (let i = 0; i < n; i++) {
       if (graph.tasks[i] === undefined && !this.slotByKey.has(graph.keys[i])) {
@@ -404,20 +428,27 @@ export class ClusterState {
 
   /** One more hold on a key's result (a Future made for an existing key). */
   want(slot: number): void {
-    this.wants[slot]++;
-    if (this.state[slot] === RELEASED) this.activate(slot);
+    this.event(() => {
+      this.wants[slot]++;
+      if (this.state[slot] === RELEASED) this.activate(slot);
+    });
   }
 
   /** Drops a hold; a result nobody needs any more is released, an unneeded computation cancelled. */
   unwant(slot: number): void {
     if (this.wants[slot] <= 0) return;
-    this.wants[slot]--;
-    if (this.wants[slot] === 0) this.releaseIfUnneeded(slot);
+    this.event(() => {
+      if (--this.wants[slot] === 0) this.releaseUnneeded([slot]);
+    });
   }
 
   // ---- Worker events ---------------------------------------------------------------------------
 
   addWorker(registration: RegisterMessage, now: number): WorkerState {
+    return this.event(() => this.registerWorker(registration, now));
+  }
+
+  private registerWorker(registration: RegisterMessage, now: number): WorkerState {
     const known = this.workers.get(registration.address);
     if (known !== undefined) this.removeWorker(registration.address, "it registered again", now);
     const ws = new WorkerState(registration, ++this.workerCount, now);
@@ -441,7 +472,11 @@ export class ClusterState {
    * been running: too many deaths under a task and it errs with KilledWorker); results only it
    * held are recomputed if still needed.
    */
-  removeWorker(address: WorkerAddress, _reason: string, now: number): void {
+  removeWorker(address: WorkerAddress, reason: string, now: number): void {
+    this.event(() => this.dropWorker(address, reason, now));
+  }
+
+  private dropWorker(address: WorkerAddress, _reason: string, now: number): void {
     const ws = this.workers.get(address);
     if (ws === undefined) return;
     this.workers.delete(address);
@@ -475,6 +510,10 @@ export class ClusterState {
 
   /** Messages from a registered worker (gather and run replies are the driver's, not ours). */
   handle(address: WorkerAddress, messages: readonly FromWorker[], now: number): void {
+    this.event(() => this.handleMessages(address, messages, now));
+  }
+
+  private handleMessages(address: WorkerAddress, messages: readonly FromWorker[], now: number): void {
     let ws = this.workers.get(address);
     if (ws === undefined) {
       // With queue placement a task's outcome stands whoever reports it (its result is in the
@@ -519,14 +558,14 @@ export class ClusterState {
   /** `address` does not hold `key` after all (a gather found it missing): a result lost with its last holder is recomputed. */
   replicaMissing(address: WorkerAddress, key: string): void {
     const ws = this.workers.get(address);
-    if (ws !== undefined) this.dropReplica(ws, key);
+    if (ws !== undefined) this.event(() => this.dropReplica(ws, key));
   }
 
   // ---- Instructions ----------------------------------------------------------------------------
 
   /** Workers with messages, each with its batch (the outboxes are emptied). */
   takeMessages(): [WorkerState, ToWorker[]][] {
-    this.scheduleQueued();
+    this.event(() => this.scheduleQueued());
     const out: [WorkerState, ToWorker[]][] = [];
     for (const ws of this.dirty) {
       if (ws.outbox.length === 0) continue;
@@ -539,7 +578,7 @@ export class ClusterState {
 
   /** Queue placement: tasks for the shared queue, and keys to drop from the store. */
   takeQueueInstructions(): { enqueue: ComputeTaskMessage[]; forget: string[] } {
-    this.scheduleQueued();
+    this.event(() => this.scheduleQueued());
     const out = { enqueue: this.toQueue, forget: this.toForget };
     this.toQueue = [];
     this.toForget = [];
@@ -569,7 +608,7 @@ export class ClusterState {
       this.dependents.push(EMPTY);
       this.processingOn.push(undefined);
       this.holder.push(undefined);
-      this.listeners.push(undefined);
+      this.listeners.reset(slot);
     } else {
       this.keys[slot] = key;
       this.names[slot] = name;
@@ -673,7 +712,7 @@ export class ClusterState {
   private trySendingAhead(slot: number): void {
     const first = this.dependencies[slot][0];
     const ws = this.processingOn[first] ?? this.holder[first];
-    if (ws === undefined || ws.status !== "running" || !this.allInputsOn(slot, ws)) return;
+    if (ws === undefined || ws.status !== "running" || ws.waitingLocally >= MAX_SENT_AHEAD || !this.allInputsOn(slot, ws)) return;
     this.sendTaskAhead(slot, ws);
     this.sendDependentsAhead(slot, ws);
   }
@@ -836,7 +875,7 @@ export class ClusterState {
     }
     this.defineFunctions(ws, slot);
     this.outboxOf(ws).push(this.computeTask(slot, ws));
-    if (!ahead) this.notifyDispatched(slot, ws);
+    if (!ahead) this.listeners.dispatched(slot, ws);
     if (this.sendAhead) this.sendDependentsAhead(slot, ws);
   }
 
@@ -851,6 +890,7 @@ export class ClusterState {
     while (stack.length > 0) {
       const slot = stack.pop()!;
       for (const dependent of this.dependents[slot]) {
+        if (ws.waitingLocally >= MAX_SENT_AHEAD) return;
         if (this.state[dependent] !== WAITING || !this.allInputsOn(dependent, ws)) continue;
         this.sendTaskAhead(dependent, ws);
         stack.push(dependent);
@@ -926,7 +966,7 @@ export class ClusterState {
     this.setState(slot, PROCESSING);
     this.inFlight++;
     this.toQueue.push(this.computeTask(slot, undefined));
-    this.notifyDispatched(slot, undefined);
+    this.listeners.dispatched(slot, undefined);
   }
 
   /** Tells `ws` to drop `key`; consecutive frees share one message. */
@@ -985,7 +1025,7 @@ export class ClusterState {
     this.spanRan(slot, report);
     const record = this.streamRecord(slot, ws, report);
     this.taskStream.push(record);
-    this.notifyFinished(slot, ws, report, record);
+    this.listeners.finished(slot, ws, report, record);
     // Dependents: one input fewer to wait for.
     for (const dependent of this.dependents[slot]) {
       if (--this.waitingOn[dependent] !== 0) continue;
@@ -995,18 +1035,19 @@ export class ClusterState {
         const on = this.processingOn[dependent]!;
         this.waitingLocally[dependent] = 0;
         on.waitingLocally--;
-        this.notifyDispatched(dependent, on);
+        this.listeners.dispatched(dependent, on);
       }
     }
-    this.inputsDone(slot);
-    if (!this.isNeeded(slot)) this.release(slot);
+    // Its inputs, then itself, if nobody needs them any more.
+    this.releaseUnneeded(this.dropInputs(slot, [slot]));
   }
 
-  /** The task left the active states: its inputs have one user fewer and may go. */
-  private inputsDone(slot: number): void {
+  /** `slot` left the active states: its inputs have one user fewer; those left with none join `work`. */
+  private dropInputs(slot: number, work: number[]): number[] {
     for (const dep of this.dependencies[slot]) {
-      if (--this.pendingDependents[dep] === 0 && this.wants[dep] === 0) this.releaseIfUnneeded(dep);
+      if (--this.pendingDependents[dep] === 0 && this.wants[dep] === 0) work.push(dep);
     }
+    return work;
   }
 
   private taskErred(ws: WorkerState, report: TaskErredMessage): void {
@@ -1031,6 +1072,7 @@ export class ClusterState {
   private fail(root: number, failure: TaskFailure): void {
     const stack = [root];
     const failed: number[] = [];
+    const unusedInputs: number[] = [];
     while (stack.length > 0) {
       const slot = stack.pop()!;
       const state = this.state[slot];
@@ -1049,25 +1091,34 @@ export class ClusterState {
       }
       this.setState(slot, ERRED);
       this.failures.set(slot, failure);
-      this.inputsDone(slot);
-      this.notifyErred(slot, failure);
+      this.dropInputs(slot, unusedInputs);
+      this.listeners.erred(slot, failure);
       failed.push(slot);
       for (const dependent of this.dependents[slot]) stack.push(dependent);
     }
+    this.releaseUnneeded(unusedInputs);
     // Failures nobody holds are dropped, dependents first.
     for (let i = failed.length - 1; i >= 0; i--) if (!this.isNeeded(failed[i])) this.forgetIfUnneeded(failed[i]);
   }
 
-  /** A result in memory that nobody needs goes; an active task nobody needs is cancelled. */
-  private releaseIfUnneeded(slot: number): void {
-    if (this.isNeeded(slot)) return;
-    const state = this.state[slot];
-    if (state === MEMORY) {
-      this.release(slot);
-    } else if (state === WAITING || state === QUEUED || state === PROCESSING || state === NO_WORKER) {
-      this.cancel(slot);
-    } else {
-      this.forgetIfUnneeded(slot);
+  /**
+   * Of `work`, the tasks nobody needs go: a result in memory is released, an active task is
+   * cancelled, and the inputs a cancelled task leaves without users follow (added to `work`).
+   */
+  private releaseUnneeded(work: number[]): void {
+    while (work.length > 0) {
+      const slot = work.pop()!;
+      if (this.isNeeded(slot)) continue;
+      const state = this.state[slot];
+      if (state === MEMORY) {
+        this.release(slot);
+      } else if (state === WAITING || state === QUEUED || state === PROCESSING || state === NO_WORKER) {
+        this.cancel(slot);
+        this.dropInputs(slot, work);
+        this.forgetIfUnneeded(slot);
+      } else {
+        this.forgetIfUnneeded(slot);
+      }
     }
   }
 
@@ -1092,7 +1143,7 @@ export class ClusterState {
     ws.nbytes -= this.nbytes[slot];
   }
 
-  /** An active task nobody needs: its worker stops it, its inputs may go. */
+  /** An active task nobody needs: its worker stops it (its inputs are the caller's to let go). */
   private cancel(slot: number): void {
     const state = this.state[slot];
     if (state === PROCESSING) {
@@ -1106,8 +1157,6 @@ export class ClusterState {
       }
     }
     this.setState(slot, RELEASED);
-    this.inputsDone(slot);
-    this.forgetIfUnneeded(slot);
   }
 
   /**
@@ -1142,9 +1191,8 @@ export class ClusterState {
     this.tasks[slot] = undefined;
     this.functionIds[slot] = EMPTY;
     this.dependencies[slot] = EMPTY;
-    this.listeners[slot] = undefined;
     this.failures.delete(slot);
-    this.freeSlots.push(slot);
+    this.freedSlots.push(slot);
   }
 
   /** A result lost with every holder: recomputed if needed, else released. */
@@ -1303,29 +1351,6 @@ export class ClusterState {
     const heartbeatInterval = ws.hurried ? HURRIED_HEARTBEAT_SECONDS : this.heartbeatInterval();
     ws.hurried = false;
     this.outboxOf(ws).push({ op: "heartbeat-reply", time: now, heartbeatInterval });
-  }
-
-  // ---- Listener calls --------------------------------------------------------------------------
-
-  private notifyDispatched(slot: number, ws: WorkerState | undefined): void {
-    const listeners = this.listeners[slot];
-    if (listeners === undefined) return;
-    if (Array.isArray(listeners)) for (const l of listeners) l.dispatched?.(slot, ws);
-    else listeners.dispatched?.(slot, ws);
-  }
-
-  private notifyFinished(slot: number, ws: WorkerState | undefined, report: TaskFinishedMessage | undefined, record?: TaskStreamRecord): void {
-    const listeners = this.listeners[slot];
-    if (listeners === undefined) return;
-    if (Array.isArray(listeners)) for (const l of [...listeners]) l.finished?.(slot, ws, report, record);
-    else listeners.finished?.(slot, ws, report, record);
-  }
-
-  private notifyErred(slot: number, failure: TaskFailure): void {
-    const listeners = this.listeners[slot];
-    if (listeners === undefined) return;
-    if (Array.isArray(listeners)) for (const l of [...listeners]) l.erred?.(slot, failure);
-    else listeners.erred?.(slot, failure);
   }
 }
 

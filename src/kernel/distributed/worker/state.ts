@@ -173,7 +173,7 @@ export class WorkerState {
         this.computeTask(event.message, out);
         break;
       case "free-keys":
-        for (const key of event.keys) this.freeKey(key, out);
+        this.freeKeys(event.keys, out);
         break;
       case "execute-success":
         this.executeSuccess(event, out);
@@ -319,12 +319,17 @@ export class WorkerState {
     return false;
   }
 
-  private freeKey(key: string, out: WorkerInstruction[]): void {
-    const task = this.tasks.get(key);
-    if (task === undefined) return;
-    task.wanted = false;
-    task.held = false;
-    this.releaseIfUnneeded(task, out);
+  /** The scheduler no longer wants these keys here: one walk lets them go, and what only they needed. */
+  private freeKeys(keys: readonly string[], out: WorkerInstruction[]): void {
+    const work: WorkerTask[] = [];
+    for (const key of keys) {
+      const task = this.tasks.get(key);
+      if (task === undefined) continue;
+      task.wanted = false;
+      task.held = false;
+      work.push(task);
+    }
+    this.releaseUnneeded(work, out);
   }
 
   // ---- Task outcomes ---------------------------------------------------------------------------
@@ -392,12 +397,7 @@ export class WorkerState {
 
   /** `task` no longer needs its inputs: those nothing else needs are let go. */
   private doneWithInputs(task: WorkerTask, out: WorkerInstruction[]): void {
-    for (const dependency of task.dependencies) {
-      dependency.dependents.delete(task);
-      this.releaseIfUnneeded(dependency, out);
-    }
-    task.dependencies = NO_TASKS;
-    task.waitingFor.clear();
+    this.releaseUnneeded(this.dropInputs(task, []), out);
   }
 
   private inputArrived(task: WorkerTask, input: WorkerTask): void {
@@ -562,32 +562,60 @@ export class WorkerState {
 
   /** Lets `task` go if the scheduler no longer wants it here and no task here needs it. */
   private releaseIfUnneeded(task: WorkerTask, out: WorkerInstruction[]): void {
-    if (task.wanted || task.dependents.size > 0) return;
-    switch (task.state) {
-      case "memory":
-        if (task.held) return;
-        out.push({ op: "release-data", key: task.key });
-        this.forget(task, out);
-        return;
-      case "executing":
-        task.state = "cancelled";
-        out.push({ op: "cancel-execute", key: task.key });
-        this.doneWithInputs(task, out);
-        return;
-      case "flight":
-      case "cancelled":
-        // Dealt with when the data or the outcome arrives.
-        return;
-      default:
-        this.forget(task, out);
+    this.releaseUnneeded([task], out);
+  }
+
+  /**
+   * Of `work`, the tasks the scheduler no longer wants here and no task here needs go, and the
+   * inputs they leave without users follow (added to `work`: a work list, as chains may be long).
+   */
+  private releaseUnneeded(work: WorkerTask[], out: WorkerInstruction[]): void {
+    while (work.length > 0) {
+      const task = work.pop()!;
+      if (task.wanted || task.dependents.size > 0 || this.tasks.get(task.key) !== task) continue;
+      switch (task.state) {
+        case "memory":
+          if (task.held) continue;
+          out.push({ op: "release-data", key: task.key });
+          this.unlink(task, work);
+          continue;
+        case "executing":
+          task.state = "cancelled";
+          out.push({ op: "cancel-execute", key: task.key });
+          this.dropInputs(task, work);
+          continue;
+        case "flight":
+        case "cancelled":
+          // Dealt with when the data or the outcome arrives.
+          continue;
+        default:
+          this.unlink(task, work);
+      }
     }
   }
 
+  /** Forgets `task`, and the inputs it leaves without users. */
   private forget(task: WorkerTask, out: WorkerInstruction[]): void {
+    this.releaseUnneeded(this.unlink(task, []), out);
+  }
+
+  /** Takes `task` out of the tables; its inputs join `work`. */
+  private unlink(task: WorkerTask, work: WorkerTask[]): WorkerTask[] {
     this.tasks.delete(task.key);
     this.toFetch.delete(task);
     this.executing.delete(task);
-    this.doneWithInputs(task, out);
+    return this.dropInputs(task, work);
+  }
+
+  /** `task` no longer needs its inputs: each has one dependent fewer, and joins `work` (to go if nothing else needs it). */
+  private dropInputs(task: WorkerTask, work: WorkerTask[]): WorkerTask[] {
+    for (const dependency of task.dependencies) {
+      dependency.dependents.delete(task);
+      work.push(dependency);
+    }
+    task.dependencies = NO_TASKS;
+    task.waitingFor.clear();
+    return work;
   }
 
   private ensureTask(key: string, name: string | undefined): WorkerTask {
