@@ -45,7 +45,12 @@ interface Frame {
   readonly runner: boolean;
   /** The profiler's own code (marking a task's start and end). */
   readonly profiler: boolean;
+  /** Node's module loader (a `require` inside a task): left out of every stack, as Dask leaves its own machinery out. */
+  readonly loader: boolean;
 }
+
+/** Where Node's module loader runs: ~66 nested frames per `require`, none of them the task's work. */
+const MODULE_LOADER_URL = "node:internal/modules/";
 
 const IDLE = "(idle)";
 const ROOT = "(root)";
@@ -87,6 +92,7 @@ function describeFrame(sampled: SampledFrame, hotLine: number, runnerFiles: Read
     outer: url.startsWith("node:") || (url === "" && line0 < 0),
     runner: runnerFiles.has(filename),
     profiler: dirname(filename) === PROFILER_FOLDER,
+    loader: url.startsWith(MODULE_LOADER_URL),
   };
   if (described.size >= MAX_DESCRIBED_FRAMES) described.clear();
   described.set(cacheKey, frame);
@@ -172,7 +178,9 @@ export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions):
       for (let n = node; n >= 0; n = nodeParent[n]) {
         const sampled = frames[nodeFrame[n]];
         const [functionName, url, line0] = sampled;
-        if (!(functionName === ROOT && url === "" && line0 < 0)) stack.push(describeFrame(sampled, nodeLine[n], runnerFiles));
+        if (functionName === ROOT && url === "" && line0 < 0) continue;
+        const frame = describeFrame(sampled, nodeLine[n], runnerFiles);
+        if (!frame.loader) stack.push(frame);
       }
       stacks[node] = stack.reverse();
     }
