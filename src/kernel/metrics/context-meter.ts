@@ -271,6 +271,8 @@ export function meteredFunction<F extends (...args: never[]) => unknown>(label: 
   const wrapper = function metered(this: unknown, ...args: unknown[]): unknown {
     return meter(label, () => target.apply(this, args));
   };
+  // Named as what it wraps (Python's functools.wraps): task keys and profiles show the user's name.
+  Object.defineProperty(wrapper, "name", { value: fn.name, configurable: true });
   meteredWrappers.set(wrapper, { inner: fn, label });
   return wrapper as Metered<F>;
 }
