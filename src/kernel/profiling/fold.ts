@@ -82,13 +82,15 @@ function describeFrame(sampled: SampledFrame, hotLine: number, runnerFiles: Read
   const cacheKey = `${functionName}\n${url}\n${line0}\n${hotLine}`;
   let frame = described.get(cacheKey);
   if (frame !== undefined) return frame;
-  const filename = fileOf(url, line0);
-  const name = functionName === "" ? "(anonymous)" : functionName;
-  const firstLine = line0 >= 0 ? line0 + 1 : 0;
+  const wasm = wasmFunctionSource(url, functionName);
+  const filename = wasm?.filename ?? fileOf(url, line0);
+  const name = wasm?.name ?? (functionName === "" ? "(anonymous)" : functionName);
+  // A WebAssembly frame's "line" is a byte offset in its module: no line of its source.
+  const firstLine = line0 >= 0 && wasm === undefined ? line0 + 1 : 0;
   frame = {
     identifier: identifierOf(name, filename, firstLine),
     // Its line's text comes with the source location (withSourceLocations).
-    description: { filename, name, line_number: hotLine > 0 ? hotLine : firstLine, line: "" },
+    description: { filename, name, line_number: hotLine > 0 && wasm === undefined ? hotLine : firstLine, line: "" },
     outer: url.startsWith("node:") || (url === "" && line0 < 0),
     runner: runnerFiles.has(filename),
     profiler: dirname(filename) === PROFILER_FOLDER,
@@ -100,6 +102,18 @@ function describeFrame(sampled: SampledFrame, hotLine: number, runnerFiles: Read
 }
 
 const identifierOf = (name: string, filename: string, firstLine: number): string => `${name};${filename};${firstLine}`;
+
+/**
+ * Where a WebAssembly function comes from, when its name says: V8 files it under the module's hash
+ * ("wasm://wasm/babbc0be"), but AssemblyScript names functions by source path ("asm/gemm/multiplyStrips",
+ * as tsdask's array kernels are built), so the frame shows as multiplyStrips in asm/gemm.ts.
+ */
+function wasmFunctionSource(url: string, functionName: string): { filename: string; name: string } | undefined {
+  if (!url.startsWith("wasm://")) return undefined;
+  const slash = functionName.lastIndexOf("/");
+  if (slash <= 0 || slash === functionName.length - 1) return undefined;
+  return { filename: `${functionName.slice(0, slash)}.ts`, name: functionName.slice(slash + 1) };
+}
 
 /** Frames at their sources, by compiled identifier and line. Bounded: cleared when full. */
 const sourceFrames = new Map<string, { identifier: string; description: ProfileNode["description"] }>();
