@@ -123,6 +123,32 @@ describe("the fold", () => {
     assert.equal(second.administrative.count, 1, "at a task's edge, a stack outside the runner is not the task's");
   });
 
+  test("Node's module loader is left out; WebAssembly kernels show under their AssemblyScript file", () => {
+    // 0 (root) → 1 runner → 2 userFn → 3, 4 the loader (a require) → 5 a kernel of the required module.
+    const loaded = {
+      ...profile,
+      frames: [
+        ...frames.slice(0, 3),
+        ["Module._load", "node:internal/modules/cjs/loader", 1000],
+        ["require", "node:internal/modules/helpers", 170],
+        ["asm/gemm/multiplyStrips", "wasm://wasm/babbc0be", 0],
+      ] as const,
+      nodeFrame: Int32Array.from([0, 1, 2, 3, 4, 5]),
+      nodeParent: Int32Array.from([-1, 0, 1, 2, 3, 4]),
+      nodeLine: Int32Array.from([0, 0, 12, 0, 0, 0]),
+      samples: Int32Array.from([5, 4]),
+      times: Float64Array.from([1.1, 1.2]),
+      sampleTask: Int32Array.from([0, 0]),
+      nearEdge: Uint8Array.from([0, 0]),
+      openTask: 1,
+    };
+    const [window] = foldThreadProfile(loaded, { cycle: 1, source: "7", keyOf: (task) => keys[task] as never });
+    const user = window.compute.inc.children["userFn;/app/user.js;10"];
+    assert.equal(user.count, 2, "a sample inside the loader stays with the code that required");
+    assert.deepEqual(Object.keys(user.children), ["multiplyStrips;asm/gemm.ts;0"], "no loader frame between the caller and the kernel");
+    assert.equal(user.children["multiplyStrips;asm/gemm.ts;0"].description.filename, "asm/gemm.ts");
+  });
+
   test("a task whose key is unknown counts as administrative", () => {
     const windows = foldThreadProfile(profile, { cycle: 1, source: "7", keyOf: () => undefined });
     assert.equal(computeProfile(windows).count, 0);

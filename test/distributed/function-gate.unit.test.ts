@@ -96,6 +96,20 @@ describe("the code gate's decision", () => {
     }
   });
 
+  test("a contextMeter.meter wrapper passes as the function it wraps", () => {
+    const metered = (inner: unknown, label = "I/O"): FnSpec => ({ kind: "metered", label, inner }) as FnSpec;
+    const resolved = moduleExport(join(project, "tasks.js"), "triple");
+    assert.deepEqual(judgeFunction(metered(moduleExport(join(project, "tasks"), "triple")), settings), { allowed: true, spec: metered(resolved) }, "its module resolved");
+    assert.deepEqual(judgeFunction(metered(metered(builtIn("Math", "max")), "outer"), settings), { allowed: true, spec: metered(metered(builtIn("Math", "max")), "outer") });
+    assert.match(reason(metered({ kind: "source", source: "(x) => x + 1", method: false })), /^travels as source text/);
+    assert.match(reason(metered(moduleExport(join(outside, "evil.js"), "f"))), /lies outside the module roots/);
+    assert.match(reason(metered(builtIn("eval"))), /is the built-in eval/);
+    let deep: unknown = builtIn("Math", "max");
+    for (let i = 0; i < 100; i++) deep = metered(deep);
+    assert.match(reason(deep), /^is not a function spec this worker knows/, "nesting is bounded");
+    assert.match(reason(metered(builtIn("Math", "max"), "")), /^is not a function spec this worker knows/, "a label is required");
+  });
+
   test("source text only with --allow-source, which also lifts the rest of the gate", () => {
     const source: FnSpec = { kind: "source", source: "(x) => x + 1", method: false };
     assert.match(reason(source), /^travels as source text, and worker w1 \(host h1\) does not run shipped source: .*--allow-source/);

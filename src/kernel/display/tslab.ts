@@ -47,6 +47,39 @@ interface DisplayContent {
  */
 interface TslabJupyter {
   lastWriteDisplayData: ((content: DisplayContent, update: boolean) => void) | null;
+  /** The class whose handleExecuteImpl(request, …) runs each execute_request's `code`. */
+  JupyterHandlerImpl?: { prototype: { handleExecuteImpl?: (request: { code?: unknown }, ...rest: unknown[]) => unknown } };
+}
+
+/** The source of the cell running now, as the user typed it; undefined before recording began. */
+let runningCell: string | undefined;
+let recordingCells = false;
+
+/**
+ * The TypeScript of the notebook cell running now, as typed (tslab runs its compiled JavaScript,
+ * where every cell-level name reads `exports.NAME`); undefined outside a tslab kernel and in the
+ * cell that first loaded tsdask (recording starts with the next one).
+ */
+export function runningCellSource(): string | undefined {
+  return runningCell;
+}
+
+/**
+ * Starts remembering each execute_request's code. tslab keeps it nowhere a library can read, so
+ * its handler's method is wrapped (on the prototype: the kernel's one handler reads it at each
+ * request); a tslab without that method leaves runningCellSource undefined.
+ */
+export function recordCellSources(): void {
+  if (recordingCells) return;
+  recordingCells = true;
+  const tslab = kernelTslab();
+  const handler = tslab === null ? undefined : jupyterModuleOf(tslab)?.JupyterHandlerImpl?.prototype;
+  const original = handler?.handleExecuteImpl;
+  if (handler === undefined || typeof original !== "function") return;
+  handler.handleExecuteImpl = function (this: unknown, request, ...rest) {
+    runningCell = typeof request?.code === "string" ? request.code : undefined;
+    return original.call(this, request, ...rest);
+  };
 }
 
 let cached: DisplayChannel | null | undefined;

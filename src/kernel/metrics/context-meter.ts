@@ -243,16 +243,43 @@ export const contextMeter = {
   },
 };
 
+/** A function `contextMeter.meter(label)` wrapped: what it wraps, and the label. */
+export interface MeteredFunction {
+  readonly inner: (...args: never[]) => unknown;
+  readonly label: string;
+}
+
+// Process-wide, like the ledger store: a wrapper made by another loaded copy of tsdask is known too.
+const METERED_KEY = Symbol.for("tsdask.metrics.metered");
+const meteredWrappers: WeakMap<object, MeteredFunction> = ((globalThis as Record<symbol, unknown>)[METERED_KEY] ??=
+  new WeakMap<object, MeteredFunction>()) as WeakMap<object, MeteredFunction>;
+
+/**
+ * What `fn` wraps, when `contextMeter.meter(label)` made it: a shipper sends the inner function
+ * and the label, and the worker wraps it again, since the wrapper's own source names variables
+ * of this module that a worker cannot see.
+ */
+export function meteredFunctionOf(fn: object): MeteredFunction | undefined {
+  return meteredWrappers.get(fn);
+}
+
+/** `fn` wrapped to log its time as `label` (`contextMeter.meter(label)(fn)`). */
+export function meteredFunction<F extends (...args: never[]) => unknown>(label: string, fn: F): Metered<F> {
+  checkLabel(label, "meter");
+  if (typeof fn !== "function") throw new TypeError(`contextMeter.meter("${label}") wraps a function, got ${typeof fn}`);
+  const target = fn as unknown as (...args: unknown[]) => unknown;
+  const wrapper = function metered(this: unknown, ...args: unknown[]): unknown {
+    return meter(label, () => target.apply(this, args));
+  };
+  // Named as what it wraps (Python's functools.wraps): task keys and profiles show the user's name.
+  Object.defineProperty(wrapper, "name", { value: fn.name, configurable: true });
+  meteredWrappers.set(wrapper, { inner: fn, label });
+  return wrapper as Metered<F>;
+}
+
 function meter(label: string, fn?: () => unknown): unknown {
   checkLabel(label, "meter");
-  if (fn === undefined) {
-    return (target: (...args: unknown[]) => unknown) => {
-      if (typeof target !== "function") throw new TypeError(`contextMeter.meter("${label}") wraps a function, got ${typeof target}`);
-      return function metered(this: unknown, ...args: unknown[]): unknown {
-        return meter(label, () => target.apply(this, args));
-      };
-    };
-  }
+  if (fn === undefined) return (target: (...args: never[]) => unknown) => meteredFunction(label, target);
   if (typeof fn !== "function") throw new TypeError(`contextMeter.meter("${label}", fn): fn must be a function, got ${typeof fn}`);
   const frame = currentFrame();
   if (frame === undefined) return fn();

@@ -45,7 +45,12 @@ interface Frame {
   readonly runner: boolean;
   /** The profiler's own code (marking a task's start and end). */
   readonly profiler: boolean;
+  /** Node's module loader (a `require` inside a task): left out of every stack, as Dask leaves its own machinery out. */
+  readonly loader: boolean;
 }
+
+/** Where Node's module loader runs: ~66 nested frames per `require`, none of them the task's work. */
+const MODULE_LOADER_URL = "node:internal/modules/";
 
 const IDLE = "(idle)";
 const ROOT = "(root)";
@@ -77,16 +82,19 @@ function describeFrame(sampled: SampledFrame, hotLine: number, runnerFiles: Read
   const cacheKey = `${functionName}\n${url}\n${line0}\n${hotLine}`;
   let frame = described.get(cacheKey);
   if (frame !== undefined) return frame;
-  const filename = fileOf(url, line0);
-  const name = functionName === "" ? "(anonymous)" : functionName;
-  const firstLine = line0 >= 0 ? line0 + 1 : 0;
+  const wasm = wasmFunctionSource(url, functionName);
+  const filename = wasm?.filename ?? fileOf(url, line0);
+  const name = wasm?.name ?? (functionName === "" ? "(anonymous)" : functionName);
+  // A WebAssembly frame's "line" is a byte offset in its module: no line of its source.
+  const firstLine = line0 >= 0 && wasm === undefined ? line0 + 1 : 0;
   frame = {
     identifier: identifierOf(name, filename, firstLine),
     // Its line's text comes with the source location (withSourceLocations).
-    description: { filename, name, line_number: hotLine > 0 ? hotLine : firstLine, line: "" },
+    description: { filename, name, line_number: hotLine > 0 && wasm === undefined ? hotLine : firstLine, line: "" },
     outer: url.startsWith("node:") || (url === "" && line0 < 0),
     runner: runnerFiles.has(filename),
     profiler: dirname(filename) === PROFILER_FOLDER,
+    loader: url.startsWith(MODULE_LOADER_URL),
   };
   if (described.size >= MAX_DESCRIBED_FRAMES) described.clear();
   described.set(cacheKey, frame);
@@ -94,6 +102,18 @@ function describeFrame(sampled: SampledFrame, hotLine: number, runnerFiles: Read
 }
 
 const identifierOf = (name: string, filename: string, firstLine: number): string => `${name};${filename};${firstLine}`;
+
+/**
+ * Where a WebAssembly function comes from, when its name says: V8 files it under the module's hash
+ * ("wasm://wasm/babbc0be"), but AssemblyScript names functions by source path ("asm/gemm/multiplyStrips",
+ * as tsdask's array kernels are built), so the frame shows as multiplyStrips in asm/gemm.ts.
+ */
+function wasmFunctionSource(url: string, functionName: string): { filename: string; name: string } | undefined {
+  if (!url.startsWith("wasm://")) return undefined;
+  const slash = functionName.lastIndexOf("/");
+  if (slash <= 0 || slash === functionName.length - 1) return undefined;
+  return { filename: `${functionName.slice(0, slash)}.ts`, name: functionName.slice(slash + 1) };
+}
 
 /** Frames at their sources, by compiled identifier and line. Bounded: cleared when full. */
 const sourceFrames = new Map<string, { identifier: string; description: ProfileNode["description"] }>();
@@ -172,7 +192,9 @@ export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions):
       for (let n = node; n >= 0; n = nodeParent[n]) {
         const sampled = frames[nodeFrame[n]];
         const [functionName, url, line0] = sampled;
-        if (!(functionName === ROOT && url === "" && line0 < 0)) stack.push(describeFrame(sampled, nodeLine[n], runnerFiles));
+        if (functionName === ROOT && url === "" && line0 < 0) continue;
+        const frame = describeFrame(sampled, nodeLine[n], runnerFiles);
+        if (!frame.loader) stack.push(frame);
       }
       stacks[node] = stack.reverse();
     }

@@ -15,6 +15,7 @@ import { StatisticalProfiler } from "../statprof";
 import { TaskStreamCollector } from "../taskstream";
 import { now } from "../types";
 import { MAIN_SOURCE } from "../../profiling/main-thread";
+import { runningCellSource } from "../../display/tslab";
 import { clusterSource } from "../cluster-source";
 import { type ReportInputs, buildReport, reportPage } from "./build";
 import { ClusterRecording } from "./cluster";
@@ -59,6 +60,9 @@ export async function performanceReport<T>(options: PerformanceReportOptions, bl
   }
   const filename = resolve(options.filename ?? "dask-report.html");
   if (typeof block !== "function") throw new TypeError(`performanceReport: the block to record must be a function, got ${typeof block}`);
+  // In a notebook, the cell as typed (as Dask shows the calling cell), read now: the report may
+  // finish while a later cell runs. Elsewhere, the block's own source.
+  const code = runningCellSource() ?? block.toString();
   const cluster = clusterSource();
   const stream = new TaskStreamCollector({ clusterTasks: cluster === undefined });
   const recording = cluster === undefined ? undefined : new ClusterRecording(cluster, () => stream.table);
@@ -87,7 +91,7 @@ export async function performanceReport<T>(options: PerformanceReportOptions, bl
       title: options.title,
       started,
       stopped,
-      code: block.toString(),
+      code,
       taskStream: stream.table,
       ...clusterInputs,
       profile: { windows, interval: clusterInputs.profile?.interval ?? profiler.samplingInterval },
@@ -101,7 +105,7 @@ export async function performanceReport<T>(options: PerformanceReportOptions, bl
       title: options.title,
       started,
       stopped,
-      code: block.toString(),
+      code,
       scheduler: "local schedulers of this process (sync on the calling thread, threads and processes in pools)",
       taskStream: stream.table,
       profile: { windows: profiler.windows, interval: profiler.samplingInterval },

@@ -93,6 +93,11 @@ export function judgeFunction(spec: unknown, settings: GateSettings): Verdict {
     }
     case "module":
       return judgeModuleExport(spec, settings, where);
+    case "metered": {
+      // A contextMeter.meter wrapper runs what its inner function would, so it passes as that does.
+      const inner = judgeFunction(spec.inner, settings);
+      return inner.allowed ? { allowed: true, spec: { ...spec, inner: inner.spec } } : inner;
+    }
   }
 }
 
@@ -143,8 +148,11 @@ function ownDataProperty(owner: unknown, name: string): unknown {
   return Object.getOwnPropertyDescriptor(owner, name)?.value;
 }
 
+/** How many contextMeter.meter wrappers a spec may nest: a bound on the recursion a job from Redis can cause. */
+const MAX_METERED_DEPTH = 16;
+
 /** Whether `value` has the shape of a FnSpec (anything may come out of Redis). */
-function isFnSpec(value: unknown): value is FnSpec {
+function isFnSpec(value: unknown, depth = 0): value is FnSpec {
   if (value === null || typeof value !== "object") return false;
   const spec = value as Record<string, unknown>;
   switch (spec.kind) {
@@ -154,6 +162,8 @@ function isFnSpec(value: unknown): value is FnSpec {
       return Array.isArray(spec.path) && spec.path.length > 0 && spec.path.every((name) => typeof name === "string");
     case "source":
       return typeof spec.source === "string" && typeof spec.method === "boolean";
+    case "metered":
+      return typeof spec.label === "string" && spec.label !== "" && depth < MAX_METERED_DEPTH && isFnSpec(spec.inner, depth + 1);
     default:
       return false;
   }
@@ -170,6 +180,8 @@ function describeFunction(spec: unknown): string {
       const head = spec.source.replace(/\s+/g, " ").slice(0, 40);
       return `\`${head}${spec.source.length > 40 ? "…" : ""}\``;
     }
+    case "metered":
+      return `${describeFunction(spec.inner)} (wrapped by contextMeter.meter("${spec.label}"))`;
   }
 }
 

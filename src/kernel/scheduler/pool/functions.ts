@@ -3,7 +3,12 @@
 
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { meteredFunction } from "../../metrics/context-meter";
+import { installTaskGlobals } from "../../metrics/task-globals";
 import type { FnSpec } from "./wire";
+
+// Shipped functions may use them as globals (the shipper allows what a worker's globalThis has).
+installTaskGlobals();
 
 export type AnyFunction = (...args: unknown[]) => unknown;
 
@@ -33,5 +38,7 @@ export function resolveFunction(spec: FnSpec): AnyFunction {
       }
       return fn;
     }
+    case "metered":
+      return meteredFunction(spec.label, resolveFunction(spec.inner));
   }
 }

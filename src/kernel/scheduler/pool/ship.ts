@@ -7,6 +7,7 @@ import { parse } from "acorn";
 import { ancestor } from "acorn-walk";
 import { analyze } from "eslint-scope";
 import { type Key, formatKey } from "../../graph/keys";
+import { meteredFunctionOf } from "../../metrics/context-meter";
 import type { Expr } from "../../graph/spec";
 import { type UncloneableArgument, type UncloneablePart, findUncloneable, findUncloneableArgument } from "../transfer";
 import { CALL, type FnSpec, LIST, LITERAL, type WireExpr } from "./wire";
@@ -56,16 +57,28 @@ export class FunctionShipper {
 
   /** The spec for `fn`, or throws UnshippableFunctionError naming `key`. */
   spec(fn: AnyFunction, key: Key): FnSpec {
+    const decision = this.decision(fn);
+    if ("reason" in decision) throw new UnshippableFunctionError(functionLabel(fn), key, decision.reason, decision.identifier);
+    return decision;
+  }
+
+  private decision(fn: AnyFunction): FnSpec | Refusal {
     let decision = this.decided.get(fn);
     if (decision === undefined) {
       decision = this.decide(fn);
       this.decided.set(fn, decision);
     }
-    if ("reason" in decision) throw new UnshippableFunctionError(functionLabel(fn), key, decision.reason, decision.identifier);
     return decision;
   }
 
   private decide(fn: AnyFunction): FnSpec | Refusal {
+    const metered = meteredFunctionOf(fn);
+    if (metered !== undefined) {
+      // The wrapper travels as the function it wraps, re-wrapped under the same label by the worker.
+      const inner = this.decision(metered.inner);
+      if (!("reason" in inner)) return { kind: "metered", label: metered.label, inner };
+      return { ...inner, reason: `it wraps (with contextMeter.meter("${metered.label}")) ${functionLabel(metered.inner)}, and ${inner.reason}` };
+    }
     const exported = moduleExportOf(fn);
     if (exported !== undefined) return exported;
     const source = Function.prototype.toString.call(fn);
@@ -87,8 +100,10 @@ export class FunctionShipper {
     for (const reference of manager.globalScope!.through) {
       const name = reference.identifier.name;
       if (!this.allowed.has(name)) {
+        // tslab compiles every name a notebook declares or imports into `exports.NAME`.
+        const hint = name === "exports" ? "; in a notebook, that is any name a cell declares or imports: pass values as task arguments, and use the globals contextMeter and span" : "";
         return {
-          reason: `it uses "${name}", which does not exist in a worker (a variable from the surrounding code, or an imported binding)`,
+          reason: `it uses "${name}", which does not exist in a worker (a variable from the surrounding code, or an imported binding${hint})`,
           identifier: name,
         };
       }

@@ -12,7 +12,9 @@ export type FnSpec =
   /** A built-in reachable from the worker's globalThis, e.g. ["Math", "max"]. */
   | { readonly kind: "global"; readonly path: readonly string[] }
   /** Source text compiled in the worker; `method` marks object-literal method shorthand. */
-  | { readonly kind: "source"; readonly source: string; readonly method: boolean };
+  | { readonly kind: "source"; readonly source: string; readonly method: boolean }
+  /** A function `contextMeter.meter(label)` wrapped: the worker wraps `inner` again. */
+  | { readonly kind: "metered"; readonly label: string; readonly inner: FnSpec };
 
 // Messages are flat arrays where they are per task: structured clone's cost grows with the
 // number of objects, and on a chain of tiny tasks that cost is the scheduler's latency.
