@@ -36,6 +36,7 @@ const RUN_ALONE = [
   "distributed/redis-faults.test.js", // a killed or frozen worker's job taken over within seconds
   "interrupt.test.js", // a kernel interrupt ends the cell within 3 s
   "distributed/worker.test.js", // spilling and pausing seen in the next heartbeats
+  "metrics/context-meter.unit.test.js", // ThreadClock splits a sleep from CPU time by the thread's own counter
 ];
 /**
  * Heavy files at a time. They mostly wait (for kernels, JupyterLab, Chromium, Redis, timeouts), so
