@@ -39,10 +39,12 @@ const RUN_ALONE = [
   "metrics/context-meter.unit.test.js", // ThreadClock splits a sleep from CPU time by the thread's own counter
 ];
 /**
- * Heavy files at a time. They mostly wait (for kernels, JupyterLab, Chromium, Redis, timeouts), so
- * three keep a 2-core machine busy without starving the timing-sensitive ones, which run alone.
+ * Heavy files at a time. Three side by side took the clean-clone test phase from ~17 to 14 min,
+ * but each such run saw one browser test miss its deadline (a wheel that never zoomed; a tslab
+ * kernel not idle within 60 s after the quick start's last cell). One at a time until those
+ * tests wait on events that load cannot delay; each file already makes its own resources.
  */
-const HEAVY_CONCURRENCY = 3;
+const HEAVY_CONCURRENCY = 1;
 
 function exec(command, commandArgs, options = {}) {
   return new Promise((resolve, reject) => {
