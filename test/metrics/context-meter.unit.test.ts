@@ -182,7 +182,7 @@ describe("ThreadClock: a task's CPU time", () => {
     while (performance.now() < end);
   }
 
-  test("a thread that waits between tasks (idle) needs no CPU reading at their start and still splits them right", async () => {
+  test("a thread that waits between tasks (idle) splits their CPU time right", async () => {
     const clock = new ThreadClock();
     const times = (): TaskTimes => ({ start: 0, end: 0, cpu: Number.NaN, cpuStart: Number.NaN });
     /** Runs `work` as a task after a 30 ms wait; its measured CPU ms and what the thread's own counter says it used. */

@@ -70,10 +70,8 @@ export interface TaskTimes {
 /**
  * Brackets the tasks of one thread with wall and CPU readings. The CPU clock is read at a task's
  * end only when the task was long enough to tell, and at its start only when the last reading is
- * stale; in between, the time since the last reading counts as CPU (the thread was busy running
- * tsdask's own loop) — except the time after the thread said it went `idle`, waiting for work:
- * that is no CPU, so a thread that waits between tasks (a chain of tiny tasks) needs no reading at
- * their start. Linux's counter lags by up to a scheduler tick, so a task may see CPU time that
+ * stale or the thread went `idle` (waited for work) since; in between, the time since the last
+ * reading counts as CPU (the thread was busy running tsdask's own loop). Linux's counter lags by up to a scheduler tick, so a task may see CPU time that
  * belongs to its predecessor: what exceeds a task's wall time is carried to the next tasks
  * instead of being lost, so sums over many tasks stay right.
  */
@@ -86,11 +84,10 @@ export class ThreadClock {
 
   begin(times: TaskTimes): void {
     const wall = nowMs();
-    if (this.idleAt >= this.wallAt) {
-      // Busy (on CPU) from the last reading until it went idle, then no CPU until now.
-      this.cpuAt += this.idleAt - this.wallAt;
-      this.wallAt = wall;
-    } else if (wall - this.wallAt > REUSE_READING_MS) {
+    // After a wait the time since the last reading was not all CPU, and Linux's counter may only
+    // now show the end of the last task (seen: 12 ms of a 20 ms spin arriving after the thread
+    // slept), so the clock is read; a thread that waits already pays far more to wake up.
+    if (this.idleAt >= this.wallAt || wall - this.wallAt > REUSE_READING_MS) {
       this.cpuAt = threadCpuMs();
       this.wallAt = wall;
     }
