@@ -22,9 +22,9 @@ import {
   getPool,
 } from "../src";
 import { now } from "../src/kernel/diagnostics/types";
-import { PoolExecutor } from "../src/kernel/scheduler/pool/executor";
-import { WorkerPool } from "../src/kernel/scheduler/pool/pool";
-import { CALL, LITERAL } from "../src/kernel/scheduler/pool/wire";
+import { PoolExecutor } from "../src/kernel/scheduler/pool-executor";
+import { WorkerPool } from "../src/kernel/execution/pool";
+import { CALL, LITERAL } from "../src/kernel/execution/wire";
 import type { TaskOutcome } from "../src/kernel/scheduler/executor";
 import { burn, exitNow, fill, inc, pair, sha1, sleep, spin } from "./fixtures/tasks";
 

@@ -274,6 +274,8 @@ describe("LocalCluster and Client", () => {
   });
 
   test("a result stays on its worker while a Future holds it; the last release frees it", async () => {
+    // Earlier tests release their Futures without waiting; their keys may still be held.
+    await until(() => cluster.scheduler.state.taskCount === 0, 5000, "earlier tests' keys to be forgotten");
     const held = client.submit(ramp, 1000, 5, true);
     const other = client.submit(ramp, 1000, 5, true);
     assert.equal(held.key, other.key);

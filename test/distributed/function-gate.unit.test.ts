@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { PURE_BUILT_INS } from "../../src/kernel/distributed/redis/built-ins";
 import { FunctionGate, type GateSettings, WorkerCannotRunError, defaultModuleRoots, judgeFunction, resolveModuleRoots } from "../../src/kernel/distributed/redis/functions";
-import type { FnSpec } from "../../src/kernel/scheduler/pool/wire";
+import type { FnSpec } from "../../src/kernel/execution/wire";
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "tsdask-gate-")));
 const project = join(base, "project");

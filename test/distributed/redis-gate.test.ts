@@ -20,7 +20,7 @@ import { encodeTask } from "../../src/kernel/distributed/redis/jobs";
 import { Namespace, TASK_QUEUE } from "../../src/kernel/distributed/redis/keys";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import type { WireTask } from "../../src/kernel/distributed/messages";
-import type { FnSpec } from "../../src/kernel/scheduler/pool/wire";
+import type { FnSpec } from "../../src/kernel/execution/wire";
 import { runCommand } from "../fixtures/gate-tasks";
 import { describeWorker } from "../fixtures/redis-tasks";
 import { inc } from "../fixtures/tasks";

@@ -13,7 +13,7 @@ import { Connection, listen } from "../../src/kernel/distributed/comm";
 import type { FromWorker, GatherReplyMessage, ToWorker, WorkerStartConfig } from "../../src/kernel/distributed/messages";
 import { PeerClient } from "../../src/kernel/distributed/worker/peers";
 import { workerEntryPath } from "../../src/kernel/distributed/worker";
-import type { FnSpec } from "../../src/kernel/scheduler/pool/wire";
+import type { FnSpec } from "../../src/kernel/execution/wire";
 
 type Op = FromWorker["op"];
 type MessageOf<O extends Op> = Extract<FromWorker, { op: O }>;

@@ -3,7 +3,7 @@
 // them. Plain data; keys travel as `keyId` strings. Messages are sent in batches (arrays), each
 // batch encoded with `encodeValue` (./frames), so typed arrays inside travel as raw bytes.
 
-import type { FnSpec, PackedError } from "../scheduler/pool/wire";
+import type { FnSpec, PackedError } from "../execution/wire";
 import type { PackedProfile } from "../../protocol/profile";
 import type { MetricRecord, StartStop, WorkerStatus } from "../../protocol/records";
 

@@ -31,7 +31,7 @@ export interface FoldOptions {
 
 /** The files that call task functions: the expression evaluator and the executors around it. */
 export const TASK_RUNNER_FILES: ReadonlySet<string> = new Set(
-  ["../graph/spec.js", "../scheduler/executor.js", "../scheduler/pool/worker-main.js"].map((path) => resolve(__dirname, path)),
+  ["../graph/spec.js", "../scheduler/executor.js", "../execution/worker-main.js"].map((path) => resolve(__dirname, path)),
 );
 
 /** This module's folder: a task's samples taken in the profiler's own marks around it are not the task's work. */

@@ -1,5 +1,5 @@
 // What a pool and its workers say to each other about profiling (beside the task messages in
-// scheduler/pool/wire.ts): the pool turns sampling on and off and asks for samples; a worker
+// execution/wire.ts): the pool turns sampling on and off and asks for samples; a worker
 // sends its tagged samples, when asked and once per cycle on its own.
 
 import type { ThreadProfile } from "./thread";

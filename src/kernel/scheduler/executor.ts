@@ -7,19 +7,9 @@ import { type Expr, evaluate, isThenable } from "../graph/spec";
 import { type TaskLedger, TaskMeter, executeMetrics } from "../metrics/context-meter";
 import { callingThread } from "../profiling/main-thread";
 import type { TaskTiming, WorkerId } from "../callbacks/state";
+import type { TaskJob, TaskOutcome } from "../execution/task";
 
-/** One task handed to an executor. */
-export interface TaskJob {
-  readonly node: number;
-  readonly key: Key;
-  readonly expr: Expr;
-  /** Node → value; the job's references point into it. */
-  readonly values: readonly unknown[];
-}
-
-export type TaskOutcome =
-  | { readonly node: number; readonly ok: true; readonly value: unknown; readonly workerId: WorkerId; readonly timing?: TaskTiming }
-  | { readonly node: number; readonly ok: false; readonly error: unknown; readonly workerId: WorkerId; readonly timing?: TaskTiming };
+export type { TaskJob, TaskOutcome };
 
 export interface Executor {
   /** How many tasks may be handed over at once (read before each dispatch, so it may change). */

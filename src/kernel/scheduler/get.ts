@@ -20,8 +20,8 @@ import {
   checkGetOptions,
   isGraphScheduler,
 } from "./options";
-import { getPool } from "./pool";
-import { PoolExecutor } from "./pool/executor";
+import { getPool } from "../execution";
+import { PoolExecutor } from "./pool-executor";
 
 export type { GetFunction, GetOptions, GraphRun, GraphScheduler, SchedulerChoice, SchedulerName } from "./options";
 

@@ -16,4 +16,4 @@ export {
 export { config, withConfig, type ConfigValues, type ConfigChange } from "./config";
 export { SchedulerState } from "./state";
 export { type Executor, type TaskJob, type TaskOutcome, SyncExecutor } from "./executor";
-export { WorkerPool, WorkerDiedError, TaskTransferError, UnshippableFunctionError, getPool, closePools, type PoolKind } from "./pool";
+export { WorkerPool, WorkerDiedError, TaskTransferError, UnshippableFunctionError, getPool, closePools, type PoolKind } from "../execution";

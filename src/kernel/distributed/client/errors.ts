@@ -1,7 +1,7 @@
 // What a cluster computation raises when a task fails: the task's own error (as the local
 // schedulers raise it), or KilledWorkerError when the task kept taking workers down with it.
 
-import { unpackError } from "../../scheduler/pool/wire";
+import { unpackError } from "../../execution/wire";
 import type { TaskFailure } from "../scheduler/state";
 
 /** A task was running on `failures` workers that all died (Dask's KilledWorker, `allowed-failures`). */

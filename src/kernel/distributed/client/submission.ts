@@ -7,8 +7,8 @@ import { type SpanPath, anyTaskTagged, currentSpan, spanOfSpec } from "../../met
 import type { Plan } from "../../graph/plan";
 import type { Expr } from "../../graph/spec";
 import type { WireTask } from "../messages";
-import type { FunctionTable } from "../../scheduler/pool/ship";
-import { TaskTransferError, findUncloneable } from "../../scheduler/transfer";
+import type { FunctionTable } from "../../execution/ship";
+import { TaskTransferError, findUncloneable } from "../../execution/transfer";
 import type { GraphSubmission } from "../scheduler/state";
 
 /** Dask's task group (key_split_group): a tuple key's name, else the key's prefix. */

@@ -5,7 +5,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { closeSync, openSync, readSync, rmSync } from "node:fs";
 import type { Readable } from "node:stream";
-import { workerExecArgv } from "../../scheduler/pool/pool";
+import { workerExecArgv } from "../../execution/pool";
 import type { WorkerAddress, WorkerStartConfig } from "../messages";
 import { workerEntryPath } from "../worker";
 

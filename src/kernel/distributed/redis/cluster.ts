@@ -3,7 +3,7 @@
 // `Client.connect("redis://…")` makes one; closing the client closes it (nothing of this client
 // is left in Redis, the workers stay).
 
-import { getPool } from "../../scheduler/pool";
+import { getPool } from "../../execution";
 import { ClusterCard } from "../display";
 import { Scheduler } from "../scheduler/scheduler";
 import type { WorkerState } from "../scheduler/workers";

@@ -7,7 +7,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { isBuiltin } from "node:module";
 import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
-import type { FnSpec } from "../../scheduler/pool/wire";
+import type { FnSpec } from "../../execution/wire";
 import { collectUnsafeFunctions, isPureBuiltIn, isUnsafeFunction, withoutGlobalThis } from "./built-ins";
 
 /** A task needs a function this worker does not have or does not allow; names the function, task and worker. */

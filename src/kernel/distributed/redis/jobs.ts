@@ -5,7 +5,7 @@
 
 import { deserialize, serialize } from "node:v8";
 import type { MetricContext, MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
-import type { FnSpec, PackedError } from "../../scheduler/pool/wire";
+import type { FnSpec, PackedError } from "../../execution/wire";
 import { decodeValue, encodeValue, framesByteLength } from "../frames";
 import type { ProfileReplyMessage, ProfileRequestMessage, RunMessage, RunReplyMessage, WireTask } from "../messages";
 

@@ -19,7 +19,7 @@ import type { ChainableCommander, Redis } from "ioredis";
 import type { MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
 import { type PackedProfile, packProfile } from "../../../protocol/profile";
 import { DEFAULT_PROFILING } from "../../profiling/hub";
-import { type FnSpec, packError } from "../../scheduler/pool/wire";
+import { type FnSpec, packError } from "../../execution/wire";
 import type {
   ComputeTaskMessage,
   FromWorker,

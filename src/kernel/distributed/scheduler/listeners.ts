@@ -5,7 +5,7 @@
 // by throwing: its error goes to the state's owner, and the other listeners still hear the news.
 
 import type { TaskStreamRecord } from "../../../protocol/records";
-import type { PackedError } from "../../scheduler/pool/wire";
+import type { PackedError } from "../../execution/wire";
 import type { TaskFinishedMessage, WorkerAddress } from "../messages";
 import type { WorkerState } from "./workers";
 

@@ -6,11 +6,11 @@
 import { EventEmitter } from "node:events";
 import type { BandwidthSummary, ClusterMemory, MetricRecord, SpanRecord, SystemSample, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
 import { now } from "../../clock";
-import { type FnSpec, type PackedError, unpackError } from "../../scheduler/pool/wire";
+import { type FnSpec, type PackedError, unpackError } from "../../execution/wire";
 import type { FromWorker, GatherReplyMessage, ProfileReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress, WorkerMetrics } from "../messages";
 import { DEFAULT_PROFILING } from "../../profiling/hub";
 import { type ProfileWindow, unpackProfile } from "../../../protocol/profile";
-import { FunctionTable } from "../../scheduler/pool/ship";
+import { FunctionTable } from "../../execution/ship";
 import { ClusterState, type GraphSubmission, type SchedulerOptions, type TaskListener } from "./state";
 import type { CollectOptions, TaskStreamRing } from "./task-stream";
 import type { Transport, TransportEvents } from "./transport";

@@ -13,7 +13,7 @@ import type { ClusterMemory, MetricRecord, TaskStateCounts, TaskStreamRecord } f
 import { now as machineNow } from "../../clock";
 import type { SpanPath } from "../../metrics/spans";
 import { SPAN_STATES, type SpanTasks, SpansState } from "../../metrics/spans-state";
-import type { FnSpec } from "../../scheduler/pool/wire";
+import type { FnSpec } from "../../execution/wire";
 import type {
   ComputeTaskMessage,
   DependencyInfo,

@@ -7,9 +7,9 @@ import { now as machineNow } from "../../clock";
 import { type Key, keyFromId } from "../../graph/keys";
 import type { TaskTiming } from "../../callbacks/state";
 import type { TaskOutcome } from "../../scheduler/executor";
-import { AdaptiveBatching } from "../../scheduler/pool/batching";
-import { type PoolJob, WorkerPool } from "../../scheduler/pool/pool";
-import { CALL, type FnSpec, LIST, LITERAL, type PackedError, type WireExpr, packError } from "../../scheduler/pool/wire";
+import { AdaptiveBatching } from "../../execution/batching";
+import { type PoolJob, WorkerPool } from "../../execution/pool";
+import { CALL, type FnSpec, LIST, LITERAL, type PackedError, type WireExpr, packError } from "../../execution/wire";
 import type { WireTask } from "../messages";
 import type { Metric } from "./digests";
 

@@ -10,9 +10,9 @@ import { keyFromId } from "../../graph/keys";
 import { type Expr, evaluate, isThenable } from "../../graph/spec";
 import { TaskMeter, executeMetrics } from "../../metrics/context-meter";
 import { callingThread } from "../../profiling/main-thread";
-import { type AnyFunction, resolveFunction } from "../../scheduler/pool/functions";
-import { type FnSpec, packError } from "../../scheduler/pool/wire";
-import { TaskTransferError, findUncloneable } from "../../scheduler/transfer";
+import { type AnyFunction, resolveFunction } from "../../execution/functions";
+import { type FnSpec, packError } from "../../execution/wire";
+import { TaskTransferError, findUncloneable } from "../../execution/transfer";
 import { type TaskRequest, type TaskRun, mapWireTask, runMetrics } from "./execute";
 
 /** A task shorter than this is tiny: shorter than the trips to and from a task thread would add. */

@@ -4,7 +4,7 @@
 // carries out the instructions and feeds back what happened.
 
 import { Heap } from "heap-js";
-import type { PackedError } from "../../scheduler/pool/wire";
+import type { PackedError } from "../../execution/wire";
 import type { StartStop } from "../../../protocol/records";
 import type { ComputeTaskMessage, DependencyInfo, FromWorker, WireTask, WorkerAddress } from "../messages";
 

@@ -6,7 +6,7 @@
 
 import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { OWNED_BUFFER_MIN_BYTES, ownedBuffers } from "../../scheduler/pool/buffers";
+import { OWNED_BUFFER_MIN_BYTES, ownedBuffers } from "../../execution/buffers";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../frames";
 import { releaseBuffers } from "./memory";
 

@@ -1,5 +1,5 @@
-// The parallel schedulers: "threads" (worker_threads) and "processes" (child processes), one
-// reusable pool per kind and size; tasks, callbacks and state go through the same loop as "sync".
+// The execution engine under both halves: the wire format, function shipping, and the pools of
+// worker threads or child processes (one reusable pool per kind and size) that run tasks.
 import { availableParallelism } from "node:os";
 import { type PoolKind, WorkerPool } from "./pool";
 
@@ -23,5 +23,5 @@ export function closePools(): void {
 }
 
 export { WorkerPool, WorkerDiedError, type PoolKind } from "./pool";
-export { TaskTransferError } from "../transfer";
+export { TaskTransferError } from "./transfer";
 export { UnshippableFunctionError } from "./ship";

@@ -6,10 +6,10 @@
 import { parse } from "acorn";
 import { ancestor } from "acorn-walk";
 import { analyze } from "eslint-scope";
-import { type Key, formatKey } from "../../graph/keys";
-import { meteredFunctionOf } from "../../metrics/context-meter";
-import type { Expr } from "../../graph/spec";
-import { type UncloneableArgument, type UncloneablePart, findUncloneable, findUncloneableArgument } from "../transfer";
+import { type Key, formatKey } from "../graph/keys";
+import { meteredFunctionOf } from "../metrics/context-meter";
+import type { Expr } from "../graph/spec";
+import { type UncloneableArgument, type UncloneablePart, findUncloneable, findUncloneableArgument } from "./transfer";
 import { CALL, type FnSpec, LIST, LITERAL, type WireExpr } from "./wire";
 
 type AnyFunction = (...args: never[]) => unknown;

@@ -3,8 +3,8 @@
 
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { meteredFunction } from "../../metrics/context-meter";
-import { installTaskGlobals } from "../../metrics/task-globals";
+import { meteredFunction } from "../metrics/context-meter";
+import { installTaskGlobals } from "../metrics/task-globals";
 import type { FnSpec } from "./wire";
 
 // Shipped functions may use them as globals (the shipper allows what a worker's globalThis has).

@@ -2,8 +2,8 @@
 // task expressions and functions, errors, and the worker-side measurements. Loaded by both sides.
 
 import type { MessagePort } from "node:worker_threads";
-import type { ProfileMessage, ProfilerControl } from "../../profiling/messages";
-import type { UncloneablePart } from "../transfer";
+import type { ProfileMessage, ProfilerControl } from "../profiling/messages";
+import type { UncloneablePart } from "./transfer";
 
 /** How a worker finds a function. */
 export type FnSpec =

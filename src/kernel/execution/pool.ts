@@ -6,14 +6,14 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { join } from "node:path";
 import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
-import type { Key } from "../../graph/keys";
-import { formatKey } from "../../graph/keys";
-import { type TaskMetric, executeMetrics } from "../../metrics/context-meter";
-import { COLLECT_TIMEOUT_MS, profiling } from "../../profiling/hub";
-import { PoolProfiles } from "../../profiling/pool-source";
-import type { TaskTiming } from "../../callbacks/state";
-import type { TaskJob, TaskOutcome } from "../executor";
-import { TaskTransferError } from "../transfer";
+import type { Key } from "../graph/keys";
+import { formatKey } from "../graph/keys";
+import { type TaskMetric, executeMetrics } from "../metrics/context-meter";
+import { COLLECT_TIMEOUT_MS, profiling } from "../profiling/hub";
+import { PoolProfiles } from "../profiling/pool-source";
+import type { TaskTiming } from "../callbacks/state";
+import type { TaskJob, TaskOutcome } from "./task";
+import { TaskTransferError } from "./transfer";
 import { FunctionShipper, FunctionTable, findUncloneableWireArgument } from "./ship";
 import {
   type FnSpec,

@@ -3,15 +3,15 @@
 // outcome with its wall times, thread CPU time, bytes moved and what contextMeter recorded.
 
 import { type MessagePort, receiveMessageOnPort, threadId, workerData } from "node:worker_threads";
-import { nowMs as epochMs } from "../../clock";
-import { estimateNbytes } from "../../metrics/nbytes";
-import { type Expr, evaluate, isThenable } from "../../graph/spec";
-import { type TaskClock, type TaskLedger, TaskMeter, TaskTimer, executeMetrics } from "../../metrics/context-meter";
+import { nowMs as epochMs } from "../clock";
+import { estimateNbytes } from "../metrics/nbytes";
+import { type Expr, evaluate, isThenable } from "../graph/spec";
+import { type TaskClock, type TaskLedger, TaskMeter, TaskTimer, executeMetrics } from "../metrics/context-meter";
 import { ownedBuffers } from "./buffers";
 import { type AnyFunction, resolveFunction } from "./functions";
-import { isProfilerControl } from "../../profiling/messages";
-import { findUncloneable } from "../transfer";
-import * as profiler from "../../profiling/worker-host";
+import { isProfilerControl } from "../profiling/messages";
+import { findUncloneable } from "./transfer";
+import * as profiler from "../profiling/worker-host";
 import {
   CALL,
   LIST,

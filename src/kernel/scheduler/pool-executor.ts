@@ -2,13 +2,13 @@
 // computation's functions before anything runs, ships each task with its inputs inlined, and
 // sizes batches from how long this computation's tasks take.
 
-import type { Plan } from "../../graph/plan";
-import { forEachFunction } from "../../graph/spec";
-import { profiling } from "../../profiling/hub";
-import type { Executor, TaskJob, TaskOutcome } from "../executor";
-import { AdaptiveBatching } from "./batching";
-import type { WorkerPool } from "./pool";
-import { toWire } from "./ship";
+import type { Plan } from "../graph/plan";
+import { forEachFunction } from "../graph/spec";
+import { profiling } from "../profiling/hub";
+import type { Executor, TaskJob, TaskOutcome } from "./executor";
+import { AdaptiveBatching } from "../execution/batching";
+import type { WorkerPool } from "../execution/pool";
+import { toWire } from "../execution/ship";
 
 export class PoolExecutor extends AdaptiveBatching implements Executor {
   constructor(private readonly pool: WorkerPool) {
