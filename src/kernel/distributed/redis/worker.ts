@@ -29,7 +29,7 @@ import type { RunMessage, RunReplyMessage, WireTask, WorkerMetrics } from "../me
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import { Digests, type Metric, MetricsLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
-import { InlinePolicy, InlineRunner } from "../worker/inline";
+import { InlinePolicy, InlineRunner } from "./inline";
 import { WorkerProfiler } from "../worker/profile";
 import { TransferStats, keySizes } from "../worker/transfers";
 import { type WorkerView, workerView } from "../worker/view";
@@ -175,7 +175,7 @@ export class RedisWorker {
   /** Fine performance metrics since the worker started (each task's also travel with its outcome). */
   private readonly digests = new Digests();
   private readonly held = new HeldValues();
-  /** Tiny tasks run on this thread (see ../worker/inline), which prefixes qualify. */
+  /** Tiny tasks run on this thread (see ./inline), which prefixes qualify. */
   private readonly inline = new InlineRunner();
   private readonly inlinePolicy = new InlinePolicy();
   /** What `client.run` functions see of this worker. */
