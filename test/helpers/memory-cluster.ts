@@ -1,5 +1,5 @@
 // A cluster in one process for the unit tier: the real Scheduler (and its ClusterState) behind a
-// Transport whose workers are the real worker state machine (WorkerState) with a map for data.
+// Transport whose workers are the real worker state machine (WorkerStateMachine) with a map for data.
 // Batches travel as microtasks, so a computation runs in milliseconds and in the same order on
 // every run. A worker runs a task on the calling thread the moment its state machine starts it;
 // a task whose function returns a promise stays executing until that settles (the gates of
@@ -12,10 +12,10 @@ import { ClusterCard } from "../../src/kernel/distributed/display";
 import type { FromWorker, GatherReplyMessage, RegisterMessage, ToWorker, WorkerAddress } from "../../src/kernel/distributed/messages";
 import { Scheduler, type SchedulerSettings } from "../../src/kernel/distributed/scheduler/scheduler";
 import type { Transport, TransportEvents } from "../../src/kernel/distributed/scheduler/transport";
-import type { WorkerState as SchedulerWorker } from "../../src/kernel/distributed/scheduler/workers";
+import type { WorkerState } from "../../src/kernel/distributed/scheduler/workers";
 import { mapWireTask } from "../../src/kernel/distributed/worker/execute";
 import { typeName } from "../../src/kernel/distributed/worker/names";
-import { type WorkerEvent, type WorkerInstruction, WorkerState } from "../../src/kernel/distributed/worker/state";
+import { type WorkerEvent, type WorkerInstruction, WorkerStateMachine } from "../../src/kernel/distributed/worker/state";
 import { type AnyFunction, resolveFunction } from "../../src/kernel/execution/functions";
 import { packError } from "../../src/kernel/execution/wire";
 import { type Expr, evaluate, isThenable } from "../../src/kernel/graph/spec";
@@ -45,7 +45,7 @@ function globalNames(): string[] {
 /** A worker in this process: the worker state machine, a map for its data, tasks run on the calling thread. */
 export class MemoryWorker {
   readonly address: WorkerAddress;
-  readonly state: WorkerState;
+  readonly state: WorkerStateMachine;
   /** The values it holds, by key id. */
   readonly data = new Map<string, unknown>();
   /** Keys of the tasks it started, in order. */
@@ -61,7 +61,7 @@ export class MemoryWorker {
     private readonly transport: MemoryTransport,
   ) {
     this.address = registration.address;
-    this.state = new WorkerState({ address: this.address, nthreads: registration.nthreads });
+    this.state = new WorkerStateMachine({ address: this.address, nthreads: registration.nthreads });
   }
 
   get name(): string {
@@ -346,7 +346,7 @@ export class MemoryCluster extends ClusterCard {
   }
 
   /** The workers as the scheduler sees them, by address. */
-  get workers(): ReadonlyMap<WorkerAddress, SchedulerWorker> {
+  get workers(): ReadonlyMap<WorkerAddress, WorkerState> {
     return this.scheduler.workers;
   }
 

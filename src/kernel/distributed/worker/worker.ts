@@ -36,7 +36,7 @@ import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, col
 import { keyRepr, typeName } from "./names";
 import { type FetchResult, PeerClient, serveGetData } from "./peers";
 import { WorkerProfiler } from "./profile";
-import { WorkerState, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
+import { WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
 import { TransferStats } from "./transfers";
 import { type WorkerView, workerView } from "./view";
@@ -50,7 +50,7 @@ export class Worker {
   readonly address: WorkerAddress;
   readonly view: WorkerView;
   private readonly clock: WorkerClock;
-  private readonly state: WorkerState;
+  private readonly state: WorkerStateMachine;
   private readonly store: DataStore;
   private readonly peers = new PeerClient();
   private readonly digests = new Digests();
@@ -123,7 +123,7 @@ export class Worker {
     const limited = config.memoryLimit > 0 && Number.isFinite(config.memoryLimit);
     const target = limited && this.thresholds.target !== false ? this.thresholds.target * config.memoryLimit : Infinity;
     this.store = new DataStore(config.localDirectory, target);
-    this.state = new WorkerState({
+    this.state = new WorkerStateMachine({
       address: this.address,
       nthreads: config.nthreads,
       transferBytesLimit: limited ? 0.1 * config.memoryLimit : Infinity,
