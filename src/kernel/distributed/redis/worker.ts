@@ -53,7 +53,7 @@ import {
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { checkOptionUnits } from "./options";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
-import { DEFAULT_PART_SIZE, type FetchResult, RedisStore, sweepNamespace } from "./store";
+import { DEFAULT_PART_SIZE, type StoredFrames, RedisStore, sweepNamespace } from "./store";
 
 export interface RedisWorkerOptions {
   /**
@@ -117,7 +117,7 @@ interface ServedClient {
   backlog: boolean;
 }
 
-const NOTHING_FETCHED: FetchResult = { frames: new Map(), types: new Map(), missing: [], bytes: 0, sizes: new Map() };
+const NOTHING_FETCHED: StoredFrames = { frames: new Map(), types: new Map(), missing: [], bytes: 0, sizes: new Map() };
 
 /** Most jobs a worker holds per thread (see RedisWorker.jobsAtOnce); a crash hands them all to other workers. */
 const MAX_JOBS_PER_THREAD = 16;
@@ -463,7 +463,7 @@ export class RedisWorker {
   ): Promise<{ entry: OutcomeEntry; publication: Publication }> {
     const gather = new MetricsLedger();
     const received = this.clock.now();
-    let fetched: FetchResult = NOTHING_FETCHED;
+    let fetched: StoredFrames = NOTHING_FETCHED;
     const carried = new Map(data.carried);
     const toRead = carried.size === 0 ? data.inputs : data.inputs.filter((key) => !carried.has(key));
     if (toRead.length > 0) {
