@@ -2,6 +2,7 @@
 // Dask's tuple keys, and what was digested since the last heartbeat, taken when one is sent.
 
 import type { MetricContext, MetricRecord } from "../../../protocol/records";
+import type { Metric } from "../../metrics/context-meter";
 
 /**
  * Dask's key of a worker metric: ("execute", spanId, prefix, activity, unit) for tasks, or
@@ -12,8 +13,6 @@ export type DigestKey =
   | readonly [context: "execute", spanId: string, prefix: string, activity: string, unit: string]
   | readonly [context: Exclude<MetricContext, "execute">, activity: string, unit: string];
 
-/** One measurement before it is given a context: (activity, value, unit). */
-export type Metric = readonly [activity: string, value: number, unit: string];
 
 interface Entry {
   readonly key: DigestKey;
