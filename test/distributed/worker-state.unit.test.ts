@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { ComputeTaskMessage, DependencyInfo, FromWorker } from "../../src/kernel/distributed/messages";
-import { Digests, MetricsLedger, TaskAccount, type WorkerInstruction, WorkerStateMachine } from "../../src/kernel/distributed/worker";
+import { Digests, InstructionLedger, ExecuteLedger, type WorkerInstruction, WorkerStateMachine } from "../../src/kernel/distributed/worker";
 import { runMetrics } from "../../src/kernel/distributed/worker/execute";
 import { DEFAULT_THRESHOLDS, decideMemory, memoryThresholds } from "../../src/kernel/distributed/worker/memory";
 import type { StartStop } from "../../src/protocol/records";
@@ -299,14 +299,14 @@ describe("worker metrics", () => {
     ] as const;
     const digests = new Digests();
     for (let i = 0; i < 2; i++) {
-      const account = new TaskAccount();
+      const account = new ExecuteLedger();
       account.add("memory-read", 1, "count");
       account.add("memory-read", 8, "bytes");
       digests.addTask("span-1", "inc", account, run, 1);
     }
     // A task without inputs digests no memory reads; a failed one lumps its seconds under "failed".
-    digests.addTask("span-1", "add", new TaskAccount(), run, 1);
-    const failed = new TaskAccount();
+    digests.addTask("span-1", "add", new ExecuteLedger(), run, 1);
+    const failed = new ExecuteLedger();
     failed.add("memory-read", 1, "count");
     failed.add("memory-read", 4, "bytes");
     digests.addTask("span-1", "add", failed, run, 2, "failed");
@@ -324,7 +324,7 @@ describe("worker metrics", () => {
     assert.deepEqual(byKey(digests.takeSinceHeartbeat()), byKey(expected.takeSinceHeartbeat()));
     assert.deepEqual(digests.takeSinceHeartbeat(), []);
     // After a heartbeat, only what was added since goes with the next one; totals keep everything.
-    digests.addTask("span-1", "inc", new TaskAccount(), run, 1);
+    digests.addTask("span-1", "inc", new ExecuteLedger(), run, 1);
     assert.deepEqual(
       byKey(digests.takeSinceHeartbeat()),
       new Map([
@@ -337,7 +337,7 @@ describe("worker metrics", () => {
     );
     assert.equal(digests.get(["execute", "span-1", "inc", "thread-cpu", "seconds"]), 0.75);
     // A spilled input's disk read (anything but memory reads) goes with the task's own list.
-    const spilled = new TaskAccount();
+    const spilled = new ExecuteLedger();
     spilled.add("disk-read", 100, "bytes");
     digests.addTask("span-1", "inc", spilled, run, 1);
     assert.equal(digests.get(["execute", "span-1", "inc", "disk-read", "bytes"]), 100);
@@ -345,7 +345,7 @@ describe("worker metrics", () => {
   });
 
   test("an instruction's ledger: what nothing measured becomes other; a failure lumps all seconds under one label", async () => {
-    const ledger = new MetricsLedger();
+    const ledger = new InstructionLedger();
     ledger.add("thread-cpu", 0, "seconds");
     ledger.add("memory-read", 2, "count");
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -28,7 +28,7 @@ import { decodeValue } from "../frames";
 import type { RunMessage, RunReplyMessage, WireTask, WorkerMetrics } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import type { Metric } from "../../metrics/context-meter";
-import { Digests, MetricsLedger } from "../worker/digests";
+import { Digests, InstructionLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "./inline";
 import { WorkerProfiler } from "../worker/profile";
@@ -462,7 +462,7 @@ export class RedisWorker {
     held: { add(bytes: number): void },
     backlog: boolean,
   ): Promise<{ entry: OutcomeEntry; publication: Publication }> {
-    const gather = new MetricsLedger();
+    const gather = new InstructionLedger();
     const received = this.clock.now();
     let fetched: StoredFrames = NOTHING_FETCHED;
     const carried = new Map(data.carried);
@@ -504,7 +504,7 @@ export class RedisWorker {
         types: [...new Set(fetched.types.values())],
       });
     }
-    const execute = new MetricsLedger();
+    const execute = new InstructionLedger();
     const executeMetrics = (coarse?: string): MetricRecord[] => this.digest(["execute", data.spanId, data.prefix], execute.finalize(coarse));
 
     const functions = this.gate.admit(data.functions, `task ${data.name}`);

@@ -28,7 +28,7 @@ type Scope = Map<string, Map<string, Entry>>;
 
 /**
  * The (activity, unit) pairs nearly every task digests, in the order they are first digested.
- * Tasks add them to their (span, prefix)'s TaskTally as plain numbers; the tallies are folded
+ * Tasks add them to their (span, prefix)'s PrefixSums as plain numbers; the tallies are folded
  * into the entries only when digests are read or sent with a heartbeat.
  */
 const TASK_ACTIVITIES: readonly (readonly [activity: string, unit: string])[] = [
@@ -60,7 +60,7 @@ function taskSlot(activity: string, unit: string): number {
 }
 
 /** The TASK_ACTIVITIES sums of one (span, prefix) since they were last folded. */
-class TaskTally {
+class PrefixSums {
   readonly sums = new Float64Array(TASK_ACTIVITIES.length);
   /** Whether anything was added to a slot (a digest of 0 still makes its entry). */
   readonly touched = new Uint8Array(TASK_ACTIVITIES.length);
@@ -93,8 +93,8 @@ export class Digests {
   /** Entries digested since the previous heartbeat, in the order first digested since. */
   private pending: Entry[] = [];
   /** Span id → task prefix → tally; and the tallies with something to fold. */
-  private readonly tallies = new Map<string, Map<string, TaskTally>>();
-  private dirtyTallies: TaskTally[] = [];
+  private readonly tallies = new Map<string, Map<string, PrefixSums>>();
+  private dirtyTallies: PrefixSums[] = [];
 
   add(key: DigestKey, value: number): void {
     if (key[0] === "execute") this.addTo(this.executeScope(key[1], key[2]), ["execute", key[1], key[2]], key[3], value, key[4]);
@@ -111,9 +111,9 @@ export class Digests {
    * Digests a finished task of `span` and `prefix`: what `account` noted while it ran, the
    * metrics of its run, and as "other" the part of its `elapsed` seconds no seconds metric
    * explains; or, for a task that failed or was cancelled, all its seconds under `coarse`
-   * (see MetricsLedger.finalize).
+   * (see InstructionLedger.finalize).
    */
-  addTask(span: string, prefix: string, account: TaskAccount, run: readonly Metric[], elapsed: number, coarse?: string): void {
+  addTask(span: string, prefix: string, account: ExecuteLedger, run: readonly Metric[], elapsed: number, coarse?: string): void {
     if (coarse !== undefined || account.extra !== null) {
       this.addAll(["execute", span, prefix], finalizeMetrics([...account.metrics(), ...run], elapsed, coarse));
       return;
@@ -167,11 +167,11 @@ export class Digests {
     });
   }
 
-  private tally(span: string, prefix: string): TaskTally {
+  private tally(span: string, prefix: string): PrefixSums {
     let bySpan = this.tallies.get(span);
     if (bySpan === undefined) this.tallies.set(span, (bySpan = new Map()));
     let tally = bySpan.get(prefix);
-    if (tally === undefined) bySpan.set(prefix, (tally = new TaskTally(span, prefix)));
+    if (tally === undefined) bySpan.set(prefix, (tally = new PrefixSums(span, prefix)));
     if (!tally.dirty) this.dirtyTallies.push(tally);
     return tally;
   }
@@ -241,7 +241,7 @@ function toRecord(key: DigestKey, value: number): MetricRecord {
  * becomes "other", or all seconds are lumped under one label when the instruction failed or
  * was cancelled.
  */
-export class MetricsLedger {
+export class InstructionLedger {
   private started = performance.now();
   readonly metrics: Metric[] = [];
 
@@ -281,11 +281,12 @@ function finalizeMetrics(metrics: readonly Metric[], elapsed: number, coarse?: s
 }
 
 /**
- * What the worker notes about one task besides its run (its inputs read from memory, anything
- * the store reports while reading spilled inputs or spilling the result), for `Digests.addTask`:
- * reads from memory as two numbers, the rare rest as a list. Given to the store as its meter.
+ * The InstructionLedger of running a task, on the LocalCluster worker's hot path: what the worker
+ * notes about the task besides its run (its inputs read from memory, anything the store reports
+ * while reading spilled inputs or spilling the result), for `Digests.addTask`: reads from memory
+ * as two numbers, the rare rest as a list. Given to the store as its meter.
  */
-export class TaskAccount {
+export class ExecuteLedger {
   memoryReads = 0;
   memoryBytes = 0;
   /** Metrics other than memory reads, in the order reported; null while there are none. */

@@ -30,7 +30,7 @@ import type {
   WorkerStartConfig,
 } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "./clock";
-import { Digests, MetricsLedger, TaskAccount } from "./digests";
+import { Digests, InstructionLedger, ExecuteLedger } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
 import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
 import { keyRepr, typeName } from "./names";
@@ -215,7 +215,7 @@ export class Worker {
 
   private execute(task: WorkerTask): void {
     const opened = machineNow();
-    const account = this.metricsOn ? new TaskAccount() : undefined;
+    const account = this.metricsOn ? new ExecuteLedger() : undefined;
     const inputs = new Map<string, unknown>();
     let diskRead: { start: number; stop: number } | undefined;
     const { key, spanId, prefix } = task;
@@ -256,7 +256,7 @@ export class Worker {
     spanId: string,
     prefix: string,
     opened: number,
-    account: TaskAccount | undefined,
+    account: ExecuteLedger | undefined,
     diskRead: { start: number; stop: number } | undefined,
     run: TaskRun,
   ): void {
@@ -299,7 +299,7 @@ export class Worker {
   // ---- Fetching from peers -----------------------------------------------------------------------
 
   private async gatherDep(worker: WorkerAddress, keys: readonly string[]): Promise<void> {
-    const ledger = new MetricsLedger();
+    const ledger = new InstructionLedger();
     let result: FetchResult;
     try {
       result = await this.peers.getData(worker, keys, this.address);
