@@ -27,7 +27,7 @@ import { metricsTable } from "../src/kernel/diagnostics/fpm/panel";
 import { DEFAULT_SELECTION, fpmModel } from "../src/protocol/fpm";
 import type { FromWorker, RegisterMessage } from "../src/kernel/distributed/messages";
 import { ClusterState, type GraphSubmission } from "../src/kernel/distributed/scheduler/state";
-import { Digests, TaskAccount } from "../src/kernel/distributed/worker/digests";
+import { Digests, ExecuteLedger } from "../src/kernel/distributed/worker/digests";
 import { runMetrics } from "../src/kernel/distributed/worker/execute";
 import { now as machineNow } from "../src/kernel/clock";
 import { TaskMeter, TaskTimer, executeMetrics } from "../src/kernel/metrics/context-meter";
@@ -111,7 +111,7 @@ function workerAccountingCost(n: number, metrics: boolean): number {
   for (let i = 0; i < n; i++) {
     if (!metrics) continue;
     const opened = machineNow();
-    const account = new TaskAccount();
+    const account = new ExecuteLedger();
     account.add("memory-read", 1, "count");
     account.add("memory-read", 8, "bytes");
     const thread = executeMetrics(1e-6, 1e-6, null);

@@ -59,7 +59,7 @@ export interface ComputationProgress {
 }
 
 /** The cluster as a whole (a LocalCluster or a Redis-backed one). */
-export interface ClusterSummary {
+export interface ClusterSection {
   readonly name: string;
   /** The scheduler's address (or redis URL). */
   readonly scheduler: string;
@@ -97,7 +97,7 @@ export interface ProfileSection {
 
 /** What providers give: every part optional. */
 export interface DashboardSections {
-  readonly cluster?: ClusterSummary;
+  readonly cluster?: ClusterSection;
   readonly workers?: readonly WorkerRecord[];
   readonly memory?: ClusterMemory;
   /** Running and recently finished computations, running first. */

@@ -1,6 +1,6 @@
 // Cluster-shaped dashboard data for tests, as the Client will provide it (records.ts shapes): the
 // cluster, workers with memory and tasks, cluster memory, bandwidth. Names carry hostile text.
-import type { ClusterSummary, DashboardSections } from "../../src/protocol/dashboard";
+import type { ClusterSection, DashboardSections } from "../../src/protocol/dashboard";
 import type { ClusterMemory, WorkerRecord } from "../../src/protocol/records";
 
 export const EVIL = "<img src=x onerror=window.__xss=1>";
@@ -44,7 +44,7 @@ export function clusterSections(time: number): DashboardSections {
     managedTotal: sum((w) => w.memory.managedTotal),
     optimistic: sum((w) => w.memory.managed) + sum((w) => w.memory.unmanaged) * 0.75,
   };
-  const cluster: ClusterSummary = {
+  const cluster: ClusterSection = {
     name: "LocalCluster",
     scheduler: "unix:///tmp/tsdask-scheduler.sock",
     status: "running",

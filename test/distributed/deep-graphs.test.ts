@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { ComputeTaskMessage, FromWorker, RegisterMessage, ToWorker } from "../../src/kernel/distributed/messages";
 import { ClusterState, type GraphSubmission, type SchedulerOptions, type TaskListener } from "../../src/kernel/distributed/scheduler/state";
-import { type WorkerInstruction, WorkerState } from "../../src/kernel/distributed/worker";
+import { type WorkerInstruction, WorkerStateMachine } from "../../src/kernel/distributed/worker";
 
 const MILLION = 1_000_000;
 /** For the walks that are long on this machine at a million (each is linear: a longer chain takes longer, nothing more). */
@@ -117,8 +117,8 @@ describe("long chains in the scheduler state", () => {
 });
 
 describe("long chains in the worker state", () => {
-  function loaded(n: number): { worker: WorkerState; keys: string[] } {
-    const worker = new WorkerState({ address: "unix:///tmp/me.sock", nthreads: 1 });
+  function loaded(n: number): { worker: WorkerStateMachine; keys: string[] } {
+    const worker = new WorkerStateMachine({ address: "unix:///tmp/me.sock", nthreads: 1 });
     const keys: string[] = [];
     for (let i = 0; i < n; i++) {
       const key = `x-${i}`;

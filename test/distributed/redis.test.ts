@@ -18,7 +18,7 @@ import * as da from "../../src/kernel/collections/array";
 import { now } from "../../src/kernel/clock";
 import { decodeOutcome, encodeOutcome, packMetrics, unpackMetrics } from "../../src/kernel/distributed/redis/jobs";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
-import { INLINE_AFTER_TINY, INLINE_TASK_SECONDS, InlinePolicy } from "../../src/kernel/distributed/worker/inline";
+import { INLINE_AFTER_TINY, INLINE_TASK_SECONDS, InlinePolicy } from "../../src/kernel/distributed/redis/inline";
 import { closureOf } from "../fixtures/cluster-client-tasks";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { meteredAsyncInc, meteredInc } from "../fixtures/metered-tasks";

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { ComputeTaskMessage, DependencyInfo, FromWorker } from "../../src/kernel/distributed/messages";
-import { Digests, MetricsLedger, TaskAccount, type WorkerInstruction, WorkerState } from "../../src/kernel/distributed/worker";
+import { Digests, InstructionLedger, ExecuteLedger, type WorkerInstruction, WorkerStateMachine } from "../../src/kernel/distributed/worker";
 import { runMetrics } from "../../src/kernel/distributed/worker/execute";
 import { DEFAULT_THRESHOLDS, decideMemory, memoryThresholds } from "../../src/kernel/distributed/worker/memory";
 import type { StartStop } from "../../src/protocol/records";
@@ -48,7 +48,7 @@ function summary(message: FromWorker): string {
   }
 }
 
-function finished(state: WorkerState, key: string): WorkerInstruction[] {
+function finished(state: WorkerStateMachine, key: string): WorkerInstruction[] {
   return state.handle({ type: "execute-success", key, nbytes: 8, resultType: "number", thread: 7, startstops: [] });
 }
 
@@ -56,9 +56,9 @@ function sent(instructions: readonly WorkerInstruction[]): FromWorker[] {
   return instructions.flatMap((instruction) => (instruction.op === "send" ? [instruction.message] : []));
 }
 
-describe("WorkerState", () => {
+describe("WorkerStateMachine", () => {
   test("ready tasks run by priority, no more at once than there are threads", () => {
-    const state = new WorkerState({ address: ME, nthreads: 2 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 2 });
     assert.deepEqual(ops(state.handle({ type: "compute-task", message: compute("c", [], 3) })), ["execute c"]);
     assert.deepEqual(ops(state.handle({ type: "compute-task", message: compute("b", [], 2) })), ["execute b"]);
     assert.deepEqual(ops(state.handle({ type: "compute-task", message: compute("z", [], 9) })), []);
@@ -72,7 +72,7 @@ describe("WorkerState", () => {
   });
 
   test("a task sent after its dependency on the same worker runs once it finishes, without fetching", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("x") });
     assert.deepEqual(ops(state.handle({ type: "compute-task", message: compute("y", [local("x")], 1) })), []);
     assert.equal(state.tasks.get("y")!.state, "waiting");
@@ -80,7 +80,7 @@ describe("WorkerState", () => {
   });
 
   test("inputs held by peers are fetched in one request per peer, then the task runs", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     const out = state.handle({ type: "compute-task", message: compute("z", [held("a1", [A]), held("a2", [A]), held("b1", [B])]) });
     assert.deepEqual(ops(out).sort(), [`gather-dep ${A} a1,a2`, `gather-dep ${B} b1`]);
     assert.equal(state.tasks.get("a1")!.state, "flight");
@@ -111,7 +111,7 @@ describe("WorkerState", () => {
   });
 
   test("fetches are bounded: one per peer, and no more peers at once than the limit", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1, transferCountLimit: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1, transferCountLimit: 1 });
     const out = state.handle({ type: "compute-task", message: compute("z", [held("a1", [A]), held("b1", [B])]) });
     assert.equal(ops(out).length, 1);
     const first = out[0];
@@ -130,13 +130,13 @@ describe("WorkerState", () => {
   });
 
   test("a batch stops growing past the message size limit but always has one key", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1, transferMessageBytesLimit: 150 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1, transferMessageBytesLimit: 150 });
     const out = state.handle({ type: "compute-task", message: compute("z", [held("a1", [A], 100), held("a2", [A], 100), held("a3", [A], 40)]) });
     assert.deepEqual(ops(out), [`gather-dep ${A} a1,a3`]);
   });
 
   test("a peer that lacks a key: another holder is tried, and missing-data is sent only once none is left", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1, transferCountLimit: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1, transferCountLimit: 1 });
     state.handle({ type: "compute-task", message: compute("z", [held("k", [A, B])]) });
     const [firstTry] = [...state.inFlight.keys()];
     const other = firstTry === A ? B : A;
@@ -152,7 +152,7 @@ describe("WorkerState", () => {
   });
 
   test("a peer that cannot be reached is dropped as a holder of everything", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1, transferCountLimit: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1, transferCountLimit: 1 });
     state.handle({ type: "compute-task", message: compute("y", [held("a1", [A])]) });
     state.handle({ type: "compute-task", message: compute("z", [held("a2", [A, B])]) });
     const keysFromA = state.inFlight.get(A)!.keys;
@@ -168,14 +168,14 @@ describe("WorkerState", () => {
   });
 
   test("an input the scheduler says only this worker holds, and it does not, is reported with this worker as the errant one", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     const out = state.handle({ type: "compute-task", message: compute("z", [held("k", [ME])]) });
     assert.deepEqual(ops(out), [`send missing-data k ${ME}`]);
     assert.equal(state.tasks.size, 0);
   });
 
   test("free-keys: queued tasks are dropped, running ones cancelled and their outcome thrown away, data released", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("run") });
     state.handle({ type: "compute-task", message: compute("queued", [], 5) });
     state.handle({ type: "compute-task", message: compute("done", [], 9) });
@@ -194,7 +194,7 @@ describe("WorkerState", () => {
   });
 
   test("a cancelled task asked for again before it finished counts after all", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("x") });
     state.handle({ type: "free-keys", keys: ["x"] });
     assert.deepEqual(ops(state.handle({ type: "compute-task", message: compute("x") })), []);
@@ -202,7 +202,7 @@ describe("WorkerState", () => {
   });
 
   test("an erring task is reported with its phases and the transfers that fed it", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("z", [held("a", [A])]) });
     const decoded: StartStop = { action: "deserialize", start: 2, stop: 2.5 };
     state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a", nbytes: 1, type: "number" }], missing: [], transfer: [transfer(A), decoded] });
@@ -215,7 +215,7 @@ describe("WorkerState", () => {
   });
 
   test("paused: no task starts and nothing is fetched until resumed", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "pause" });
     assert.deepEqual(ops(state.handle({ type: "compute-task", message: compute("x") })), []);
     assert.deepEqual(ops(state.handle({ type: "compute-task", message: compute("y", [held("a", [A])]) })), []);
@@ -223,7 +223,7 @@ describe("WorkerState", () => {
   });
 
   test("data that arrives after the task needing it was freed is dropped and not announced", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("z", [held("a", [A])]) });
     assert.deepEqual(ops(state.handle({ type: "free-keys", keys: ["z"] })), []);
     const out = state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a", nbytes: 1, type: "number" }], missing: [], transfer: [transfer(A)] });
@@ -232,7 +232,7 @@ describe("WorkerState", () => {
   });
 
   test("a key fetched here and then asked to be computed is reported as finished", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("z", [held("a", [A])]) });
     state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a", nbytes: 1, type: "number" }], missing: [], transfer: [transfer(A)] });
     assert.deepEqual(ops(state.handle({ type: "compute-task", message: compute("a") })), ["send task-finished a"]);
@@ -299,14 +299,14 @@ describe("worker metrics", () => {
     ] as const;
     const digests = new Digests();
     for (let i = 0; i < 2; i++) {
-      const account = new TaskAccount();
+      const account = new ExecuteLedger();
       account.add("memory-read", 1, "count");
       account.add("memory-read", 8, "bytes");
       digests.addTask("span-1", "inc", account, run, 1);
     }
     // A task without inputs digests no memory reads; a failed one lumps its seconds under "failed".
-    digests.addTask("span-1", "add", new TaskAccount(), run, 1);
-    const failed = new TaskAccount();
+    digests.addTask("span-1", "add", new ExecuteLedger(), run, 1);
+    const failed = new ExecuteLedger();
     failed.add("memory-read", 1, "count");
     failed.add("memory-read", 4, "bytes");
     digests.addTask("span-1", "add", failed, run, 2, "failed");
@@ -324,7 +324,7 @@ describe("worker metrics", () => {
     assert.deepEqual(byKey(digests.takeSinceHeartbeat()), byKey(expected.takeSinceHeartbeat()));
     assert.deepEqual(digests.takeSinceHeartbeat(), []);
     // After a heartbeat, only what was added since goes with the next one; totals keep everything.
-    digests.addTask("span-1", "inc", new TaskAccount(), run, 1);
+    digests.addTask("span-1", "inc", new ExecuteLedger(), run, 1);
     assert.deepEqual(
       byKey(digests.takeSinceHeartbeat()),
       new Map([
@@ -337,7 +337,7 @@ describe("worker metrics", () => {
     );
     assert.equal(digests.get(["execute", "span-1", "inc", "thread-cpu", "seconds"]), 0.75);
     // A spilled input's disk read (anything but memory reads) goes with the task's own list.
-    const spilled = new TaskAccount();
+    const spilled = new ExecuteLedger();
     spilled.add("disk-read", 100, "bytes");
     digests.addTask("span-1", "inc", spilled, run, 1);
     assert.equal(digests.get(["execute", "span-1", "inc", "disk-read", "bytes"]), 100);
@@ -345,7 +345,7 @@ describe("worker metrics", () => {
   });
 
   test("an instruction's ledger: what nothing measured becomes other; a failure lumps all seconds under one label", async () => {
-    const ledger = new MetricsLedger();
+    const ledger = new InstructionLedger();
     ledger.add("thread-cpu", 0, "seconds");
     ledger.add("memory-read", 2, "count");
     await new Promise((resolve) => setTimeout(resolve, 20));

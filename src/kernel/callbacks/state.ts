@@ -3,7 +3,7 @@
 // in; listeners only read them, so the types live here, below both.
 
 import type { Key } from "../graph/keys";
-import type { TaskMetric } from "../metrics/context-meter";
+import type { Metric } from "../metrics/context-meter";
 
 /** What callbacks see; the field names and meanings are Dask's. Read-only views, cheap to hold. */
 export interface State {
@@ -42,5 +42,5 @@ export interface TaskTiming {
    * thread-noncpu (outside the user's meters), the user's meters and digests (contextMeter), and
    * serialize (seconds spent cloning its arguments to a pool worker, for the first task of a batch).
    */
-  readonly metrics?: readonly TaskMetric[];
+  readonly metrics?: readonly Metric[];
 }

@@ -15,7 +15,7 @@ export { serveDashboard, parseDashboardAddress, DEFAULT_DASHBOARD_ADDRESS, type 
 export {
   DASHBOARD_LIMITS,
   DASHBOARD_MIME_TYPE,
-  type ClusterSummary,
+  type ClusterSection,
   type ComputationProgress,
   type DashboardSections,
   type DashboardSnapshot,

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
 import type { Key } from "../graph/keys";
 import { formatKey } from "../graph/keys";
-import { type TaskMetric, executeMetrics } from "../metrics/context-meter";
+import { type Metric, executeMetrics } from "../metrics/context-meter";
 import { COLLECT_TIMEOUT_MS, profiling } from "../profiling/hub";
 import { PoolProfiles } from "../profiling/pool-source";
 import type { TaskTiming } from "../callbacks/state";
@@ -470,9 +470,9 @@ export class WorkerPool {
     const cpu = results[at + 4] as number;
     const bytesIn = results[at + 5] as number;
     const bytesOut = results[at + 6] as number;
-    const metered = results[at + 7] as TaskMetric[] | null;
+    const metered = results[at + 7] as Metric[] | null;
     entry.client.recordDuration(end - start);
-    let metrics: TaskMetric[] | undefined;
+    let metrics: Metric[] | undefined;
     if (this.metrics) {
       metrics = metered ?? executeMetrics((end - start) / 1000, cpu / 1000, null);
       if (entry.postMs !== undefined) metrics.push(["serialize", entry.postMs / 1000, "seconds"]);

@@ -7,8 +7,8 @@ import { nowMs } from "../clock";
 import { isThenable } from "../graph/spec";
 import { type TaskTimes, ThreadClock, threadCpuMs } from "./clock";
 
-/** One execute-layer metric of a task: what it was doing, how much, in what unit. */
-export type TaskMetric = readonly [activity: string, value: number, unit: string];
+/** One measurement, of a task or of any other piece of work: what it was doing, how much, in what unit. */
+export type Metric = readonly [activity: string, value: number, unit: string];
 
 /** A task's metering scope, or a `meter` block inside it. */
 interface Frame {
@@ -21,7 +21,7 @@ interface Frame {
 
 /**
  * What one task measured: its clock readings, plus what its code metered. Filled by the thread
- * that runs the task; turned into `TaskMetric`s by `executeMetrics`.
+ * that runs the task; turned into `Metric`s by `executeMetrics`.
  */
 export class TaskLedger implements Frame, TaskTimes {
   readonly ledger = this;
@@ -44,7 +44,7 @@ export class TaskLedger implements Frame, TaskTimes {
   }
 
   /** The task's user metrics with repeats summed, or null when its code digested none. */
-  userMetrics(): TaskMetric[] | null {
+  userMetrics(): Metric[] | null {
     if (this.user === null) return null;
     const byKey = new Map<string, [string, number, string]>();
     for (const [label, value, unit] of this.user) {
@@ -147,7 +147,7 @@ export class TaskTimer implements TaskClock {
  * seconds digested without a meter come out of thread-noncpu first. Nothing is counted twice: the
  * seconds add up to `wall` (unless the user digests more seconds than the task lasted).
  */
-export function executeMetrics(wall: number, cpu: number, ledger: TaskLedger | null): TaskMetric[] {
+export function executeMetrics(wall: number, cpu: number, ledger: TaskLedger | null): Metric[] {
   if (Number.isNaN(cpu)) {
     // No CPU clock on this platform: the time is known, its split is not.
     const outside = ledger === null ? wall : Math.max(0, wall - ledger.meteredWall / 1000 - ledger.digestedSeconds);
@@ -174,7 +174,7 @@ export function executeMetrics(wall: number, cpu: number, ledger: TaskLedger | n
   );
 }
 
-function withUser(metrics: TaskMetric[], ledger: TaskLedger | null): TaskMetric[] {
+function withUser(metrics: Metric[], ledger: TaskLedger | null): Metric[] {
   const user = ledger?.userMetrics();
   return user == null ? metrics : [...user, ...metrics];
 }

@@ -5,7 +5,7 @@
 // a Client is open, the cluster's own dashboard page). Live while tasks run; when idle, only news a
 // panel would show (a worker joining, memory moving, new metrics) makes a snapshot.
 
-import type { ClusterSummary, DashboardSections, MetricsSection, TaskStreamSection } from "../../../protocol/dashboard";
+import type { ClusterSection, DashboardSections, MetricsSection, TaskStreamSection } from "../../../protocol/dashboard";
 import { DASHBOARD_LIMITS } from "../../../protocol/dashboard";
 import type { TaskStreamRecord } from "../../../protocol/records";
 import { nowMs } from "../../clock";
@@ -142,7 +142,7 @@ export class ClusterFeed {
     return sections;
   }
 
-  private summary(workers: readonly { nthreads: number; memoryLimit: number }[]): ClusterSummary {
+  private summary(workers: readonly { nthreads: number; memoryLimit: number }[]): ClusterSection {
     const { scheduler, description, dashboardLink } = this.cluster;
     let threads = 0;
     let memoryLimit = 0;

@@ -101,7 +101,8 @@ export interface ReadResult {
   readonly sizes: Map<string, number>;
 }
 
-export interface FetchResult {
+/** Values read from the store, still as frames (decoded by whoever needs them). */
+export interface StoredFrames {
   readonly frames: Map<string, Buffer[]>;
   /** Type names of the values read. */
   readonly types: Map<string, string>;
@@ -168,7 +169,7 @@ export class RedisStore {
   }
 
   /** The frames of `keys`' values, undecoded (see get). */
-  async fetch(keys: readonly string[]): Promise<FetchResult> {
+  async fetch(keys: readonly string[]): Promise<StoredFrames> {
     return this.read(keys.map((key) => this.namespace.value(key)), keys);
   }
 
@@ -243,7 +244,7 @@ export class RedisStore {
     return { issued: false, result: staged() };
   }
 
-  private async read(redisKeys: readonly string[], keys: readonly string[]): Promise<FetchResult> {
+  private async read(redisKeys: readonly string[], keys: readonly string[]): Promise<StoredFrames> {
     const replies = await Promise.all(redisKeys.map((redisKey) => this.redis.hgetallBuffer(redisKey)));
     const frames = new Map<string, Buffer[]>();
     const types = new Map<string, string>();

@@ -27,9 +27,10 @@ import { packError } from "../../execution/wire";
 import { decodeValue } from "../frames";
 import type { RunMessage, RunReplyMessage, WireTask, WorkerMetrics } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
-import { Digests, type Metric, MetricsLedger } from "../worker/digests";
+import type { Metric } from "../../metrics/context-meter";
+import { Digests, InstructionLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
-import { InlinePolicy, InlineRunner } from "../worker/inline";
+import { InlinePolicy, InlineRunner } from "./inline";
 import { WorkerProfiler } from "../worker/profile";
 import { TransferStats, keySizes } from "../worker/transfers";
 import { type WorkerView, workerView } from "../worker/view";
@@ -53,7 +54,7 @@ import {
 import { Namespace, TASK_QUEUE, registry } from "./keys";
 import { checkOptionUnits } from "./options";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
-import { DEFAULT_PART_SIZE, type FetchResult, RedisStore, sweepNamespace } from "./store";
+import { DEFAULT_PART_SIZE, type StoredFrames, RedisStore, sweepNamespace } from "./store";
 
 export interface RedisWorkerOptions {
   /**
@@ -117,7 +118,7 @@ interface ServedClient {
   backlog: boolean;
 }
 
-const NOTHING_FETCHED: FetchResult = { frames: new Map(), types: new Map(), missing: [], bytes: 0, sizes: new Map() };
+const NOTHING_FETCHED: StoredFrames = { frames: new Map(), types: new Map(), missing: [], bytes: 0, sizes: new Map() };
 
 /** Most jobs a worker holds per thread (see RedisWorker.jobsAtOnce); a crash hands them all to other workers. */
 const MAX_JOBS_PER_THREAD = 16;
@@ -175,7 +176,7 @@ export class RedisWorker {
   /** Fine performance metrics since the worker started (each task's also travel with its outcome). */
   private readonly digests = new Digests();
   private readonly held = new HeldValues();
-  /** Tiny tasks run on this thread (see ../worker/inline), which prefixes qualify. */
+  /** Tiny tasks run on this thread (see ./inline), which prefixes qualify. */
   private readonly inline = new InlineRunner();
   private readonly inlinePolicy = new InlinePolicy();
   /** What `client.run` functions see of this worker. */
@@ -461,9 +462,9 @@ export class RedisWorker {
     held: { add(bytes: number): void },
     backlog: boolean,
   ): Promise<{ entry: OutcomeEntry; publication: Publication }> {
-    const gather = new MetricsLedger();
+    const gather = new InstructionLedger();
     const received = this.clock.now();
-    let fetched: FetchResult = NOTHING_FETCHED;
+    let fetched: StoredFrames = NOTHING_FETCHED;
     const carried = new Map(data.carried);
     const toRead = carried.size === 0 ? data.inputs : data.inputs.filter((key) => !carried.has(key));
     if (toRead.length > 0) {
@@ -503,7 +504,7 @@ export class RedisWorker {
         types: [...new Set(fetched.types.values())],
       });
     }
-    const execute = new MetricsLedger();
+    const execute = new InstructionLedger();
     const executeMetrics = (coarse?: string): MetricRecord[] => this.digest(["execute", data.spanId, data.prefix], execute.finalize(coarse));
 
     const functions = this.gate.admit(data.functions, `task ${data.name}`);

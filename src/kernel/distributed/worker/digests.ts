@@ -2,6 +2,7 @@
 // Dask's tuple keys, and what was digested since the last heartbeat, taken when one is sent.
 
 import type { MetricContext, MetricRecord } from "../../../protocol/records";
+import type { Metric } from "../../metrics/context-meter";
 
 /**
  * Dask's key of a worker metric: ("execute", spanId, prefix, activity, unit) for tasks, or
@@ -12,8 +13,6 @@ export type DigestKey =
   | readonly [context: "execute", spanId: string, prefix: string, activity: string, unit: string]
   | readonly [context: Exclude<MetricContext, "execute">, activity: string, unit: string];
 
-/** One measurement before it is given a context: (activity, value, unit). */
-export type Metric = readonly [activity: string, value: number, unit: string];
 
 interface Entry {
   readonly key: DigestKey;
@@ -29,7 +28,7 @@ type Scope = Map<string, Map<string, Entry>>;
 
 /**
  * The (activity, unit) pairs nearly every task digests, in the order they are first digested.
- * Tasks add them to their (span, prefix)'s TaskTally as plain numbers; the tallies are folded
+ * Tasks add them to their (span, prefix)'s PrefixSums as plain numbers; the tallies are folded
  * into the entries only when digests are read or sent with a heartbeat.
  */
 const TASK_ACTIVITIES: readonly (readonly [activity: string, unit: string])[] = [
@@ -61,7 +60,7 @@ function taskSlot(activity: string, unit: string): number {
 }
 
 /** The TASK_ACTIVITIES sums of one (span, prefix) since they were last folded. */
-class TaskTally {
+class PrefixSums {
   readonly sums = new Float64Array(TASK_ACTIVITIES.length);
   /** Whether anything was added to a slot (a digest of 0 still makes its entry). */
   readonly touched = new Uint8Array(TASK_ACTIVITIES.length);
@@ -94,8 +93,8 @@ export class Digests {
   /** Entries digested since the previous heartbeat, in the order first digested since. */
   private pending: Entry[] = [];
   /** Span id → task prefix → tally; and the tallies with something to fold. */
-  private readonly tallies = new Map<string, Map<string, TaskTally>>();
-  private dirtyTallies: TaskTally[] = [];
+  private readonly tallies = new Map<string, Map<string, PrefixSums>>();
+  private dirtyTallies: PrefixSums[] = [];
 
   add(key: DigestKey, value: number): void {
     if (key[0] === "execute") this.addTo(this.executeScope(key[1], key[2]), ["execute", key[1], key[2]], key[3], value, key[4]);
@@ -112,9 +111,9 @@ export class Digests {
    * Digests a finished task of `span` and `prefix`: what `account` noted while it ran, the
    * metrics of its run, and as "other" the part of its `elapsed` seconds no seconds metric
    * explains; or, for a task that failed or was cancelled, all its seconds under `coarse`
-   * (see MetricsLedger.finalize).
+   * (see InstructionLedger.finalize).
    */
-  addTask(span: string, prefix: string, account: TaskAccount, run: readonly Metric[], elapsed: number, coarse?: string): void {
+  addTask(span: string, prefix: string, account: ExecuteLedger, run: readonly Metric[], elapsed: number, coarse?: string): void {
     if (coarse !== undefined || account.extra !== null) {
       this.addAll(["execute", span, prefix], finalizeMetrics([...account.metrics(), ...run], elapsed, coarse));
       return;
@@ -168,11 +167,11 @@ export class Digests {
     });
   }
 
-  private tally(span: string, prefix: string): TaskTally {
+  private tally(span: string, prefix: string): PrefixSums {
     let bySpan = this.tallies.get(span);
     if (bySpan === undefined) this.tallies.set(span, (bySpan = new Map()));
     let tally = bySpan.get(prefix);
-    if (tally === undefined) bySpan.set(prefix, (tally = new TaskTally(span, prefix)));
+    if (tally === undefined) bySpan.set(prefix, (tally = new PrefixSums(span, prefix)));
     if (!tally.dirty) this.dirtyTallies.push(tally);
     return tally;
   }
@@ -242,7 +241,7 @@ function toRecord(key: DigestKey, value: number): MetricRecord {
  * becomes "other", or all seconds are lumped under one label when the instruction failed or
  * was cancelled.
  */
-export class MetricsLedger {
+export class InstructionLedger {
   private started = performance.now();
   readonly metrics: Metric[] = [];
 
@@ -282,11 +281,12 @@ function finalizeMetrics(metrics: readonly Metric[], elapsed: number, coarse?: s
 }
 
 /**
- * What the worker notes about one task besides its run (its inputs read from memory, anything
- * the store reports while reading spilled inputs or spilling the result), for `Digests.addTask`:
- * reads from memory as two numbers, the rare rest as a list. Given to the store as its meter.
+ * The InstructionLedger of running a task, on the LocalCluster worker's hot path: what the worker
+ * notes about the task besides its run (its inputs read from memory, anything the store reports
+ * while reading spilled inputs or spilling the result), for `Digests.addTask`: reads from memory
+ * as two numbers, the rare rest as a list. Given to the store as its meter.
  */
-export class TaskAccount {
+export class ExecuteLedger {
   memoryReads = 0;
   memoryBytes = 0;
   /** Metrics other than memory reads, in the order reported; null while there are none. */

@@ -11,7 +11,7 @@ import { AdaptiveBatching } from "../../execution/batching";
 import { type PoolJob, WorkerPool } from "../../execution/pool";
 import { CALL, type FnSpec, LIST, LITERAL, type PackedError, type WireExpr, packError } from "../../execution/wire";
 import type { WireTask } from "../messages";
-import type { Metric } from "./digests";
+import type { Metric } from "../../metrics/context-meter";
 
 export interface TaskRequest {
   readonly key: string;

@@ -7,9 +7,9 @@ export const workerEntryPath = join(__dirname, "main.js");
 
 export type { WorkerView, WorkerDataView, WorkerMemoryView } from "./view";
 export type { DigestKey } from "./digests";
-export { WorkerState, type WorkerEvent, type WorkerInstruction, type WorkerTask, type WorkerTaskState } from "./state";
+export { WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask, type WorkerTaskState } from "./state";
 export { TaskRunner, type TaskRequest, type TaskRun } from "./execute";
-export { Digests, MetricsLedger, TaskAccount, type Metric } from "./digests";
+export { Digests, InstructionLedger, ExecuteLedger } from "./digests";
 export { DataStore } from "./store";
 export { TransferStats, TRANSFER_LOG_LENGTH } from "./transfers";
 export { WorkerClock } from "./clock";

@@ -111,7 +111,7 @@ export type WorkerInstruction =
   | { readonly op: "release-data"; readonly key: string }
   | { readonly op: "send"; readonly message: FromWorker };
 
-export interface WorkerStateOptions {
+export interface WorkerStateMachineOptions {
   /** This worker's address (never fetched from). */
   readonly address: WorkerAddress;
   /** Tasks executing at once. */
@@ -128,7 +128,7 @@ export interface WorkerStateOptions {
 const COMPUTING: ReadonlySet<WorkerTaskState> = new Set(["waiting", "ready", "executing", "cancelled"]);
 const FETCHING: ReadonlySet<WorkerTaskState> = new Set(["fetch", "flight", "missing"]);
 
-export class WorkerState {
+export class WorkerStateMachine {
   readonly tasks = new Map<string, WorkerTask>();
   readonly address: WorkerAddress;
   readonly nthreads: number;
@@ -156,7 +156,7 @@ export class WorkerState {
   private readonly transferMessageBytesLimit: number;
   private readonly transferBytesLimit: number;
 
-  constructor(options: WorkerStateOptions) {
+  constructor(options: WorkerStateMachineOptions) {
     this.address = options.address;
     this.nthreads = options.nthreads;
     this.slots = options.nthreads;

@@ -10,7 +10,7 @@ import { OWNED_BUFFER_MIN_BYTES, ownedBuffers } from "../../execution/buffers";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../frames";
 import { releaseBuffers } from "./memory";
 
-/** Where the store reports the time and bytes its disk work cost (a MetricsLedger, say). */
+/** Where the store reports the time and bytes its disk work cost (a InstructionLedger, say). */
 export interface StoreMeter {
   add(activity: string, value: number, unit: string): void;
 }

@@ -30,13 +30,13 @@ import type {
   WorkerStartConfig,
 } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "./clock";
-import { Digests, MetricsLedger, TaskAccount } from "./digests";
+import { Digests, InstructionLedger, ExecuteLedger } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
 import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
 import { keyRepr, typeName } from "./names";
 import { type FetchResult, PeerClient, serveGetData } from "./peers";
 import { WorkerProfiler } from "./profile";
-import { WorkerState, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
+import { WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
 import { TransferStats } from "./transfers";
 import { type WorkerView, workerView } from "./view";
@@ -50,7 +50,7 @@ export class Worker {
   readonly address: WorkerAddress;
   readonly view: WorkerView;
   private readonly clock: WorkerClock;
-  private readonly state: WorkerState;
+  private readonly state: WorkerStateMachine;
   private readonly store: DataStore;
   private readonly peers = new PeerClient();
   private readonly digests = new Digests();
@@ -123,7 +123,7 @@ export class Worker {
     const limited = config.memoryLimit > 0 && Number.isFinite(config.memoryLimit);
     const target = limited && this.thresholds.target !== false ? this.thresholds.target * config.memoryLimit : Infinity;
     this.store = new DataStore(config.localDirectory, target);
-    this.state = new WorkerState({
+    this.state = new WorkerStateMachine({
       address: this.address,
       nthreads: config.nthreads,
       transferBytesLimit: limited ? 0.1 * config.memoryLimit : Infinity,
@@ -215,7 +215,7 @@ export class Worker {
 
   private execute(task: WorkerTask): void {
     const opened = machineNow();
-    const account = this.metricsOn ? new TaskAccount() : undefined;
+    const account = this.metricsOn ? new ExecuteLedger() : undefined;
     const inputs = new Map<string, unknown>();
     let diskRead: { start: number; stop: number } | undefined;
     const { key, spanId, prefix } = task;
@@ -256,7 +256,7 @@ export class Worker {
     spanId: string,
     prefix: string,
     opened: number,
-    account: TaskAccount | undefined,
+    account: ExecuteLedger | undefined,
     diskRead: { start: number; stop: number } | undefined,
     run: TaskRun,
   ): void {
@@ -299,7 +299,7 @@ export class Worker {
   // ---- Fetching from peers -----------------------------------------------------------------------
 
   private async gatherDep(worker: WorkerAddress, keys: readonly string[]): Promise<void> {
-    const ledger = new MetricsLedger();
+    const ledger = new InstructionLedger();
     let result: FetchResult;
     try {
       result = await this.peers.getData(worker, keys, this.address);

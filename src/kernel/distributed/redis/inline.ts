@@ -13,7 +13,7 @@ import { callingThread } from "../../profiling/main-thread";
 import { type AnyFunction, resolveFunction } from "../../execution/functions";
 import { type FnSpec, packError } from "../../execution/wire";
 import { TaskTransferError, findUncloneable } from "../../execution/transfer";
-import { type TaskRequest, type TaskRun, mapWireTask, runMetrics } from "./execute";
+import { type TaskRequest, type TaskRun, mapWireTask, runMetrics } from "../worker/execute";
 
 /** A task shorter than this is tiny: shorter than the trips to and from a task thread would add. */
 export const INLINE_TASK_SECONDS = 0.001;

@@ -1,0 +1,339 @@
+// The queue side of the Redis transport: ready tasks become BullMQ jobs (lowest priority first)
+// carrying their function specs and, when small, their inputs; results are known by key while
+// the scheduler wants them, and leave the store once it forgets them. The outcome reader
+// (./outcomes) reports what became of each job and tells this side through `ended` and `hold`.
+
+import { type JobsOptions, PRIORITY_LIMIT, Queue } from "bullmq";
+import type { ChainableCommander, Redis } from "ioredis";
+import { type FnSpec, packError } from "../../execution/wire";
+import type { ComputeTaskMessage, FromWorker, TaskErredMessage, WireTask, WorkerAddress } from "../messages";
+import { staticOrderOf } from "../scheduler/state";
+import { type TaskJobData, decodeCarried, encodeTask, taskJobId } from "./jobs";
+import { type Namespace, TASK_QUEUE } from "./keys";
+import type { RedisStore } from "./store";
+
+/** A task for the queue; `functions` defines function ids the transport has not been told of yet. */
+export type QueuedTask = ComputeTaskMessage & { readonly functions?: readonly (readonly [number, FnSpec])[] };
+
+/** A result in the store, as the client keeps it. */
+export interface Held {
+  /** The key's repr, to name it if Redis loses it. */
+  readonly name: string;
+  /** Its frames (base64) when small enough to carry in the jobs that use it (see CARRIED_VALUE_BYTES). */
+  readonly carried?: readonly string[];
+}
+
+/** A task's job, queued or running. */
+export interface Pending {
+  readonly jobId: string;
+  readonly name: string;
+  /** Token of the stored spec, for a task too large to travel in its job. */
+  readonly specToken?: string;
+}
+
+/** Jobs added per BullMQ addBulk (one MULTI). */
+const ADD_SLICE = 1000;
+/**
+ * BullMQ trims a queue's event stream to a length kept in the queue's metadata as it adds jobs:
+ * this client trims what it has read instead, so a client that falls behind loses no outcome.
+ */
+const EVENTS_MAX_LEN = 2 ** 31;
+/** Most bytes of small results (base64) the client keeps to carry in jobs; beyond it results are read from Redis. */
+const CARRIED_BUDGET = 4 * 1024 * 1024;
+
+export class TaskQueue {
+  readonly queue: Queue<TaskJobData, string>;
+  private readonly functions = new Map<number, FnSpec>();
+  private functionTable: { spec(id: number): FnSpec } | undefined;
+  /** Tasks in the queue or running: keyId → the job. Finished tasks leave it. */
+  private readonly pending = new Map<string, Pending>();
+  /** Deletions of stored values under way, by key. */
+  private readonly deleting = new Map<string, Promise<void>>();
+  /** Results in the store, by keyId. */
+  private readonly held = new Map<string, Held>();
+  /** Bytes of the `carried` frames in `held`. */
+  private carriedBytes = 0;
+  /** Keys whose stored values are deleted in the next turn of the event loop (see forget). */
+  private toDelete: string[] = [];
+  /** The deletion of `toDelete`: settled once Redis answered it. */
+  private deletion: { readonly answered: Promise<void>; readonly settle: () => void } | undefined;
+  /**
+   * Set by the outcome reader while it holds outcomes read and not yet followed by its next read,
+   * which carries the deletions they made (see deleteValues).
+   */
+  outcomesInHand = false;
+  private nextJob = 0;
+  private adding: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly store: RedisStore,
+    namespace: Namespace,
+    /** Reports messages as if from `worker` (tasks that could not be queued err this way). */
+    private readonly report: (worker: WorkerAddress, messages: readonly FromWorker[]) => void,
+    /** Whether the transport has stopped (failed or closing): nothing more is queued or reported. */
+    private readonly stopped: () => boolean,
+  ) {
+    this.queue = new Queue<TaskJobData, string>(TASK_QUEUE, { connection: redis, prefix: namespace.queuePrefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
+  }
+
+  /** Tasks queued or running. */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /** The names of the tasks queued or running and of the results held: what a Redis that lost its data lost. */
+  names(): string[] {
+    return [...[...this.held.values()].map((value) => value.name), ...[...this.pending.values()].map((job) => job.name)];
+  }
+
+  /** Resolves once every job given so far was added (or failed to be). */
+  added(): Promise<void> {
+    return this.adding;
+  }
+
+  defineFunctions(functions: readonly (readonly [number, FnSpec])[]): void {
+    for (const [id, spec] of functions) this.functions.set(id, spec);
+  }
+
+  /** See RedisTransport.resolveFunctionsWith. */
+  resolveFunctionsWith(table: { spec(id: number): FnSpec }): void {
+    this.functionTable = table;
+  }
+
+  /** Puts tasks whose inputs are all in the store on the queue, lowest priority first. */
+  enqueue(tasks: readonly QueuedTask[]): void {
+    const batch: { task: QueuedTask; jobId: string }[] = [];
+    for (const task of tasks) {
+      if (task.functions !== undefined) this.defineFunctions(task.functions);
+      const jobId = taskJobId(this.nextJob++);
+      this.pending.set(task.key, { jobId, name: task.name });
+      batch.push({ task, jobId });
+    }
+    // Adds stay in order (a large spec is stored before its job is added). A key forgotten a
+    // moment ago must lose its old value before its new job can run and publish the new one.
+    const deletions = batch.map(({ task }) => this.deleting.get(task.key)).filter((deletion) => deletion !== undefined);
+    this.adding = this.adding.then(async () => {
+      if (deletions.length > 0) await Promise.all(deletions);
+      await this.addJobs(batch);
+    });
+  }
+
+  /** Adds jobs a slice at a time: the first run while later ones are still being added, and memory stays bounded. */
+  private async addJobs(batch: readonly { task: QueuedTask; jobId: string }[]): Promise<void> {
+    for (let i = 0; i < batch.length; i += ADD_SLICE) await this.addSlice(batch.slice(i, i + ADD_SLICE));
+  }
+
+  private async addSlice(batch: readonly { task: QueuedTask; jobId: string }[]): Promise<void> {
+    const jobs: { name: string; data: TaskJobData; opts: JobsOptions }[] = [];
+    const erred: FromWorker[] = [];
+    for (const { task, jobId } of batch) {
+      if (this.pending.get(task.key)?.jobId !== jobId) continue; // forgotten meanwhile
+      try {
+        jobs.push({ name: task.prefix, data: await this.jobData(task, jobId, batch.length), opts: jobOptions(jobId, task.priority) });
+      } catch (error) {
+        this.pending.delete(task.key);
+        erred.push(taskErred(task.key, error));
+      }
+    }
+    if (erred.length > 0) this.report("redis", erred);
+    if (jobs.length === 0) return;
+    try {
+      // One job (a chain's next step) goes without addBulk's MULTI; when no other task of this
+      // client is queued or running, without a priority too: there is nothing to order it
+      // against, and BullMQ's prioritised path costs Redis a counter and a sorted set each way.
+      if (jobs.length === 1) {
+        const [{ name, data, opts }] = jobs;
+        await this.queue.add(name, data, this.pending.size === 1 ? { ...opts, priority: undefined } : opts);
+      } else {
+        await this.queue.addBulk(jobs);
+      }
+    } catch (error) {
+      if (this.stopped()) return;
+      const lost = jobs.map((job) => job.data.key).filter((key) => this.pending.delete(key));
+      this.report("redis", lost.map((key) => taskErred(key, error)));
+    }
+  }
+
+  private async jobData(task: QueuedTask, jobId: string, queuedWith: number): Promise<TaskJobData> {
+    const functions: [number, FnSpec][] = [];
+    for (const id of functionIds(task.task)) {
+      const spec = this.functions.get(id) ?? this.functionTable?.spec(id);
+      if (spec === undefined) throw new Error(`Task ${task.name} calls function ${id}, which was never defined (define-functions)`);
+      functions.push([id, spec]);
+    }
+    const { frames, inline } = encodeTask(task.task);
+    let spec: TaskJobData["task"];
+    if (inline) {
+      spec = { frames: frames.map((frame) => frame.toString("base64")) };
+    } else {
+      await this.store.putTask(task.key, jobId, frames);
+      this.pending.set(task.key, { jobId, name: task.name, specToken: jobId });
+      spec = { stored: jobId };
+    }
+    const carried: [string, readonly string[]][] = [];
+    for (const { key } of task.dependencies) {
+      const frames = this.held.get(key)?.carried;
+      if (frames !== undefined) carried.push([key, frames]);
+    }
+    return {
+      key: task.key,
+      name: task.name,
+      prefix: task.prefix,
+      spanId: task.spanId,
+      task: spec,
+      functions,
+      inputs: task.dependencies.map((dependency) => dependency.key),
+      carried: carried.length > 0 ? carried : undefined,
+      queuedWith,
+    };
+  }
+
+  /** The scheduler no longer wants these keys: their jobs leave the queue (unless running) and their values the store. */
+  forget(keys: readonly string[]): void {
+    for (const key of keys) {
+      const job = this.pending.get(key);
+      if (job !== undefined) {
+        // A running job cannot be removed (0): its outcome is dropped when it arrives.
+        this.queue.remove(job.jobId).catch(() => {});
+        this.ended(key, job);
+      }
+      this.release(key);
+    }
+    this.deleteValues(keys);
+  }
+
+  /** Values of keys in the store; keys not there are absent from the map. */
+  async fetch(keys: readonly string[]): Promise<ReadonlyMap<string, unknown>> {
+    // Small values came with their outcomes: only the others are read.
+    const values = new Map<string, unknown>();
+    const toRead: string[] = [];
+    for (const key of keys) {
+      const frames = this.held.get(key)?.carried;
+      if (frames !== undefined) values.set(key, decodeCarried(frames));
+      else toRead.push(key);
+    }
+    if (toRead.length > 0) for (const [key, value] of (await this.store.get(toRead)).values) values.set(key, value);
+    return values;
+  }
+
+  // ---- What the outcome reader tells ---------------------------------------------------------
+
+  /** The job of `key` queued or running, if the scheduler still wants it. */
+  jobOf(key: string): Pending | undefined {
+    return this.pending.get(key);
+  }
+
+  isHeld(key: string): boolean {
+    return this.held.has(key);
+  }
+
+  /** `key`'s result is in the store (`value.carried`: its frames, kept while the budget allows). */
+  hold(key: string, value: Held): void {
+    this.release(key);
+    if (value.carried !== undefined) {
+      const bytes = value.carried.reduce((sum, frame) => sum + frame.length, 0);
+      if (this.carriedBytes + bytes > CARRIED_BUDGET) value = { name: value.name };
+      else this.carriedBytes += bytes;
+    }
+    this.held.set(key, value);
+  }
+
+  private release(key: string): void {
+    const frames = this.held.get(key)?.carried;
+    if (frames !== undefined) this.carriedBytes -= frames.reduce((sum, frame) => sum + frame.length, 0);
+    this.held.delete(key);
+  }
+
+  /** `key`'s job is over (reported, failed or forgotten): it leaves `pending`, and its spec the store. */
+  ended(key: string, job: Pending): void {
+    this.pending.delete(key);
+    if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
+  }
+
+  /**
+   * A job that ended without a report (BullMQ failed it: it stalled too often), or with one that
+   * cannot be read: its task errs with `message(its name)`, if it is still wanted.
+   */
+  failedJob(jobId: string, message: (name: string) => string): TaskErredMessage | undefined {
+    for (const [key, job] of this.pending) {
+      if (job.jobId !== jobId) continue;
+      this.ended(key, job);
+      return taskErred(key, new Error(message(job.name)));
+    }
+    return undefined;
+  }
+
+  /**
+   * Deletes stored values, in one command per turn of the event loop: after the jobs the same
+   * outcomes made ready were added, so the next task of a chain does not wait behind it. Deletions
+   * that handling outcomes made leave in the same write as the outcome loop's next read: a write,
+   * and a wake-up of Redis and of this process, fewer per task. A key queued again meanwhile waits
+   * for its old value to be gone (see enqueue).
+   */
+  deleteValues(keys: readonly string[]): void {
+    if (keys.length === 0) return;
+    this.toDelete.push(...keys);
+    if (this.deletion === undefined) {
+      let settle!: () => void;
+      const answered = new Promise<void>((resolve) => (settle = resolve));
+      this.deletion = { answered, settle };
+      setImmediate(() => {
+        // The outcome loop's read took them along, or is about to.
+        if (this.outcomesInHand || this.deletion?.answered !== answered) return;
+        this.flushDeletions();
+      });
+    }
+    for (const key of keys) this.deleting.set(key, this.deletion.answered);
+  }
+
+  /** Adds the pending deletions to `pipeline`. */
+  queueDeletions(pipeline: ChainableCommander): void {
+    const deletion = this.deletion;
+    if (deletion === undefined) return;
+    const batch = this.toDelete;
+    this.toDelete = [];
+    this.deletion = undefined;
+    this.store.queueDelete(pipeline, batch, () => {
+      deletion.settle();
+      for (const key of batch) if (this.deleting.get(key) === deletion.answered) this.deleting.delete(key);
+    });
+  }
+
+  /** Sends the pending deletions on their own. */
+  flushDeletions(): void {
+    const pipeline = this.redis.pipeline();
+    this.queueDeletions(pipeline);
+    pipeline.exec().catch(() => {});
+  }
+
+  /** Forgets every job and result (the transport is closing). */
+  clear(): void {
+    this.pending.clear();
+    this.held.clear();
+    this.carriedBytes = 0;
+  }
+}
+
+function jobOptions(jobId: string, priority: number): JobsOptions {
+  // BullMQ runs prioritised jobs lowest first (1 … PRIORITY_LIMIT); 0 would jump ahead of them all.
+  // Its range holds a graph's static order, not the submission before it: ready tasks of
+  // successive submissions interleave by their order in their own graph (beyond the range, FIFO).
+  const order = staticOrderOf(priority);
+  return { jobId, priority: 1 + Math.min(Math.max(0, Math.trunc(order)), PRIORITY_LIMIT - 1), removeOnComplete: true, removeOnFail: true };
+}
+
+/** Function ids a task calls. */
+function functionIds(task: WireTask, into = new Set<number>()): Set<number> {
+  if (task[0] === "call") {
+    into.add(task[1]);
+    for (let i = 2; i < task.length; i++) functionIds(task[i] as WireTask, into);
+  } else if (task[0] === "list") {
+    for (let i = 1; i < task.length; i++) functionIds(task[i] as WireTask, into);
+  }
+  return into;
+}
+
+export function taskErred(key: string, error: unknown): TaskErredMessage {
+  return { op: "task-erred", key, error: packError(error), thread: 0, startstops: [] };
+}
