@@ -315,7 +315,6 @@ export class Worker {
     const received: { key: string; nbytes: number; type: string }[] = [];
     const sizes: Record<string, number> = {};
     const types = new Set<string>();
-    let stored = 0;
     let landedBytes = 0;
     for (const [key, value] of Object.entries(result.values)) {
       const nbytes = sizeOf(value);
@@ -327,7 +326,6 @@ export class Worker {
       if (this.state.tasks.get(key)?.state === "flight") {
         this.store.put(key, value, nbytes, type, ledger);
         landedBytes += nbytes;
-        stored++;
       }
     }
     const start = this.clock.toScheduler(this.clock.fromMachine(result.start));
@@ -338,7 +336,10 @@ export class Worker {
     const transfer: StartStop[] = [{ action: "transfer", start, stop: decoded, source: worker }];
     if (decoded < stop) transfer.push({ action: "deserialize", start: decoded, stop });
     this.afterLanding(landedBytes, () => this.apply({ type: "gather-dep-success", worker, received, missing: result.missing, transfer }));
-    this.digests.addAll(["gather-dep"], ledger.finalize(stored > 0 ? undefined : received.length > 0 ? "cancelled" : "missing"));
+    // As Dask's: judged once the state machine has taken the values: a fetch none of whose keys
+    // it kept (all released on the way) is "cancelled", one that brought none "missing".
+    const kept = received.some(({ key }) => this.state.tasks.get(key)?.state === "memory");
+    this.digests.addAll(["gather-dep"], ledger.finalize(kept ? undefined : received.length > 0 ? "cancelled" : "missing"));
   }
 
   // ---- Serving peers and the client --------------------------------------------------------------
