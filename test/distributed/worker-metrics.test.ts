@@ -5,9 +5,11 @@
 // "Where tsdask differs from Dask on purpose", gives the reasons.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type Client, type Future, type LocalClusterOptions, type MetricRecord, get, span } from "../../src";
+import { type Client, type Future, type LocalClusterOptions, type MetricRecord, type SpanRecord, get, span } from "../../src";
+import { now } from "../../src/kernel/clock";
 import type { DigestKey } from "../../src/kernel/distributed/worker/digests";
-import { fail } from "../fixtures/cluster-client-tasks";
+import { findByTags, mergeSpans } from "../../src/protocol/fpm";
+import { fail, slowInc } from "../fixtures/cluster-client-tasks";
 import {
   block,
   intMetric,
@@ -376,5 +378,37 @@ test("test_spans.py::test_worker_metrics: a span's metrics hold its own tasks' a
       const inBars = barIds.reduce((total, id) => total + (metricsOf(id).find((m) => keyOf(m) === keyOf(r))?.value ?? 0), 0);
       assert.ok(foo.find((m) => keyOf(m) === keyOf(r))!.value >= inBars - 1e-9, keyOf(r));
     }
+  });
+});
+
+// Port of distributed/tests/test_spans.py::test_merge_by_tags_metrics
+test("test_spans.py::test_merge_by_tags_metrics: spans merged by tag sum their metrics and start at the earliest enqueued", async () => {
+  await withCluster(TWO_WORKERS, async (_cluster, client) => {
+    const foo1 = await span("foo", (id) => get({ "x-1": [slowInc, 1, 50] }, "x-1").then(() => id));
+    const foo2 = await span("foo", (id) => get({ "x-2": [slowInc, 2, 60] }, "x-2").then(() => id));
+    const bar1 = await span("bar", (id) => get({ "x-3": [slowInc, 3, 70] }, "x-3").then(() => id));
+    const spans = await client.spans();
+    const noncpu = (record: SpanRecord): number => record.metrics.find((r) => r.prefix === "x" && r.activity === "thread-noncpu" && r.unit === "seconds")?.value ?? 0;
+    const byId = (id: string): SpanRecord => spans.find((s) => s.id === id)!;
+    const merged = (tag: string): SpanRecord => mergeSpans(findByTags(spans, [tag]), now());
+    const [tFoo1, tFoo2, tBar1] = [noncpu(byId(foo1)), noncpu(byId(foo2)), noncpu(byId(bar1))];
+    assert.ok(tFoo1 > 0 && tFoo2 > 0 && tBar1 > 0, `${tFoo1}, ${tFoo2}, ${tBar1}`);
+    assert.equal(noncpu(merged("foo")), tFoo1 + tFoo2);
+    assert.equal(noncpu(merged("bar")), tBar1);
+    assert.equal(merged("foo").enqueued, Math.min(byId(foo1).enqueued, byId(foo2).enqueued));
+  });
+});
+
+// Port of distributed/tests/test_spans.py::test_active_cpu_seconds_trivial (2 workers × 1 thread where Dask's gen_cluster has 1 + 2 threads)
+test("test_spans.py::test_active_cpu_seconds_trivial: a done span's thread budget is its life × threads; idle is what its task left", async () => {
+  await withCluster(TWO_WORKERS, async (_cluster, client) => {
+    await client.submit(slowInc, 1, 200).result();
+    const id = await defaultSpanId(client);
+    const record = (await client.spans()).find((s) => s.id === id)!;
+    assert.ok(record.done);
+    assert.deepEqual(record.intervals, [[record.enqueued, record.stop, 2]]);
+    assert.ok(Math.abs(record.activeCpuSeconds - (record.stop - record.enqueued) * 2) < 1e-9);
+    const idle = record.metrics.find((r) => r.prefix === "N/A" && r.activity === "idle or other spans")!.value;
+    assert.ok(idle > 0.15 && idle <= record.activeCpuSeconds, `idle ${idle} s of ${record.activeCpuSeconds}`);
   });
 });
