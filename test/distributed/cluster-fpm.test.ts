@@ -140,7 +140,7 @@ describe("fine performance metrics on a LocalCluster", () => {
     });
   });
 
-  test("a peer fetch shows gather-dep network seconds and bytes on the receiver, get-data on the sender", async () => {
+  test("a peer fetch shows gather-dep network seconds on the receiver, get-data on the sender; bytes in the transfer logs, as Dask's", async () => {
     const before = (await client.run((worker) => worker.digestsTotal)) as Record<string, MetricRecord[]>;
     // Two blocks computed at once land on the two idle workers; their total runs on one, fetching the other.
     const [a, b] = [client.submit(ramp, 250_000, 1, false), client.submit(ramp, 250_000, 2, false)];
@@ -153,13 +153,14 @@ describe("fine performance metrics on a LocalCluster", () => {
     const sender = Object.keys(byWorker).find((address) => address !== receiver)!;
     const gained = (address: string, match: Partial<MetricRecord>): number => sum(byWorker[address], match) - sum(before[address] ?? [], match);
     assert.ok(gained(receiver, { context: "gather-dep", activity: "network", unit: "seconds" }) > 0);
-    assert.ok(gained(receiver, { context: "gather-dep", activity: "network", unit: "bytes" }) >= 2_000_000);
-    assert.ok(gained(sender, { context: "get-data", activity: "network", unit: "bytes" }) >= 2_000_000);
+    assert.ok(gained(sender, { context: "get-data", activity: "network", unit: "seconds" }) > 0);
     assert.ok(gained(sender, { context: "get-data", activity: "memory-read", unit: "bytes" }) >= 2_000_000);
+    // Dask's gather-dep and get-data digest no network bytes: they are the transfer logs' (above).
+    assert.equal(sum(byWorker[receiver], { activity: "network", unit: "bytes" }) + sum(byWorker[sender], { activity: "network", unit: "bytes" }), 0);
     assert.ok(gained(sender, { context: "get-data", activity: "serialize", unit: "seconds" }) > 0);
     // The scheduler has them too, and the panel's "Send data" chart shows get-data.
     const data = await client.metricsData();
-    assert.ok(sum(data.metrics, { context: "gather-dep", activity: "network", unit: "bytes" }) >= 2_000_000);
+    assert.ok(sum(data.metrics, { context: "gather-dep", activity: "network", unit: "seconds" }) > 0);
     const model = fpmModel(data, DEFAULT_SELECTION);
     assert.ok(model.send?.some((slice) => slice.activity === "network" && slice.value > 0), JSON.stringify(model.send));
     assert.equal(fpmModel(data, { ...DEFAULT_SELECTION, functions: ["total"] }).send, null, "hidden while a filter is active");

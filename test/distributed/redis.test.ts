@@ -324,6 +324,21 @@ describe("a Redis cluster through the Client", () => {
     }
   });
 
+  // Port of distributed/tests/test_worker_metrics.py::test_send_metrics_to_scheduler and ::test_user_metrics_async (the sets, on Redis workers)
+  test("test_worker_metrics.py::test_send_metrics_to_scheduler on Redis workers: Dask's execute set, serialize aside; an async task's has no thread-cpu or executor", async () => {
+    await get({ "daskBlock-1": [ramp, 1000, 1, false], "daskTotal-1": [total, "daskBlock-1"], "daskAsync-1": [sleep, 50] }, ["daskTotal-1", "daskAsync-1"], { scheduler: client });
+    const metrics = client.scheduler.cumulativeWorkerMetrics();
+    const activitiesOf = (prefix: string): Set<string> =>
+      new Set(metrics.filter((metric) => metric.context === "execute" && metric.prefix === prefix).map((metric) => `${metric.activity} ${metric.unit}`));
+    // "serialize": a Redis worker encodes every result as it publishes it to Redis (README: where tsdask differs on purpose).
+    const seconds = ["thread-cpu seconds", "thread-noncpu seconds", "executor seconds", "serialize seconds", "other seconds"];
+    assert.deepEqual(activitiesOf("daskBlock"), new Set(seconds));
+    assert.deepEqual(activitiesOf("daskTotal"), new Set([...seconds, "memory-read count", "memory-read bytes"]));
+    assert.deepEqual(activitiesOf("daskAsync"), new Set(["thread-noncpu seconds", "serialize seconds", "other seconds"]));
+    const read = metrics.find((metric) => metric.prefix === "daskTotal" && metric.activity === "memory-read" && metric.unit === "bytes");
+    assert.equal(read?.value, 8000);
+  });
+
   test("the dashboard: the notebook's feed shows the Redis workers, the task stream with its reads from redis, the metrics and the computation", async () => {
     // The Client put its cluster on the notebook's feed when it connected; this is that feed.
     const feed = clusterFeed({ scheduler: client.scheduler, description: "", dashboardLink: null });

@@ -7,6 +7,7 @@ import { after, afterEach, before, describe, test } from "node:test";
 import { now } from "../../src/kernel/clock";
 import type { ComputeTaskMessage, DependencyInfo, WireTask } from "../../src/kernel/distributed/messages";
 import type { MetricRecord, StartStop, TransferLogEntry } from "../../src/protocol/records";
+import { waitFor } from "../helpers/wait";
 import { FakeScheduler, type WorkerHandle, moduleFunction } from "../helpers/worker-driver";
 
 const FUNCTIONS = ["inc", "add", "sleep", "spin", "throwMine", "ramp", "total", "describeArrays", "noise"] as const;
@@ -409,6 +410,50 @@ describe("cluster worker process", () => {
     assert.equal(missing.errantWorker, a.address);
     const digests = await b.run<MetricRecord[]>("(worker) => worker.digestsTotal");
     assert.ok(digest(digests, { context: "gather-dep", activity: "missing", unit: "seconds" })! > 0);
+  });
+
+  // Port of distributed/tests/test_worker_metrics.py::test_cancelled_flight
+  test("test_worker_metrics.py::test_cancelled_flight: a fetch whose task was released on the way is one lump under cancelled", async () => {
+    const a = await scheduler.spawn({ nthreads: 1 });
+    const b = await scheduler.spawn({ nthreads: 1 });
+    defineAll(a);
+    defineAll(b);
+    a.send(task("x", call("ramp", lit(BLOCK), lit(0), lit(false))));
+    await a.next("task-finished", (m) => m.key === "x");
+    // Released in the same batch: the fetch of x has begun and is cancelled in flight (Dask blocks a's get_data to get there).
+    b.send(task("y", call("total", ref("x")), [{ key: "x", nbytes: 8 * BLOCK, whoHas: [a.address] }]), { op: "free-keys", keys: ["y"] });
+    let digests: [unknown[], number][] = [];
+    await waitFor("b's gather-dep digests", async () => (digests = await b.run<[unknown[], number][]>("(worker) => worker.digestsTotalTuples")).length > 0);
+    assert.deepEqual(digests.map(([key]) => key), [["gather-dep", "cancelled", "seconds"]]);
+  });
+
+  // Port of distributed/tests/test_worker_metrics.py::test_gather_dep_no_task
+  test("test_worker_metrics.py::test_gather_dep_no_task: a peer that answers it has none of the keys: one lump under missing", async () => {
+    const w1 = await scheduler.spawn({ nthreads: 1 });
+    const w3 = await scheduler.spawn({ nthreads: 1 });
+    defineAll(w3);
+    // Dask moves x away from w1 while w3's fetch is blocked; here w1 never had it.
+    w3.send(task("y", call("inc", ref("x")), [{ key: "x", nbytes: 8, whoHas: [w1.address] }]));
+    await w3.next("missing-data", (m) => m.key === "x");
+    const digests = await w3.run<[unknown[], number][]>("(worker) => worker.digestsTotalTuples");
+    assert.deepEqual(digests.map(([key]) => key), [["gather-dep", "missing", "seconds"]]);
+  });
+
+  // Port of distributed/tests/test_worker_metrics.py::test_gather_dep_network_error
+  test("test_worker_metrics.py::test_gather_dep_network_error: a peer that is gone: one lump under failed", async () => {
+    const a = await scheduler.spawn({ nthreads: 1 });
+    const b = await scheduler.spawn({ nthreads: 1 });
+    defineAll(a);
+    defineAll(b);
+    a.send(task("x", call("inc", lit(1))));
+    await a.next("task-finished", (m) => m.key === "x");
+    // Dask closes a while b's fetch is blocked; here a is gone before b asks.
+    a.child.kill("SIGKILL");
+    await a.exited;
+    b.send(task("y", call("inc", ref("x")), [{ key: "x", nbytes: 8, whoHas: [a.address] }]));
+    await b.next("missing-data", (m) => m.key === "x");
+    const digests = await b.run<[unknown[], number][]>("(worker) => worker.digestsTotalTuples");
+    assert.deepEqual(digests.filter(([key]) => key[0] === "gather-dep").map(([key]) => key), [["gather-dep", "failed", "seconds"]]);
   });
 
   test("exits when the scheduler goes away, removing its folder and leaving no process behind", async () => {

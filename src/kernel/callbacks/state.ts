@@ -39,8 +39,15 @@ export interface TaskTiming {
   readonly bytesOut?: number;
   /**
    * The task's execute-layer fine performance metrics, measured where it ran: thread-cpu and
-   * thread-noncpu (outside the user's meters), the user's meters and digests (contextMeter), and
-   * serialize (seconds spent cloning its arguments to a pool worker, for the first task of a batch).
+   * thread-noncpu (outside the user's meters), and the user's meters and digests (contextMeter).
    */
   readonly metrics?: readonly Metric[];
+  /**
+   * For the first task of a pool batch: seconds the calling thread spent cloning the batch into
+   * the pool worker's message (the local schedulers show it as "serialize"; a cluster worker, as
+   * Dask's, counts handing a task to its thread as "executor").
+   */
+  readonly postSeconds?: number;
+  /** The task's function returned a promise: it ran across awaits (Dask runs such tasks on the worker's event loop). */
+  readonly awaited?: boolean;
 }

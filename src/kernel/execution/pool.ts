@@ -61,7 +61,7 @@ interface Entry {
   readonly wire: WireExpr;
   readonly fnIds: readonly number[];
   readonly done: (outcome: TaskOutcome) => void;
-  /** For the first task of a batch: ms spent cloning the batch into the worker's message (serialize). */
+  /** For the first task of a batch: ms spent cloning the batch into the worker's message (TaskTiming.postSeconds). */
   postMs?: number;
 }
 
@@ -471,19 +471,18 @@ export class WorkerPool {
     const bytesIn = results[at + 5] as number;
     const bytesOut = results[at + 6] as number;
     const metered = results[at + 7] as Metric[] | null;
+    const awaited = results[at + 8] === 1;
     entry.client.recordDuration(end - start);
-    let metrics: Metric[] | undefined;
-    if (this.metrics) {
-      metrics = metered ?? executeMetrics((end - start) / 1000, cpu / 1000, null);
-      if (entry.postMs !== undefined) metrics.push(["serialize", entry.postMs / 1000, "seconds"]);
-    }
+    const measured = this.metrics;
     const timing: TaskTiming = {
       startTime: start / 1000,
       endTime: end / 1000,
       cpuTime: Number.isNaN(cpu) ? undefined : cpu / 1000,
       bytesIn,
       bytesOut,
-      metrics,
+      metrics: measured ? (metered ?? executeMetrics((end - start) / 1000, cpu / 1000, null)) : undefined,
+      postSeconds: measured && entry.postMs !== undefined ? entry.postMs / 1000 : undefined,
+      awaited,
     };
     const node = entry.job.node;
     if (ok === 1) return { node, ok: true, value, workerId, timing };

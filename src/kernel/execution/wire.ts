@@ -65,11 +65,12 @@ export interface CrashMessage {
 /**
  * Worker → pool: the outcomes of the batch's next tasks, in order, RESULT_SIZE slots each:
  * ok (1 or 0), the value or a PackedError, start and end (epoch ms), CPU ms of the worker thread
- * (NaN if unknown), bytes in, bytes out, and the task's execute metrics when its code metered
- * or digested any (else null: the pool derives thread-cpu/noncpu from the times).
+ * (NaN if unknown), bytes in, bytes out, the task's execute metrics when its code metered
+ * or digested any (else null: the pool derives thread-cpu/noncpu from the times), and 1 if its
+ * function returned a promise (else 0).
  */
 export type ResultsMessage = unknown[];
-export const RESULT_SIZE = 8;
+export const RESULT_SIZE = 9;
 
 export type WorkerMessage = ReadyMessage | CrashMessage | ResultsMessage | ProfileMessage;
 

@@ -121,13 +121,13 @@ function resultBuffers(results: readonly unknown[]): ArrayBuffer[] {
 /** Times each task and keeps the ledger contextMeter records into while it runs. */
 const taskClock: TaskClock = measures ? new TaskMeter() : new TaskTimer();
 
-function record(ok: boolean, value: unknown, task: TaskLedger, bytesIn: number): void {
+function record(ok: boolean, value: unknown, task: TaskLedger, bytesIn: number, awaited = false): void {
   taskClock.end(task);
   profiler.taskEnded();
   const bytesOut = ok ? estimateNbytes(value, isThread) : 0;
   // Only a task whose code metered something ships its breakdown; the pool derives the rest.
   const metrics = task.user === null && task.meteredWall === 0 ? null : executeMetrics((task.end - task.start) / 1000, task.cpu / 1000, task);
-  pending.push(ok ? 1 : 0, ok ? value : packError(value), task.start, task.end, task.cpu, bytesIn, bytesOut, metrics);
+  pending.push(ok ? 1 : 0, ok ? value : packError(value), task.start, task.end, task.cpu, bytesIn, bytesOut, metrics, awaited ? 1 : 0);
   if (task.end - lastReport > REPORT_AFTER_MS) report();
 }
 
@@ -151,11 +151,11 @@ function runBatch(tasks: RunMessage, from: number): boolean {
     if (isThenable(value)) {
       value.then(
         (resolved) => {
-          record(true, resolved, task, bytesIn);
+          record(true, resolved, task, bytesIn, true);
           runBatch(tasks, i + 1);
         },
         (error: unknown) => {
-          record(false, error, task, bytesIn);
+          record(false, error, task, bytesIn, true);
           runBatch(tasks, i + 1);
         },
       );

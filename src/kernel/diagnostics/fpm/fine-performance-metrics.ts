@@ -151,20 +151,19 @@ export class FinePerformanceMetrics extends Callback {
     const previous = Math.max(this.lastEnd.get(thread) ?? 0, run.enqueued);
     const waitFrom = workerId === null ? previous : Math.max(dispatched, previous);
     this.lastEnd.set(thread, end);
-    let serialize = 0;
     if (timing?.metrics !== undefined) {
       for (const [activity, value, unit] of timing.metrics) {
         if (activity === "thread-cpu") bucket.cpu.value += value;
         else if (activity === "thread-noncpu") bucket.noncpu.value += value;
-        else {
-          if (activity === "serialize" && unit === "seconds") serialize += value;
-          this.other(bucket, activity, unit).value += value;
-        }
+        else this.other(bucket, activity, unit).value += value;
       }
     } else {
       // An executor that does not measure its tasks: their time is known, its split is not.
       this.other(bucket, "thread", "seconds").value += end - start;
     }
+    // Cloning a batch into a pool thread's message: on the calling thread, while the pool thread waits.
+    const serialize = timing?.postSeconds ?? 0;
+    if (timing?.postSeconds !== undefined) this.other(bucket, "serialize", "seconds").value += serialize;
     bucket.executor.value += Math.max(0, start - waitFrom - serialize);
     const counts = run.tasks.get(span)!;
     counts.finished++;

@@ -78,11 +78,12 @@ export class InlineRunner {
     this.meter.openSole(ledger);
     // Profiled as a task of the worker's own thread: its samples are compute, under its prefix.
     const mark = callingThread.taskStarted(keyFromId(request.key));
+    let awaited = false;
     const finish = (ok: boolean, result: unknown): void => {
       this.meter.closeSole();
       this.meter.end(ledger);
       callingThread.taskEnded(mark);
-      const timing = { startTime: ledger.start / 1000, endTime: ledger.end / 1000, metrics: executeMetrics((ledger.end - ledger.start) / 1000, ledger.cpu / 1000, ledger) };
+      const timing = { startTime: ledger.start / 1000, endTime: ledger.end / 1000, metrics: executeMetrics((ledger.end - ledger.start) / 1000, ledger.cpu / 1000, ledger), awaited };
       const arrived = machineNow();
       done({
         ok,
@@ -112,8 +113,12 @@ export class InlineRunner {
       if (uncloneable === undefined) finish(true, result);
       else finish(false, new TaskTransferError(keyFromId(request.key), "result", undefined, uncloneable));
     };
-    if (isThenable(value)) value.then(settle, (error: unknown) => finish(false, error));
-    else settle(value);
+    if (isThenable(value)) {
+      awaited = true;
+      value.then(settle, (error: unknown) => finish(false, error));
+    } else {
+      settle(value);
+    }
   }
 
   private resolve(spec: FnSpec): AnyFunction {

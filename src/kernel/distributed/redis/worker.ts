@@ -479,9 +479,12 @@ export class RedisWorker {
     const fetchedAt = this.clock.now();
     const inputs = new Map<string, unknown>();
     const decoded = [...[...fetched.frames].map(([key, frames]) => [key, decodeValue(frames)] as const), ...[...carried].map(([key, frames]) => [key, decodeCarried(frames)] as const)];
+    let inputBytes = 0;
     for (const [key, input] of decoded) {
+      const size = sizeOf(input);
       inputs.set(key, input);
-      held.add(sizeOf(input));
+      held.add(size);
+      inputBytes += size;
     }
     const task = "frames" in data.task ? decodeInlineTask(data.task.frames) : ((await store.getTask(data.key, data.task.stored)) as WireTask);
     const decodedAt = this.clock.now();
@@ -505,6 +508,11 @@ export class RedisWorker {
       });
     }
     const execute = new InstructionLedger();
+    // Dask's worker reads a task's inputs from its memory, where fetched ones landed first.
+    if (inputs.size > 0) {
+      execute.add("memory-read", inputs.size, "count");
+      execute.add("memory-read", inputBytes, "bytes");
+    }
     const executeMetrics = (coarse?: string): MetricRecord[] => this.digest(["execute", data.spanId, data.prefix], execute.finalize(coarse));
 
     const functions = this.gate.admit(data.functions, `task ${data.name}`);

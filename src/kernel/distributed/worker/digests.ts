@@ -36,11 +36,10 @@ const TASK_ACTIVITIES: readonly (readonly [activity: string, unit: string])[] = 
   ["memory-read", "bytes"],
   ["thread-cpu", "seconds"],
   ["thread-noncpu", "seconds"],
-  ["serialize", "seconds"],
   ["executor", "seconds"],
   ["other", "seconds"],
 ];
-const [MEMORY_READ_COUNT, MEMORY_READ_BYTES, THREAD_CPU, THREAD_NONCPU, SERIALIZE, EXECUTOR, OTHER] = TASK_ACTIVITIES.keys();
+const [MEMORY_READ_COUNT, MEMORY_READ_BYTES, THREAD_CPU, THREAD_NONCPU, EXECUTOR, OTHER] = TASK_ACTIVITIES.keys();
 
 /** A TASK_ACTIVITIES slot, or -1 for any other metric. */
 function taskSlot(activity: string, unit: string): number {
@@ -50,8 +49,6 @@ function taskSlot(activity: string, unit: string): number {
       return THREAD_CPU;
     case "thread-noncpu":
       return THREAD_NONCPU;
-    case "serialize":
-      return SERIALIZE;
     case "executor":
       return EXECUTOR;
     default:

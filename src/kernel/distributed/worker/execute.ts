@@ -200,11 +200,14 @@ export function mapWireTask<T, F>(task: WireTask, request: TaskRequest, build: W
 }
 
 /**
- * The execute-layer metrics of one task from what its thread measured: the task's own list when
- * the pool reports one (thread-cpu and thread-noncpu net of the task's own meters, those meters,
- * the serialize time of handing it over), else thread-cpu and thread-noncpu from its CPU and wall
+ * The execute-layer metrics of one task from what its thread measured, as Dask's worker digests
+ * them: the task's own list when the pool reports one (thread-cpu and thread-noncpu net of the
+ * task's own meters, and those meters), else thread-cpu and thread-noncpu from its CPU and wall
  * times; then "executor": the time between handing the task over (or its thread becoming free
- * for it) and its outcome that no other measurement explains (the trips to and from the thread).
+ * for it) and its outcome that no other measurement explains (cloning it into the thread's
+ * message, the trips to and from the thread). A task whose function returned a promise gets
+ * what Dask gives a coroutine task, which it runs on the worker's event loop rather than in its
+ * thread pool: its own time all as thread-noncpu and no executor (the rest becomes "other").
  */
 export function runMetrics(timing: TimingWithMetrics | undefined, submitted: number, arrived: number): Metric[] {
   if (timing === undefined) return [["executor", Math.max(0, arrived - submitted), "seconds"]];
@@ -218,10 +221,23 @@ export function runMetrics(timing: TimingWithMetrics | undefined, submitted: num
   } else {
     metrics.push(["thread-noncpu", wall, "seconds"]);
   }
+  if (timing.awaited === true) return asCoroutine(metrics);
   let measured = 0;
   for (const [, value, unit] of metrics) if (unit === "seconds") measured += value;
   metrics.push(["executor", Math.max(0, arrived - submitted - measured), "seconds"]);
   return metrics;
+}
+
+/** `metrics` with thread-cpu folded into thread-noncpu: Dask meters a coroutine task by the wall clock only. */
+function asCoroutine(metrics: readonly Metric[]): Metric[] {
+  let noncpu = 0;
+  const others: Metric[] = [];
+  for (const metric of metrics) {
+    const [activity, value, unit] = metric;
+    if (unit === "seconds" && (activity === "thread-cpu" || activity === "thread-noncpu")) noncpu += value;
+    else others.push(metric);
+  }
+  return [...others, ["thread-noncpu", noncpu, "seconds"]];
 }
 
 /** A task as the pool knows it: its key is only worked out from its id for an error message. */

@@ -8,7 +8,7 @@ import { encodeValue } from "../frames";
 import type { GetDataReply, GetDataRequest, WorkerAddress } from "../messages";
 import type { WorkerClock } from "./clock";
 import type { Digests } from "./digests";
-import type { DataStore } from "./store";
+import type { DataStore, StoreMeter } from "./store";
 import type { TransferStats } from "./transfers";
 import { keyRepr } from "./names";
 
@@ -147,12 +147,12 @@ export interface DataServerContext {
 
 /**
  * Answers one get-data request on `connection`: the values held (read back from disk if
- * spilled), the rest as missing. Digests ("get-data", serialize / network seconds and bytes /
- * memory-read / disk-read…) and an outgoing transfer log entry once the reply has left.
+ * spilled), the rest as missing. Digests under "get-data" as Dask's get_data (memory-read or
+ * disk-read, serialize, network seconds) and an outgoing transfer log entry once the reply has left.
  */
 export function serveGetData(request: GetDataRequest, connection: Connection, context: DataServerContext): void {
   const { store, digests, transfers, clock } = context;
-  const meter = { add: (activity: string, value: number, unit: string) => digests.add(["get-data", activity, unit], value) };
+  const meter: StoreMeter = { add: (activity, value, unit) => digests.add(["get-data", activity, unit], value) };
   const start = clock.now();
   const values: Record<string, unknown> = {};
   const sizes: Record<string, number> = {};
@@ -168,25 +168,28 @@ export function serveGetData(request: GetDataRequest, connection: Connection, co
     types.add(store.typeOf(key)!);
   }
   const reply: GetDataReply = { op: "data", values, missing };
+  sendMetered(connection, () => encodeValue(reply), meter, (wireBytes) => {
+    if (Object.keys(sizes).length === 0) return;
+    transfers.sent({ start: clock.toScheduler(start), stop: clock.schedulerNow(), who: request.who, keys: sizes, wireBytes, types: [...types] });
+  });
+}
+
+/**
+ * Encodes a reply (`encode`) and writes it to `connection`, metered as Dask's get_data: the
+ * encoding as "serialize", the writing until the socket has taken the last byte as "network"
+ * (seconds). `sent` gets the bytes on the wire once they have left; a peer that left before its
+ * answer gets nothing.
+ */
+export function sendMetered(connection: Connection, encode: () => Buffer[], meter: StoreMeter, sent?: (wireBytes: number) => void): void {
   const serializeStart = performance.now();
-  const parts = encodeValue(reply);
+  const parts = encode();
   const sendStart = performance.now();
   meter.add("serialize", (sendStart - serializeStart) / 1000, "seconds");
   let wireBytes = 0;
   try {
     wireBytes = connection.sendFrames(parts, (error) => {
       meter.add("network", (performance.now() - sendStart) / 1000, "seconds");
-      if (error !== undefined) return;
-      meter.add("network", wireBytes, "bytes");
-      if (Object.keys(sizes).length === 0) return;
-      transfers.sent({
-        start: clock.toScheduler(start),
-        stop: clock.schedulerNow(),
-        who: request.who,
-        keys: sizes,
-        wireBytes,
-        types: [...types],
-      });
+      if (error === undefined) sent?.(wireBytes);
     });
   } catch {
     // The peer left before its answer: nothing to log.

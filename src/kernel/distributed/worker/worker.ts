@@ -34,7 +34,7 @@ import { Digests, InstructionLedger, ExecuteLedger } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
 import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
 import { keyRepr, typeName } from "./names";
-import { type FetchResult, PeerClient, serveGetData } from "./peers";
+import { type FetchResult, PeerClient, sendMetered, serveGetData } from "./peers";
 import { WorkerProfiler } from "./profile";
 import { WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
@@ -309,13 +309,12 @@ export class Worker {
       return;
     }
     if (this.closing !== undefined) return;
+    // Dask's gather-dep has no bytes of its own: they are in the transfer logs and the bandwidth.
     ledger.add("network", Math.max(0, result.stop - result.start - result.deserializeSeconds), "seconds");
-    ledger.add("network", result.wireBytes, "bytes");
     ledger.add("deserialize", result.deserializeSeconds, "seconds");
     const received: { key: string; nbytes: number; type: string }[] = [];
     const sizes: Record<string, number> = {};
     const types = new Set<string>();
-    let stored = 0;
     let landedBytes = 0;
     for (const [key, value] of Object.entries(result.values)) {
       const nbytes = sizeOf(value);
@@ -327,7 +326,6 @@ export class Worker {
       if (this.state.tasks.get(key)?.state === "flight") {
         this.store.put(key, value, nbytes, type, ledger);
         landedBytes += nbytes;
-        stored++;
       }
     }
     const start = this.clock.toScheduler(this.clock.fromMachine(result.start));
@@ -338,7 +336,10 @@ export class Worker {
     const transfer: StartStop[] = [{ action: "transfer", start, stop: decoded, source: worker }];
     if (decoded < stop) transfer.push({ action: "deserialize", start: decoded, stop });
     this.afterLanding(landedBytes, () => this.apply({ type: "gather-dep-success", worker, received, missing: result.missing, transfer }));
-    this.digests.addAll(["gather-dep"], ledger.finalize(stored > 0 ? undefined : received.length > 0 ? "cancelled" : "missing"));
+    // As Dask's: judged once the state machine has taken the values: a fetch none of whose keys
+    // it kept (all released on the way) is "cancelled", one that brought none "missing".
+    const kept = received.some(({ key }) => this.state.tasks.get(key)?.state === "memory");
+    this.digests.addAll(["gather-dep"], ledger.finalize(kept ? undefined : received.length > 0 ? "cancelled" : "missing"));
   }
 
   // ---- Serving peers and the client --------------------------------------------------------------
@@ -370,22 +371,25 @@ export class Worker {
     }
   }
 
-  /** Answers a gather on a data connection; values that cannot be encoded are reported missing. */
+  /**
+   * Answers a gather on a data connection, metered as Dask meters a client's fetch (its get_data);
+   * values that cannot be encoded are reported missing.
+   */
   private replyToGather(message: GatherMessage, connection: Connection): void {
-    const reply = this.gatherReply(message);
-    let parts: Buffer[];
-    try {
-      parts = encodeValue(reply);
-    } catch (error) {
-      this.log(`cannot send gathered values: ${(error as Error).message}`);
-      parts = encodeValue({ ...reply, values: {}, missing: [...reply.missing, ...Object.keys(reply.values)] });
-    }
-    connection.sendFrames(parts);
+    const meter = this.meter("get-data");
+    const reply = this.gatherReply(message, meter);
+    sendMetered(connection, () => {
+      try {
+        return encodeValue(reply);
+      } catch (error) {
+        this.log(`cannot send gathered values: ${(error as Error).message}`);
+        return encodeValue({ ...reply, values: {}, missing: [...reply.missing, ...Object.keys(reply.values)] });
+      }
+    }, meter);
   }
 
   /** The values of `message.keys` held here (read back from disk if spilled), for the client. */
-  private gatherReply(message: GatherMessage): GatherReplyMessage {
-    const meter = this.meter("get-data");
+  private gatherReply(message: GatherMessage, meter: StoreMeter): GatherReplyMessage {
     const values: Record<string, unknown> = {};
     const missing: string[] = [];
     for (const key of message.keys) {
