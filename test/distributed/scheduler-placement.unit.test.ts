@@ -357,6 +357,36 @@ describe("work stealing (Dask's WorkStealing)", () => {
     assert.ok(onA > 20 && onA < 80 && onB > 20 && onB < 80, `a has ${onA}, b has ${onB}`);
   });
 
+  // Port of distributed/tests/test_steal.py::test_dont_steal_expensive_data_fast_computation
+  test("test_dont_steal_expensive_data_fast_computation: fast tasks on 8 MB of input stay with their input", () => {
+    const cluster = new Cluster(newState());
+    cluster.join("a");
+    cluster.join("b");
+    cluster.submit(submission([{ key: "arange" }], only("tcp://a")));
+    cluster.finish("a", "arange", 0.01, 8_000_000);
+    cluster.submit(submission([{ key: "sum-learn" }], only("tcp://a")));
+    cluster.finish("a", "sum-learn", 0.001);
+    cluster.submit(submission(Array.from({ length: 10 }, (_, i) => ({ key: `sum-${i}`, deps: ["arange"] })), prefer("tcp://a"), ["arange"]));
+    for (let round = 0; round < 10; round++) cluster.balance();
+    assert.equal(cluster.tasks.get("a")!.length, 10);
+    assert.equal(cluster.tasks.get("b")!.length, 0);
+  });
+
+  // Port of distributed/tests/test_steal.py::test_steal_cheap_data_slow_computation
+  test("test_steal_cheap_data_slow_computation: slow tasks without inputs are shared out", () => {
+    const cluster = new Cluster(newState());
+    cluster.join("a");
+    cluster.join("b");
+    cluster.submit(submission([{ key: "slowinc-learn" }]));
+    cluster.finish(cluster.where("slowinc-learn")!, "slowinc-learn", 0.1);
+    cluster.submit(submission(Array.from({ length: 10 }, (_, i) => ({ key: `slowinc-${i}` })), prefer("tcp://a")));
+    cluster.balance();
+    const onA = cluster.tasks.get("a")!.length;
+    const onB = cluster.tasks.get("b")!.length;
+    assert.equal(onA + onB, 10);
+    assert.ok(onB > 0 && Math.abs(onA - onB) <= 5, `a has ${onA}, b has ${onB}`);
+  });
+
   test("tasks sent ahead (waiting on the victim for inputs it computes) are never stolen", () => {
     const cluster = new Cluster(newState({ sendAhead: true }));
     cluster.join("a");
