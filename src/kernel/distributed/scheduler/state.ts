@@ -9,9 +9,11 @@
 // Tasks live in slots of a growable table (columns indexed by slot) so that per-task work is a
 // few array writes: a million-task graph costs tens of bytes per task here.
 //
-// Three layers, each a file read top to bottom: the task table (./task-table: slots, columns,
-// counts, holders, listeners' notices), placement (./placement: decide-worker, root-ish tasks
-// and their queue, sending ahead, instructions) and, here, the events and transitions.
+// Four layers, each a file read top to bottom and each extending the one before: the task table
+// (./task-table: slots, columns, counts, holders, listeners' notices), placement (./placement:
+// decide-worker, worker restrictions, root-ish tasks and their queue, sending ahead,
+// instructions), work stealing (./stealing: Dask's WorkStealing) and, here, the events and
+// transitions.
 
 import type { MetricRecord, TaskStreamRecord } from "../../../protocol/records";
 import { now as machineNow } from "../../clock";

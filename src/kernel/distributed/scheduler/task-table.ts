@@ -2,8 +2,8 @@
 // indexed by slot), so per-task work is a few array writes and a million-task graph costs tens
 // of bytes per task. Also what a slot's holders are, the per-state counts, and the listeners'
 // notices, delivered once each event is carried out. The layers above add placement
-// (./placement: which worker runs a ready task) and the transitions (./state: events in,
-// instructions out).
+// (./placement: which worker runs a ready task), work stealing (./stealing) and the transitions
+// (./state: events in, instructions out).
 
 import type { TaskStateCounts } from "../../../protocol/records";
 import { SPAN_STATES, type SpanTasks } from "../../metrics/spans-state";
