@@ -198,6 +198,14 @@ describe("a Redis cluster through the Client", () => {
     });
   });
 
+  // Port of distributed/tests/test_client.py::test_run (on Redis workers)
+  test("client.run(fn, ...args, { workers }) on Redis workers; worker restrictions are refused (workers pull from one queue)", async () => {
+    assert.deepEqual(await client.run(inc, 1), { w1: 2, w2: 2 });
+    assert.deepEqual(await client.run(inc, 1, { workers: ["w2"] }), { w2: 2 });
+    assert.deepEqual(await client.run(inc, 1, { workers: [] }), {});
+    assert.throws(() => client.submit(inc, 1, { workers: "w1" }), /Worker restrictions .* Redis workers take any task from a shared queue/);
+  });
+
   test("task errors come back as the task's own error", async () => {
     await assert.rejects(get({ x: [throwMine, "boom"] }, "x"), (error: Error) => error.name === "MyError" && error.message === "boom" && (error as Error & { code: string }).code === "E_MINE");
     const failed = client.submit(throwMine, "again");

@@ -239,6 +239,48 @@ describe("WorkerStateMachine", () => {
   });
 });
 
+describe("WorkerState: steal requests (Dask's handle_steal_request)", () => {
+  const steal = (state: WorkerState, key: string): FromWorker[] => sent(state.handle({ type: "steal-request", key, stimulusId: "steal-1" }));
+
+  test("a ready task is given up and the answer says so; an executing one stays, and the answer gives its state", () => {
+    const state = new WorkerState({ address: ME, nthreads: 1 });
+    state.handle({ type: "compute-task", message: compute("x", [], 0) });
+    state.handle({ type: "compute-task", message: compute("y", [], 1) });
+    assert.deepEqual(steal(state, "x"), [{ op: "steal-response", key: "x", stimulusId: "steal-1", state: "executing" }]);
+    assert.equal(state.tasks.get("x")!.state, "executing");
+    assert.deepEqual(steal(state, "y"), [{ op: "steal-response", key: "y", stimulusId: "steal-1", state: "released" }]);
+    assert.equal(state.tasks.has("y"), false);
+    assert.deepEqual(ops(finished(state, "x")), ["send task-finished x"], "the stolen task never runs here");
+  });
+
+  test("a task waiting for inputs is given up, and the fetch of its inputs let go", () => {
+    const state = new WorkerState({ address: ME, nthreads: 1 });
+    state.handle({ type: "compute-task", message: compute("z", [held("a1", [A])]) });
+    assert.deepEqual(steal(state, "z").map((m) => m.op === "steal-response" && m.state), ["released"]);
+    assert.equal(state.tasks.has("z"), false);
+    const out = state.handle({ type: "gather-dep-success", worker: A, received: [{ key: "a1", nbytes: 100, type: "number" }], missing: [], transfer: [] });
+    assert.deepEqual(ops(out), ["release-data a1"], "the input that arrives is not kept");
+  });
+
+  // Port of distributed/tests/test_steal.py::test_dont_steal_already_released (the worker's answer)
+  test("test_dont_steal_already_released: a key the worker no longer has is answered with state null", () => {
+    const state = new WorkerState({ address: ME, nthreads: 1 });
+    state.handle({ type: "compute-task", message: compute("x") });
+    state.handle({ type: "free-keys", keys: ["x"] });
+    finished(state, "x");
+    assert.deepEqual(steal(state, "x"), [{ op: "steal-response", key: "x", stimulusId: "steal-1", state: null }]);
+  });
+
+  test("a ready task whose dependents wait for it here stays", () => {
+    const state = new WorkerState({ address: ME, nthreads: 1 });
+    state.handle({ type: "compute-task", message: compute("busy", [], 0) });
+    state.handle({ type: "compute-task", message: compute("x", [], 1) });
+    state.handle({ type: "compute-task", message: compute("y", [local("x")], 2) });
+    assert.deepEqual(steal(state, "x").map((m) => m.op === "steal-response" && m.state), ["ready"]);
+    assert.equal(state.tasks.get("x")!.state, "ready");
+  });
+});
+
 describe("worker metrics", () => {
   test("a task's execute metrics: cpu and non-cpu, or the pool's list for it; the executor gets the rest", () => {
     const timing = { startTime: 10, endTime: 10.5, cpuTime: 0.3 };

@@ -21,7 +21,7 @@ const TASK_FINISHED = 2;
 const PLAIN: ReadonlySet<Message["op"]> = new Set<Message["op"]>([
   "define-functions",
   "free-keys",
-  "run",
+  "steal-request",
   "heartbeat-reply",
   "close",
   "register",
@@ -30,6 +30,7 @@ const PLAIN: ReadonlySet<Message["op"]> = new Set<Message["op"]>([
   "release-worker-data",
   "worker-status-change",
   "heartbeat",
+  "steal-response",
 ]);
 
 /**

@@ -67,6 +67,8 @@ export interface RunMessage {
   readonly op: "run";
   readonly requestId: number;
   readonly fn: FnSpec;
+  /** Passed to the function before the worker's view (Dask's client.run(function, *args)). */
+  readonly args?: readonly unknown[];
 }
 
 /** Sends back the worker's statistical profile windows overlapping [start, stop) (scheduler clock; Client.profile). */
@@ -75,6 +77,17 @@ export interface ProfileRequestMessage {
   readonly requestId: number;
   readonly start?: number;
   readonly stop?: number;
+}
+
+/**
+ * Dask's steal-request: the scheduler would move this task to another worker. The worker gives it
+ * up if it has not started it, and answers with a steal-response either way.
+ */
+export interface StealRequestMessage {
+  readonly op: "steal-request";
+  readonly key: string;
+  /** Names this request in the answer (an answer to an older request for the key is ignored). */
+  readonly stimulusId: string;
 }
 
 export interface HeartbeatReplyMessage {
@@ -96,6 +109,7 @@ export type ToWorker =
   | FreeKeysMessage
   | RunMessage
   | ProfileRequestMessage
+  | StealRequestMessage
   | HeartbeatReplyMessage
   | CloseWorkerMessage;
 
@@ -220,6 +234,18 @@ export interface WorkerMetrics {
   };
 }
 
+/** The answer to a steal-request. */
+export interface StealResponseMessage {
+  readonly op: "steal-response";
+  readonly key: string;
+  readonly stimulusId: string;
+  /**
+   * "released": the worker gave the task up (it had not started it); null: it does not know the
+   * task; otherwise the state it keeps the task in ("executing", "memory", …).
+   */
+  readonly state: string | null;
+}
+
 export interface RunReplyMessage {
   readonly op: "run-reply";
   readonly requestId: number;
@@ -246,6 +272,7 @@ export type FromWorker =
   | ReleaseWorkerDataMessage
   | WorkerStatusMessage
   | HeartbeatMessage
+  | StealResponseMessage
   | RunReplyMessage
   | ProfileReplyMessage;
 

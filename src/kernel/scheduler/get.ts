@@ -84,7 +84,11 @@ export async function computeGraph(
   try {
     if (typeof scheduler === "object") {
       if (options.cache !== undefined) throw new TypeError(`Option cache works with the local schedulers only, not with ${scheduler.description}`);
-      return await scheduler.run({ graph, keys, callbacks, signal });
+      const { workers, allowOtherWorkers } = options;
+      return await scheduler.run({ graph, keys, callbacks, signal, ...(workers === undefined ? {} : { workers }), ...(allowOtherWorkers === undefined ? {} : { allowOtherWorkers }) });
+    }
+    for (const name of ["workers", "allowOtherWorkers"] as const) {
+      if (options[name] !== undefined) throw new TypeError(`Option ${name} works with a distributed Client only, not with the "${scheduler}" scheduler`);
     }
     const factory = factories.get(scheduler);
     if (factory === undefined) {

@@ -24,6 +24,9 @@ export interface GraphRun {
   readonly callbacks: readonly Callback[];
   /** Aborted by the caller's signal or a kernel interrupt. */
   readonly signal: AbortSignal;
+  /** Where its tasks may run (a distributed Client's placement options; see GetOptions). */
+  readonly workers?: string | readonly string[];
+  readonly allowOtherWorkers?: boolean;
 }
 
 /** A scheduler's get, as `get` itself or a Profiler's `get`: Dask's `scheduler=` accepts these too. */
@@ -47,9 +50,13 @@ export interface GetOptions {
   readonly signal?: AbortSignal;
   /** Known values (taken as data) that also receive results and lose released ones, like Dask's `cache=`. Local schedulers only. */
   readonly cache?: Map<Key, unknown>;
+  /** A distributed Client only: the workers the tasks may run on, by address, name or host (Dask's workers=). */
+  readonly workers?: string | readonly string[];
+  /** A distributed Client only, with `workers`: they are a preference (Dask's allow_other_workers=True). */
+  readonly allowOtherWorkers?: boolean;
 }
 
-export const GET_OPTION_NAMES: readonly (keyof GetOptions)[] = ["scheduler", "numWorkers", "callbacks", "signal", "cache"];
+export const GET_OPTION_NAMES: readonly (keyof GetOptions)[] = ["scheduler", "numWorkers", "callbacks", "signal", "cache", "workers", "allowOtherWorkers"];
 
 export function isGraphScheduler(value: unknown): value is GraphScheduler {
   return (

@@ -8,7 +8,7 @@ import { Delayed, makeObject } from "../../collections/delayed";
 import { ChunkedArray, type ComputedArray, assembleBlocks, blockIndices } from "../../collections/array/array";
 import { tokenize } from "../../collections/tokenize";
 import { type Key, formatKey, keyPrefix } from "../../graph/keys";
-import { Graph } from "../../graph/graph";
+import { Graph, type GraphInput } from "../../graph/graph";
 import { buildPlan } from "../../graph/plan";
 import { quote } from "../../graph/spec";
 import { currentSpan } from "../../metrics/spans";
@@ -18,10 +18,10 @@ import type { FpmData } from "../../../protocol/fpm";
 import type { MetricRecord, SpanRecord } from "../../../protocol/records";
 import { now } from "../../clock";
 import { dashboardPublisher } from "../../dashboard/publisher";
-import { type GraphRun, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
+import { type GetOptions, type GraphRun, type GraphScheduler, get, setDefaultGraphScheduler } from "../../scheduler/get";
 import type { WireTask } from "../messages";
 import type { Scheduler } from "../scheduler/scheduler";
-import type { GraphSubmission } from "../scheduler/state";
+import type { GraphSubmission, WorkerRestriction } from "../scheduler/state";
 import type { WorkerView } from "../worker/view";
 import { clusterFeed } from "../dashboard";
 import { type ClusterSummary, ShownAsCard } from "../display";
@@ -49,6 +49,7 @@ import {
   plotClientTaskStream,
 } from "./diagnostics";
 import { Future, FutureHold } from "./future";
+import { PLACEMENT_OPTIONS, type PlacementOptions, restrictionOf, trailingOptions, workerNames } from "./placement-options";
 import { checkSendable, planSpans, planSubmission } from "./submission";
 
 /** What a Client connects to: a cluster whose scheduler runs in this process. */
@@ -146,17 +147,24 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
   /**
    * Runs `fn(...args)` on a worker; Futures among the arguments (also inside arrays and plain
    * objects) stand for their results. The key is `<name>-<token of fn and args>`, so the same
-   * call twice is one task (Dask's pure=True).
+   * call twice is one task (Dask's pure=True). Options may follow the arguments: `workers`,
+   * `allowOtherWorkers` (Dask's workers=, allow_other_workers=); a last argument is taken as the
+   * options when it is a plain object naming one of them.
    */
-  submit<A extends unknown[], R>(fn: (...args: A) => R, ...args: FutureArgs<A>): Future<Awaited<R>> {
-    return this.submitCalls(fn, [args], [`${fn.name || "lambda"}-${tokenize(fn, ...args)}`])[0] as Future<Awaited<R>>;
+  submit<A extends unknown[], R>(fn: (...args: A) => R, ...args: FutureArgs<A>): Future<Awaited<R>>;
+  submit<A extends unknown[], R>(fn: (...args: A) => R, ...argsAndOptions: [...FutureArgs<A>, SubmitOptions]): Future<Awaited<R>>;
+  submit(fn: AnyFunction, ...args: unknown[]): Future {
+    const options = trailingOptions<SubmitOptions>("client.submit", args, PLACEMENT_OPTIONS) ?? {};
+    const restriction = restrictionOf("client.submit", options);
+    return this.submitCalls(fn, [args], [`${fn.name || "lambda"}-${tokenize(fn, ...args)}`], restriction)[0];
   }
 
   /**
    * Dask's `client.map(fn, *iterables, key=, pure=)`: `fn(xs[i], ys[i], …)` for each i, as one
    * submission (zipped: as many calls as the shortest iterable has items). An options object
    * comes last; it is told from an iterable by not being iterable. `key`: the keys' prefix (each
-   * key `<key>-<token>`), or one key per call; `pure: false`: fresh keys even for equal calls.
+   * key `<key>-<token>`), or one key per call; `pure: false`: fresh keys even for equal calls;
+   * `workers`, `allowOtherWorkers`: as `submit`'s.
    */
   map<T, R>(fn: (item: T) => R, items: Iterable<FutureOr<T>>, options?: MapOptions): Future<Awaited<R>>[];
   map<A, B, R>(fn: (a: A, b: B) => R, as: Iterable<FutureOr<A>>, bs: Iterable<FutureOr<B>>, options?: MapOptions): Future<Awaited<R>>[];
@@ -173,25 +181,33 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     const count = Math.min(...iterables.map((items) => items.length));
     const calls = Array.from({ length: count }, (_, i) => iterables.map((items) => items[i]));
     const { key, pure = true } = options;
+    const restriction = restrictionOf("client.map", options);
     if (Array.isArray(key)) {
       if (key.length !== count) throw new RangeError(`client.map: ${key.length} keys given for ${count} calls`);
-      return this.submitCalls(fn, calls, key);
+      return this.submitCalls(fn, calls, key, restriction);
     }
     const prefix = key ?? (fn.name || "lambda");
-    if (pure) return this.submitCalls(fn, calls, calls.map((args) => `${prefix}-${tokenize(fn, ...args)}`));
+    if (pure) return this.submitCalls(fn, calls, calls.map((args) => `${prefix}-${tokenize(fn, ...args)}`), restriction);
     const unique = randomUUID();
-    return this.submitCalls(fn, calls, calls.map((_, i) => `${prefix}-${unique}-${i}`));
+    return this.submitCalls(fn, calls, calls.map((_, i) => `${prefix}-${unique}-${i}`), restriction);
   }
 
   /**
    * Starts computing collections on the cluster and returns Futures at once: a Delayed value's
    * Future holds its result, an array's holds the whole array (as `array.compute()` returns it).
+   * `workers`, `allowOtherWorkers`: every task of the collections, as `submit`'s.
    */
-  compute<T>(collection: Delayed<T>): Future<T>;
-  compute(collection: ChunkedArray): Future<ComputedArray>;
-  compute(collections: readonly (Delayed | ChunkedArray)[]): Future[];
-  compute(collection: Delayed | ChunkedArray | readonly (Delayed | ChunkedArray)[]): Future | Future[] {
-    if (Array.isArray(collection)) return collection.map((one) => this.compute(one as Delayed));
+  compute<T>(collection: Delayed<T>, options?: PlacementOptions): Future<T>;
+  compute(collection: ChunkedArray, options?: PlacementOptions): Future<ComputedArray>;
+  compute(collections: readonly (Delayed | ChunkedArray)[], options?: PlacementOptions): Future[];
+  compute(collection: Delayed | ChunkedArray | readonly (Delayed | ChunkedArray)[], options: PlacementOptions = {}): Future | Future[] {
+    checkOptionNames("client.compute", options, PLACEMENT_OPTIONS);
+    const restriction = restrictionOf("client.compute", options);
+    if (Array.isArray(collection)) return collection.map((one) => this.computeOne(one as Delayed, restriction));
+    return this.computeOne(collection as Delayed | ChunkedArray, restriction);
+  }
+
+  private computeOne(collection: Delayed | ChunkedArray, restriction: WorkerRestriction | undefined): Future {
     this.checkOpen();
     const one = collection as Delayed | ChunkedArray;
     let graph: Map<Key, unknown>;
@@ -209,7 +225,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     }
     const plan = buildPlan(Graph.from(graph), key);
     const keyIds = plan.ids;
-    const submission = { ...planSubmission(plan, keyIds, this.scheduler.functions, () => false), ...planSpans(plan) };
+    const submission = { ...planSubmission(plan, keyIds, this.scheduler.functions, () => false), ...planSpans(plan), restriction };
     const slots = this.scheduler.submit(submission);
     const [output] = submission.wanted;
     return this.futureFor(plan.keys[output], keyIds[output], slots[output]);
@@ -245,19 +261,35 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
   // ---- Running functions -----------------------------------------------------------------------
 
   /**
-   * `client.run(fn)`: runs a self-contained function on every worker's main thread with a view of
-   * the worker (address, data, transfer logs, digests…): `{ [address]: result }`.
+   * `client.run(fn, ...args, { workers })` (Dask's client.run(function, *args, workers=)): runs a
+   * self-contained function on every worker's main thread (or on `workers`, by address or name)
+   * as `fn(...args, worker)`, `worker` a view of the worker (address, data, transfer logs,
+   * digests…): `{ [address]: result }`. The last argument is the options when it is a plain
+   * object naming `workers`.
    * `client.run({ graph, keys, callbacks, signal })`: computes a graph (how `get` uses a Client).
    */
-  run<R>(fn: (worker: WorkerView) => R): Promise<Record<string, Awaited<R>>>;
+  run<R>(fn: (worker: WorkerView) => R, options?: RunOptions): Promise<Record<string, Awaited<R>>>;
+  run<R>(fn: (...argsThenWorker: never[]) => R, ...argsAndOptions: unknown[]): Promise<Record<string, Awaited<R>>>;
   run(request: GraphRun): Promise<unknown>;
-  async run(what: ((worker: WorkerView) => unknown) | GraphRun): Promise<unknown> {
+  async run(what: AnyFunction | GraphRun, ...args: unknown[]): Promise<unknown> {
     this.checkOpen();
     if (typeof what === "function") {
-      const spec = this.scheduler.functions.specFor(what as AnyFunction, "client.run");
-      return this.scheduler.runOnWorkers(spec);
+      const { workers } = trailingOptions<RunOptions>("client.run", args, RUN_OPTIONS) ?? {};
+      const targets = workers === undefined ? undefined : this.diagnostics.addressesOf(workerNames("client.run", workers));
+      args.forEach((arg, i) => checkSendable(arg, "client.run", i + 1));
+      const spec = this.scheduler.functions.specFor(what, "client.run");
+      return this.scheduler.runOnWorkers(spec, targets, args);
     }
     return computeGraph(this.scheduler, what);
+  }
+
+  /**
+   * Dask's `client.get(dsk, keys, workers=, allow_other_workers=)`: `get(dsk, keys)` on this
+   * client, with the other options of `get` and the placement options of `compute`.
+   */
+  get(dsk: GraphInput, keys: Key | readonly unknown[], options: Omit<GetOptions, "scheduler"> = {}): Promise<unknown> {
+    if ("scheduler" in options) throw new TypeError("client.get runs on its client: the scheduler option is not for it");
+    return get(dsk, keys, { ...options, scheduler: this });
   }
 
   /** Runs `fn` with the scheduler object (in this process): its task stream, workers, metrics… */
@@ -411,7 +443,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
   // ---- Submitting --------------------------------------------------------------------------------
 
   /** Submits `fn(...calls[i])` as key `keys[i]`, for each i. */
-  private submitCalls(fn: AnyFunction, calls: readonly (readonly unknown[])[], keys: readonly string[]): Future[] {
+  private submitCalls(fn: AnyFunction, calls: readonly (readonly unknown[])[], keys: readonly string[], restriction: WorkerRestriction | undefined): Future[] {
     this.checkOpen();
     if (typeof fn !== "function") throw new TypeError(`client.submit takes a function, got ${describe(fn)}`);
     const state = this.scheduler.state;
@@ -440,6 +472,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
       order: Int32Array.from(entries, (_, i) => i),
       wanted: calling.map((_, i) => i),
       span: currentSpan(),
+      restriction,
     };
     const slots = this.scheduler.submit(submission);
     return calling.map((call, i) => this.futureFor(call.key, call.key, slots[i]));
@@ -492,13 +525,21 @@ class CallBuilder {
   }
 }
 
-export interface MapOptions {
+export interface MapOptions extends PlacementOptions {
   /** The keys' prefix (default: the function's name), or the key of each call. */
   readonly key?: string | readonly string[];
   /** Equal calls share a key and run once (default true, Dask's pure=True). */
   readonly pure?: boolean;
 }
-const MAP_OPTIONS = ["key", "pure"];
+const MAP_OPTIONS = ["key", "pure", ...PLACEMENT_OPTIONS];
+
+export type SubmitOptions = PlacementOptions;
+
+export interface RunOptions {
+  /** The workers to run on, by address or name (default: all); an unknown one is an error naming it. */
+  readonly workers?: string | readonly string[];
+}
+const RUN_OPTIONS = ["workers"];
 
 export interface GatherOptions {
   /** "raise" (default): an erred Future rejects the gather; "skip": it is left out. */

@@ -17,9 +17,10 @@ import type { TaskFailure, TaskListener } from "../scheduler/state";
 import type { WorkerState } from "../scheduler/workers";
 import { failureError } from "./errors";
 import { ClusterResult } from "./results";
+import { type PlacementOptions, restrictionOf } from "./placement-options";
 import { planSpans, planSubmission } from "./submission";
 
-export interface GraphRequest {
+export interface GraphRequest extends PlacementOptions {
   readonly graph: Graph;
   readonly keys: Key | readonly unknown[];
   readonly callbacks: readonly Callback[];
@@ -29,6 +30,7 @@ export interface GraphRequest {
 /** Computes `keys` of `graph` on the cluster; the result is shaped like `keys`, as with `get`. */
 export async function computeGraph(scheduler: Scheduler, request: GraphRequest): Promise<unknown> {
   const { graph, callbacks, signal } = request;
+  const restriction = restrictionOf("get", request);
   const started: Callback[] = [];
   let computation: Computation | undefined;
   let succeeded = false;
@@ -49,7 +51,7 @@ export async function computeGraph(scheduler: Scheduler, request: GraphRequest):
       plan = buildPlan(graph, request.keys, { cache: held });
       keyIds = plan.ids;
     }
-    const submission = { ...planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node])), ...planSpans(plan) };
+    const submission = { ...planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node])), ...planSpans(plan), restriction };
     computation = new Computation(scheduler, plan, keyIds, callbacks);
     for (const cb of callbacks) cb.startState?.(graph, computation.view!);
     await computation.run(submission, signal);

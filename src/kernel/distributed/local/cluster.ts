@@ -43,6 +43,8 @@ export interface LocalClusterOptions {
   readonly workerSaturation?: number;
   /** Dask's allowed-failures: deaths a task may cause before it fails with KilledWorkerError. Default 3. */
   readonly allowedFailures?: number;
+  /** Dask's `distributed.scheduler.work-stealing`: move tasks queued on busy workers to idle ones (default true). */
+  readonly workStealing?: boolean;
   /** Dask's worker memory fractions (target, spill, pause; false turns one off). Defaults 0.6, 0.7, 0.8. */
   readonly memoryThresholds?: WorkerStartConfig["memoryThresholds"];
   /** For tests of clock correction: seconds added to each worker's clock, by worker number. */
@@ -64,6 +66,7 @@ const OPTION_NAMES = new Set([
   "name",
   "workerSaturation",
   "allowedFailures",
+  "workStealing",
   "memoryThresholds",
   "simulatedClockOffsets",
   "profile",
@@ -299,7 +302,7 @@ function checkOptions(options: LocalClusterOptions): Settings {
     memoryLimit,
     dashboardAddress,
     // TSDASK_METRICS=off: no fine performance metrics (the workers read it too), to measure what they cost (bench/cluster-fpm.ts).
-    scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures, taskStreamLength, metrics: process.env.TSDASK_METRICS !== "off" },
+    scheduler: { workerSaturation: options.workerSaturation, allowedFailures: options.allowedFailures, workStealing: options.workStealing, taskStreamLength, metrics: process.env.TSDASK_METRICS !== "off" },
     profile: profileOption(options.profile),
   };
 }

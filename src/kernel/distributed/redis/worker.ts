@@ -642,7 +642,7 @@ export class RedisWorker {
       return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(functions) };
     }
     try {
-      const value = await resolveFunction(functions[0][1])(this.view);
+      const value = await resolveFunction(functions[0][1])(...(message.args ?? []), this.view);
       return { op: "run-reply", requestId: message.requestId, ok: true, value };
     } catch (error) {
       return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(error) };

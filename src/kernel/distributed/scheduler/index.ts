@@ -1,5 +1,6 @@
-// The cluster scheduler: a pure state machine (ClusterState: tasks, workers, placement, queuing,
-// releasing, worker loss, task stream, heartbeat data) and the Scheduler that drives it over a Transport.
+// The cluster scheduler: a pure state machine (ClusterState: tasks, workers, placement, worker
+// restrictions, queuing, work stealing, releasing, worker loss, task stream, heartbeat data) and
+// the Scheduler that drives it over a Transport.
 //
 // ## Transport (how a second one plugs in)
 //

@@ -8,7 +8,7 @@ import type { FnSpec } from "../../execution/wire";
 import type { ComputeTaskMessage, DependencyInfo, ToWorker, WorkerAddress } from "../messages";
 import { BandwidthEstimate, clusterMemory } from "./heartbeats";
 import { SlotHeap } from "./queue";
-import { MEMORY, NO_ADDRESSES, NO_WORKER, PROCESSING, QUEUED, type SchedulerOptions, TaskTable, WAITING } from "./task-table";
+import { MEMORY, NO_ADDRESSES, NO_WORKER, PROCESSING, QUEUED, type SchedulerOptions, TaskTable, WAITING, type WorkerRestriction } from "./task-table";
 import type { Placement } from "./transport";
 import type { WorkerState } from "./workers";
 
@@ -38,29 +38,37 @@ interface PrefixStats {
 }
 
 const EMPTY_WORKERS: readonly WorkerState[] = [];
+/** A strict restriction that names no running worker. */
+const NO_VALID_WORKER: ReadonlySet<WorkerState> = new Set();
+
+/** Whether `ws` is one of the workers a restriction names (by address, name or host, as Dask's worker and host restrictions). */
+export function matchesRestriction(ws: WorkerState, restriction: WorkerRestriction): boolean {
+  return restriction.workers.has(ws.address) || restriction.workers.has(ws.name) || restriction.workers.has(ws.registration.host);
+}
 
 export abstract class TaskPlacement extends TaskTable {
   readonly placement: Placement;
   readonly workerSaturation: number;
   readonly sendAhead: boolean;
   readonly bandwidth = new BandwidthEstimate();
+  private readonly defaultTaskDurations: Readonly<Record<string, number>>;
   protected readonly prefixStats = new Map<string, PrefixStats>();
-  private readonly rootQueue: SlotHeap;
+  protected readonly rootQueue: SlotHeap;
   /** Ready tasks no worker could take (none running). */
-  private noWorker: number[] = [];
+  protected noWorker: number[] = [];
 
   // ---- Workers and instructions ---------------------------------------------------------------
   readonly workers = new Map<WorkerAddress, WorkerState>();
   protected workerCount = 0;
   protected totalThreads = 0;
   /** Workers with messages in their outbox. */
-  private dirty: WorkerState[] = [];
+  protected dirty: WorkerState[] = [];
   /** Queue placement: tasks for the shared queue, and keys to drop from the store. */
-  private toQueue: ComputeTaskMessage[] = [];
+  protected toQueue: ComputeTaskMessage[] = [];
   protected toForget: string[] = [];
   /** Queue placement: tasks enqueued or running, against the cluster's slots. */
   protected inFlight = 0;
-  private readonly functionSpec: (id: number) => FnSpec;
+  protected readonly functionSpec: (id: number) => FnSpec;
 
   constructor(options: SchedulerOptions) {
     super(options);
@@ -69,6 +77,7 @@ export abstract class TaskPlacement extends TaskTable {
     if (!(this.workerSaturation > 0)) throw new RangeError(`workerSaturation must be > 0 (Infinity: no queuing), got ${this.workerSaturation}`);
     this.sendAhead = options.sendAhead ?? options.placement === "locality";
     this.functionSpec = options.functionSpec;
+    this.defaultTaskDurations = options.defaultTaskDurations ?? {};
     this.rootQueue = new SlotHeap((slot) => this.priority[slot]);
   }
 
@@ -138,7 +147,8 @@ export abstract class TaskPlacement extends TaskTable {
    * workers have room, so a million of them never flood the workers. A task that depends on its
    * own group (a chain) is not root-ish: it goes where its input is.
    */
-  private isRootish(slot: number): boolean {
+  protected isRootish(slot: number): boolean {
+    if (this.restrictions.has(slot)) return false;
     const group = this.groupStats.get(this.groups[slot])!;
     if (group.size <= 2 * this.totalThreads) return false;
     for (const dep of this.dependencies[slot]) if (this.groups[dep] === this.groups[slot]) return false;
@@ -149,7 +159,7 @@ export abstract class TaskPlacement extends TaskTable {
   }
 
   /** How many root tasks a worker may have running or ready at once. */
-  private rootSlots(ws: WorkerState, head: number): number {
+  protected rootSlots(ws: WorkerState, head: number): number {
     const dask = Math.max(1, Math.ceil(this.workerSaturation * ws.nthreads));
     const stats = this.prefixStats.get(this.prefixes[head]);
     if (stats === undefined || stats.duration < 0) return dask;
@@ -195,7 +205,7 @@ export abstract class TaskPlacement extends TaskTable {
   }
 
   /** The queue's head, dropping entries that left the queued state meanwhile; -1 if empty. */
-  private nextQueued(): number {
+  protected nextQueued(): number {
     for (;;) {
       const slot = this.rootQueue.peek();
       if (slot < 0 || this.state[slot] === QUEUED) return slot;
@@ -205,14 +215,17 @@ export abstract class TaskPlacement extends TaskTable {
 
   /**
    * Dask's decide_worker with its worker_objective: among the workers holding an input (and the
-   * least busy worker, standing in for work stealing), the one where the task would start
-   * soonest: bytes to fetch / bandwidth + occupancy / threads; ties to fewer tasks, then less data.
+   * least busy worker, standing in for Dask's idle-worker fast path) that the task may run on, the
+   * one where it would start soonest: bytes to fetch / bandwidth + occupancy / threads; ties to
+   * fewer tasks, then less data. Undefined: no running worker may take it (it waits for one).
    */
-  private decideWorker(slot: number): WorkerState | undefined {
+  protected decideWorker(slot: number): WorkerState | undefined {
+    const allowed = this.allowedWorkers(slot);
+    if (allowed === NO_VALID_WORKER) return undefined;
     let best: WorkerState | undefined;
     let bestCost = Infinity;
     const consider = (ws: WorkerState): void => {
-      if (ws.status !== "running") return;
+      if (ws.status !== "running" || (allowed !== undefined && !allowed.has(ws))) return;
       const cost = this.transferBytes(slot, ws) / this.bandwidth.total + ws.occupancy / ws.nthreads;
       if (
         best === undefined ||
@@ -229,26 +242,43 @@ export abstract class TaskPlacement extends TaskTable {
       for (const ws of this.replicas.get(dep) ?? EMPTY_WORKERS) consider(ws);
     }
     let idlest: WorkerState | undefined;
-    for (const ws of this.workers.values()) {
+    for (const ws of allowed ?? this.workers.values()) {
       if (ws.status === "running" && (idlest === undefined || ws.occupancy / ws.nthreads < idlest.occupancy / idlest.nthreads)) idlest = ws;
     }
     if (idlest !== undefined) consider(idlest);
     return best;
   }
 
-  private transferBytes(slot: number, ws: WorkerState): number {
+  /**
+   * Dask's valid_workers: the running workers a restricted task may use; undefined when any may
+   * (no restriction, or a loose one that names no running worker); NO_VALID_WORKER when a strict
+   * restriction names none.
+   */
+  protected allowedWorkers(slot: number): ReadonlySet<WorkerState> | undefined {
+    const restriction = this.restrictions.get(slot);
+    if (restriction === undefined) return undefined;
+    const valid = new Set<WorkerState>();
+    for (const ws of this.workers.values()) {
+      if (ws.status === "running" && matchesRestriction(ws, restriction)) valid.add(ws);
+    }
+    if (valid.size > 0) return valid;
+    return restriction.allowOtherWorkers ? undefined : NO_VALID_WORKER;
+  }
+
+  protected transferBytes(slot: number, ws: WorkerState): number {
     let bytes = 0;
     for (const dep of this.dependencies[slot]) if (!ws.hasWhat.has(dep)) bytes += this.nbytes[dep];
     return bytes;
   }
 
-  private estimatedDuration(slot: number): number {
+  protected estimatedDuration(slot: number): number {
     const stats = this.prefixStats.get(this.prefixes[slot]);
-    return stats === undefined || stats.duration < 0 ? UNKNOWN_TASK_SECONDS : stats.duration;
+    if (stats !== undefined && stats.duration >= 0) return stats.duration;
+    return this.defaultTaskDurations[this.prefixes[slot]] ?? UNKNOWN_TASK_SECONDS;
   }
 
   /** PROCESSING on `ws`: the compute-task goes in its outbox. `ahead`: some inputs are still being computed there. */
-  private sendTask(slot: number, ws: WorkerState, ahead: boolean): void {
+  protected sendTask(slot: number, ws: WorkerState, ahead: boolean): void {
     this.setState(slot, PROCESSING);
     this.processingOn[slot] = ws;
     ws.processing.add(slot);
@@ -269,32 +299,46 @@ export abstract class TaskPlacement extends TaskTable {
    * fan-out: those dependents are better placed once the input exists). A chain or a tree
    * reduction then runs on one worker without a round trip to the scheduler per task.
    */
-  private sendDependentsAhead(sent: number, ws: WorkerState): void {
+  protected sendDependentsAhead(sent: number, ws: WorkerState): void {
     const stack = [sent];
     while (stack.length > 0) {
       const slot = stack.pop()!;
       for (const dependent of this.dependents[slot]) {
         if (ws.waitingLocally >= MAX_SENT_AHEAD) return;
-        if (this.state[dependent] !== WAITING || !this.allInputsOn(dependent, ws)) continue;
+        if (this.state[dependent] !== WAITING || !this.mayGoAhead(dependent, ws)) continue;
         this.sendTaskAhead(dependent, ws);
         stack.push(dependent);
       }
     }
   }
 
-  private allInputsOn(slot: number, ws: WorkerState): boolean {
+  /**
+   * Whether `slot` may be sent ahead to `ws`: it may run there, and `ws` holds or is computing
+   * every input (an input being stolen from it is not counted: it may leave).
+   */
+  protected mayGoAhead(slot: number, ws: WorkerState): boolean {
     for (const dep of this.dependencies[slot]) {
       const state = this.state[dep];
       if (state === MEMORY) {
         if (!ws.hasWhat.has(dep)) return false;
-      } else if (state !== PROCESSING || this.processingOn[dep] !== ws || this.dependents[dep].length !== 1) {
+      } else if (state !== PROCESSING || this.processingOn[dep] !== ws || this.dependents[dep].length !== 1 || this.isBeingStolen(dep)) {
         return false;
       }
     }
-    return true;
+    return this.mayRunOn(slot, ws);
   }
 
-  private sendTaskAhead(slot: number, ws: WorkerState): void {
+  /** Whether a restriction lets `slot` run on `ws`. */
+  protected mayRunOn(slot: number, ws: WorkerState): boolean {
+    if (!this.restrictions.has(slot)) return true;
+    const allowed = this.allowedWorkers(slot);
+    return allowed === undefined || allowed.has(ws);
+  }
+
+  /** A steal request for `slot` is out (./stealing). */
+  protected abstract isBeingStolen(slot: number): boolean;
+
+  protected sendTaskAhead(slot: number, ws: WorkerState): void {
     this.setState(slot, PROCESSING);
     this.processingOn[slot] = ws;
     ws.processing.add(slot);
@@ -305,7 +349,7 @@ export abstract class TaskPlacement extends TaskTable {
     this.outboxOf(ws).push(this.computeTask(slot, ws));
   }
 
-  private defineFunctions(ws: WorkerState, slot: number): void {
+  protected defineFunctions(ws: WorkerState, slot: number): void {
     let missing: (readonly [number, FnSpec])[] | undefined;
     for (const id of this.functionIds[slot]) {
       if (ws.knownFunctions.has(id)) continue;
@@ -315,7 +359,7 @@ export abstract class TaskPlacement extends TaskTable {
     if (missing !== undefined) this.outboxOf(ws).push({ op: "define-functions", functions: missing });
   }
 
-  private computeTask(slot: number, ws: WorkerState | undefined): ComputeTaskMessage {
+  protected computeTask(slot: number, ws: WorkerState | undefined): ComputeTaskMessage {
     const deps = this.dependencies[slot];
     const dependencies = new Array<DependencyInfo>(deps.length);
     for (let i = 0; i < deps.length; i++) {
@@ -340,7 +384,7 @@ export abstract class TaskPlacement extends TaskTable {
     };
   }
 
-  private enqueue(slot: number): void {
+  protected enqueue(slot: number): void {
     this.setState(slot, PROCESSING);
     this.inFlight++;
     this.toQueue.push(this.computeTask(slot, undefined));
@@ -375,7 +419,7 @@ export abstract class TaskPlacement extends TaskTable {
   protected trySendingAhead(slot: number): void {
     const first = this.dependencies[slot][0];
     const ws = this.processingOn[first] ?? this.holder[first];
-    if (ws === undefined || ws.status !== "running" || ws.waitingLocally >= MAX_SENT_AHEAD || !this.allInputsOn(slot, ws)) return;
+    if (ws === undefined || ws.status !== "running" || ws.waitingLocally >= MAX_SENT_AHEAD || !this.mayGoAhead(slot, ws)) return;
     this.sendTaskAhead(slot, ws);
     this.sendDependentsAhead(slot, ws);
   }

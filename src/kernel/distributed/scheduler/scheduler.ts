@@ -46,6 +46,8 @@ export interface ClusterProfile {
   readonly workers: WorkerAddress[];
 }
 
+/** Dask's `work-stealing-interval`: how often the state balances work between workers. */
+const STEALING_INTERVAL_MS = 100;
 /** How often gather looks for a key again after its holders lost it (it is being recomputed). */
 const GATHER_ATTEMPTS = 20;
 /** The longest a metrics sync waits for a worker's heartbeats (one that hangs or is paused in a debugger). */
@@ -70,6 +72,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Told when the scheduler closes (computations and Futures waiting on it): a Set, so thousands of waiters cost O(1) each. */
   private readonly closeWatchers = new Set<() => void>();
   private readonly syncs = new Set<MetricsSync>();
+  private stealingTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly transport: Transport,
@@ -94,6 +97,19 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     };
     await this.transport.start(events);
     this.transport.setKeepsAlive(false);
+    if (this.state.workStealing) {
+      this.stealingTimer = setInterval(() => this.balance(), STEALING_INTERVAL_MS);
+      // Balancing matters only while work is under way, and that keeps the process alive itself.
+      this.stealingTimer.unref();
+    }
+  }
+
+  /** One round of work stealing; its steal requests go out at once. */
+  private balance(): void {
+    if (this.closed) return;
+    const before = this.state.stealRequests;
+    this.state.balance();
+    if (this.state.stealRequests !== before) this.scheduleFlush();
   }
 
   get isClosed(): boolean {
@@ -277,13 +293,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
   }
 
-  /** Runs `fn` on each worker's main thread with a view of the worker: address → result. */
-  async runOnWorkers(fn: FnSpec, workers?: readonly WorkerAddress[]): Promise<Record<WorkerAddress, unknown>> {
+  /** Runs `fn(...args, worker)` on each of `workers` (default: all), on its main thread with a view of the worker: address → result. */
+  async runOnWorkers(fn: FnSpec, workers?: readonly WorkerAddress[], args: readonly unknown[] = []): Promise<Record<WorkerAddress, unknown>> {
     this.checkOpen();
     const release = this.hold();
     try {
       const targets = workers ?? [...this.state.workers.keys()];
-      const replies = await Promise.all(targets.map((worker) => this.request(worker, (requestId) => ({ op: "run", requestId, fn }))));
+      const replies = await Promise.all(targets.map((worker) => this.request(worker, (requestId) => ({ op: "run", requestId, fn, ...(args.length > 0 ? { args } : {}) }))));
       const results: Record<WorkerAddress, unknown> = {};
       targets.forEach((worker, i) => {
         const reply = replies[i] as RunReplyMessage | Error;
@@ -326,6 +342,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.stealingTimer);
     for (const [id, request] of this.requests) {
       this.requests.delete(id);
       request.settle(this.failure ?? new Error("The scheduler closed"));

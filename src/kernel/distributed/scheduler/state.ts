@@ -9,9 +9,11 @@
 // Tasks live in slots of a growable table (columns indexed by slot) so that per-task work is a
 // few array writes: a million-task graph costs tens of bytes per task here.
 //
-// Three layers, each a file read top to bottom: the task table (./task-table: slots, columns,
-// counts, holders, listeners' notices), placement (./placement: decide-worker, root-ish tasks
-// and their queue, sending ahead, instructions) and, here, the events and transitions.
+// Four layers, each a file read top to bottom and each extending the one before: the task table
+// (./task-table: slots, columns, counts, holders, listeners' notices), placement (./placement:
+// decide-worker, worker restrictions, root-ish tasks and their queue, sending ahead,
+// instructions), work stealing (./stealing: Dask's WorkStealing) and, here, the events and
+// transitions.
 
 import type { MetricRecord, TaskStreamRecord } from "../../../protocol/records";
 import { now as machineNow } from "../../clock";
@@ -27,7 +29,7 @@ import type {
 } from "../messages";
 import { CumulativeMetrics, SystemHistory } from "./heartbeats";
 import type { TaskFailure, TaskListener } from "./listeners";
-import { TaskPlacement } from "./placement";
+import { WorkStealing } from "./stealing";
 import {
   EMPTY,
   ERRED,
@@ -49,6 +51,7 @@ export {
   type GraphSubmission,
   type SchedulerOptions,
   type TaskStateName,
+  type WorkerRestriction,
   staticOrderOf,
   RELEASED,
   WAITING,
@@ -69,7 +72,7 @@ const UNTRACKED_SPAN: SpanTasks = {
 /** The heartbeat interval a hurried worker is told: its next heartbeat goes out at once. */
 const HURRIED_HEARTBEAT_SECONDS = 0.001;
 
-export class ClusterState extends TaskPlacement {
+export class ClusterState extends WorkStealing {
   readonly allowedFailures: number;
   readonly taskStream: TaskStreamRing;
   /** The cluster's CPU and memory over time, from heartbeats. */
@@ -107,6 +110,9 @@ export class ClusterState extends TaskPlacement {
         throw new Error(`The scheduler does not know key ${graph.names[i]} (its Future was released?)`);
       }
     }
+    if (graph.restriction !== undefined && this.placement === "queue") {
+      throw new Error("Worker restrictions (workers, allowOtherWorkers) need a cluster whose scheduler places tasks, such as LocalCluster: Redis workers take any task from a shared queue");
+    }
     const generation = ++this.generation;
     const slots = new Int32Array(n);
     const created: number[] = [];
@@ -124,6 +130,7 @@ export class ClusterState extends TaskPlacement {
       this.functionIds[slot] = graph.functions[i] ?? EMPTY;
       // Dask's (generation, static order): earlier submissions first, then the graph's own order.
       this.priority[slot] = generation * SUBMISSION_SPAN + graph.order[i];
+      if (graph.restriction !== undefined) this.restrictions.set(slot, graph.restriction);
       created.push(i);
     }
     // Edges of the new tasks (known keys keep theirs).
@@ -284,6 +291,9 @@ export class ClusterState extends TaskPlacement {
         case "release-worker-data":
           for (const key of message.keys) this.dropReplica(ws, key);
           break;
+        case "steal-response":
+          this.stealResponse(ws, message.key, message.state, message.stimulusId);
+          break;
         case "worker-status-change":
           ws.status = message.status;
           if (ws.status === "running") this.retryStranded();
@@ -345,7 +355,6 @@ export class ClusterState extends TaskPlacement {
     else if (this.sendAhead) this.trySendingAhead(slot);
   }
 
-  /** A task that became waiting after its inputs were sent: it may follow them to their worker. */
   /** After a worker loss: a waiting task's inputs counted afresh, released ones restarted. */
   private recountInputs(slot: number): void {
     let waiting = 0;
@@ -355,6 +364,12 @@ export class ClusterState extends TaskPlacement {
     }
     this.waitingOn[slot] = waiting;
     if (waiting === 0 && this.state[slot] === WAITING) this.ready(slot);
+  }
+
+  protected placeAgain(slot: number, ws: WorkerState): void {
+    this.unassign(slot, ws);
+    this.setState(slot, WAITING);
+    this.recountInputs(slot);
   }
 
   private taskFinished(ws: WorkerState, report: TaskFinishedMessage): void {

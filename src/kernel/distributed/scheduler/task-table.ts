@@ -2,8 +2,8 @@
 // indexed by slot), so per-task work is a few array writes and a million-task graph costs tens
 // of bytes per task. Also what a slot's holders are, the per-state counts, and the listeners'
 // notices, delivered once each event is carried out. The layers above add placement
-// (./placement: which worker runs a ready task) and the transitions (./state: events in,
-// instructions out).
+// (./placement: which worker runs a ready task), work stealing (./stealing) and the transitions
+// (./state: events in, instructions out).
 
 import type { TaskStateCounts } from "../../../protocol/records";
 import { SPAN_STATES, type SpanTasks } from "../../metrics/spans-state";
@@ -56,6 +56,19 @@ export interface GraphSubmission {
   readonly span?: SpanPath;
   /** Only when a collection tagged some tasks (`spanOfSpec`): entry i's own span where it has one. */
   readonly taskSpans?: readonly (SpanPath | undefined)[];
+  /** Dask's worker restrictions (`workers=`, `allow_other_workers=`), for every new task of the submission. */
+  readonly restriction?: WorkerRestriction;
+}
+
+/**
+ * Where a task may run (Dask's worker and host restrictions): on a worker whose address, name or
+ * host is in `workers`. Strict: while no such worker is running the task waits (no-worker), as in
+ * Dask. `allowOtherWorkers` (Dask's loose restrictions): other workers are used when none of
+ * those is running, and work stealing may move the task anywhere.
+ */
+export interface WorkerRestriction {
+  readonly workers: ReadonlySet<string>;
+  readonly allowOtherWorkers: boolean;
 }
 
 export interface SchedulerOptions {
@@ -67,6 +80,10 @@ export interface SchedulerOptions {
   /** Send a task ahead to the worker computing all its inputs (it starts it when they finish). */
   readonly sendAhead?: boolean;
   readonly taskStreamLength?: number;
+  /** Dask's `work-stealing`: move tasks queued on busy workers to idle ones (locality placement only; default true). */
+  readonly workStealing?: boolean;
+  /** Dask's `default-task-durations`: seconds a task of a prefix is expected to take before one has finished. */
+  readonly defaultTaskDurations?: Readonly<Record<string, number>>;
   /**
    * Keep fine performance metrics and spans (default true). Off only to measure what they cost
    * (bench/cluster-fpm.ts, through LocalCluster's TSDASK_METRICS=off): tasks then all count in one
@@ -148,6 +165,8 @@ export abstract class TaskTable {
   private readonly counts = new Int32Array(STATE_NAMES.length);
 
   protected readonly groupStats = new Map<string, GroupStats>();
+  /** The few restricted tasks' restrictions (most tasks may run anywhere). */
+  protected readonly restrictions = new Map<number, WorkerRestriction>();
 
   constructor(options: SchedulerOptions) {
     this.metrics = options.metrics ?? true;
@@ -334,6 +353,7 @@ export abstract class TaskTable {
     this.functionIds[slot] = EMPTY;
     this.dependencies[slot] = EMPTY;
     this.failures.delete(slot);
+    this.restrictions.delete(slot);
     this.freedSlots.push(slot);
   }
 

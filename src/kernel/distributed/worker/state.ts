@@ -62,6 +62,8 @@ export interface WorkerTask {
 export type WorkerEvent =
   | { readonly type: "compute-task"; readonly message: ComputeTaskMessage }
   | { readonly type: "free-keys"; readonly keys: readonly string[] }
+  /** Dask's steal-request: give the task up unless it has started; answered with steal-response. */
+  | { readonly type: "steal-request"; readonly key: string; readonly stimulusId: string }
   | {
       readonly type: "execute-success";
       readonly key: string;
@@ -174,6 +176,9 @@ export class WorkerStateMachine {
         break;
       case "free-keys":
         this.freeKeys(event.keys, out);
+        break;
+      case "steal-request":
+        this.stealRequest(event.key, event.stimulusId, out);
         break;
       case "execute-success":
         this.executeSuccess(event, out);
@@ -330,6 +335,22 @@ export class WorkerStateMachine {
       work.push(task);
     }
     this.releaseUnneeded(work, out);
+  }
+
+  /**
+   * Dask's handle_steal_request: a task not started yet (waiting for inputs, or ready) is given up
+   * as if freed, and the answer says so ("released"); one running or done stays, and the answer
+   * gives its state. A task that tasks here wait on stays too: they need its result here.
+   */
+  private stealRequest(key: string, stimulusId: string, out: WorkerInstruction[]): void {
+    const task = this.tasks.get(key);
+    let state: string | null = task?.state ?? null;
+    if (task !== undefined && (task.state === "waiting" || task.state === "ready") && task.dependents.size === 0) {
+      task.wanted = false;
+      this.releaseIfUnneeded(task, out);
+      state = "released";
+    }
+    out.push({ op: "send", message: { op: "steal-response", key, stimulusId, state } });
   }
 
   // ---- Task outcomes ---------------------------------------------------------------------------

@@ -157,6 +157,9 @@ export class Worker {
       case "free-keys":
         this.apply({ type: "free-keys", keys: message.keys });
         return;
+      case "steal-request":
+        this.apply({ type: "steal-request", key: message.key, stimulusId: message.stimulusId });
+        return;
       case "run":
         void this.runFunction(message);
         return;
@@ -403,7 +406,7 @@ export class Worker {
     let reply: FromWorker;
     try {
       const fn = resolveFunction(message.fn);
-      const value = await fn(this.view);
+      const value = await fn(...(message.args ?? []), this.view);
       try {
         encodeValue(value);
       } catch (error) {
