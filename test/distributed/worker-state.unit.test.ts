@@ -239,11 +239,11 @@ describe("WorkerStateMachine", () => {
   });
 });
 
-describe("WorkerState: steal requests (Dask's handle_steal_request)", () => {
-  const steal = (state: WorkerState, key: string): FromWorker[] => sent(state.handle({ type: "steal-request", key, stimulusId: "steal-1" }));
+describe("WorkerStateMachine: steal requests (Dask's handle_steal_request)", () => {
+  const steal = (state: WorkerStateMachine, key: string): FromWorker[] => sent(state.handle({ type: "steal-request", key, stimulusId: "steal-1" }));
 
   test("a ready task is given up and the answer says so; an executing one stays, and the answer gives its state", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("x", [], 0) });
     state.handle({ type: "compute-task", message: compute("y", [], 1) });
     assert.deepEqual(steal(state, "x"), [{ op: "steal-response", key: "x", stimulusId: "steal-1", state: "executing" }]);
@@ -254,7 +254,7 @@ describe("WorkerState: steal requests (Dask's handle_steal_request)", () => {
   });
 
   test("a task waiting for inputs is given up, and the fetch of its inputs let go", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("z", [held("a1", [A])]) });
     assert.deepEqual(steal(state, "z").map((m) => m.op === "steal-response" && m.state), ["released"]);
     assert.equal(state.tasks.has("z"), false);
@@ -264,7 +264,7 @@ describe("WorkerState: steal requests (Dask's handle_steal_request)", () => {
 
   // Port of distributed/tests/test_steal.py::test_dont_steal_already_released (the worker's answer)
   test("test_dont_steal_already_released: a key the worker no longer has is answered with state null", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("x") });
     state.handle({ type: "free-keys", keys: ["x"] });
     finished(state, "x");
@@ -272,7 +272,7 @@ describe("WorkerState: steal requests (Dask's handle_steal_request)", () => {
   });
 
   test("a ready task whose dependents wait for it here stays", () => {
-    const state = new WorkerState({ address: ME, nthreads: 1 });
+    const state = new WorkerStateMachine({ address: ME, nthreads: 1 });
     state.handle({ type: "compute-task", message: compute("busy", [], 0) });
     state.handle({ type: "compute-task", message: compute("x", [], 1) });
     state.handle({ type: "compute-task", message: compute("y", [local("x")], 2) });
