@@ -39,7 +39,7 @@ import { WorkerProfiler } from "./profile";
 import { EventFeed, WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
 import { TransferStats } from "./transfers";
-import { type WorkerView, workerView } from "./view";
+import { type WorkerView, recordedSources, workerView } from "./view";
 
 /** Seconds between heartbeats until the scheduler's first reply says otherwise (Dask: 0.5 s for small clusters). */
 const DEFAULT_HEARTBEAT_INTERVAL = 0.5;
@@ -578,7 +578,6 @@ export class Worker {
       nthreads: this.config.nthreads,
       memoryLimit: this.config.memoryLimit,
       localDirectory: this.config.localDirectory,
-      simulatedClockOffset: this.clock.simulatedOffset,
       status: () => this.status,
       layout: () => this.store.layout(),
       has: (key) => this.store.has(key),
@@ -592,12 +591,7 @@ export class Worker {
       }),
       tasks: () => this.state.taskCounts(),
       executedCount: () => this.state.executedCount,
-      incoming: () => this.transfers.incoming.entries(),
-      outgoing: () => this.transfers.outgoing.entries(),
-      bandwidth: () => this.transfers.bandwidth,
-      digests: () => this.digests.records(),
-      digestTuples: () => this.digests.tuples(),
-      clockOffset: () => this.clock.offset,
+      ...recordedSources({ clock: this.clock, digests: this.digests, transfers: this.transfers }),
     });
   }
 }
