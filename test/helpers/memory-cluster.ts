@@ -15,7 +15,7 @@ import type { Transport, TransportEvents } from "../../src/kernel/distributed/sc
 import type { WorkerState } from "../../src/kernel/distributed/scheduler/workers";
 import { mapWireTask } from "../../src/kernel/distributed/worker/execute";
 import { typeName } from "../../src/kernel/distributed/worker/names";
-import { type WorkerEvent, type WorkerInstruction, WorkerStateMachine } from "../../src/kernel/distributed/worker/state";
+import { EventFeed, type WorkerEvent, type WorkerInstruction, WorkerStateMachine } from "../../src/kernel/distributed/worker/state";
 import { type AnyFunction, resolveFunction } from "../../src/kernel/execution/functions";
 import { packError } from "../../src/kernel/execution/wire";
 import { type Expr, evaluate, isThenable } from "../../src/kernel/graph/spec";
@@ -51,8 +51,7 @@ export class MemoryWorker {
   /** Keys of the tasks it started, in order. */
   readonly started: string[] = [];
   private readonly functions = new Map<number, AnyFunction>();
-  private readonly events: WorkerEvent[] = [];
-  private applying = false;
+  private readonly feed: EventFeed;
   private outbox: FromWorker[] = [];
   private closed = false;
 
@@ -62,6 +61,7 @@ export class MemoryWorker {
   ) {
     this.address = registration.address;
     this.state = new WorkerStateMachine({ address: this.address, nthreads: registration.nthreads });
+    this.feed = new EventFeed(this.state, (instruction) => this.carryOut(instruction));
   }
 
   get name(): string {
@@ -122,21 +122,14 @@ export class MemoryWorker {
     this.data.delete(key);
   }
 
-  /** Feeds an event to the state machine and carries out its instructions; events raised meanwhile wait their turn. */
+  /** Feeds an event to the state machine and carries out its instructions (see EventFeed). */
   private apply(event: WorkerEvent): void {
-    this.events.push(event);
-    if (this.applying) return;
-    this.applying = true;
-    try {
-      for (let next = this.events.shift(); next !== undefined && !this.closed; next = this.events.shift()) {
-        for (const instruction of this.state.handle(next)) this.carryOut(instruction);
-      }
-    } finally {
-      this.applying = false;
-    }
+    this.feed.apply(event);
   }
 
   private carryOut(instruction: WorkerInstruction): void {
+    // A closed worker's process would be gone: nothing it decides happens.
+    if (this.closed) return;
     switch (instruction.op) {
       case "execute":
         this.execute(instruction.key);

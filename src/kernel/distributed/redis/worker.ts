@@ -33,7 +33,7 @@ import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "./inline";
 import { WorkerProfiler } from "../worker/profile";
 import { TransferStats, keySizes } from "../worker/transfers";
-import { type WorkerView, workerView } from "../worker/view";
+import { type WorkerView, recordedSources, workerView } from "../worker/view";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, redisTargetOf } from "./address";
 import { connectRedis } from "./connection";
@@ -657,7 +657,6 @@ export class RedisWorker {
       memoryLimit: this.options.memoryLimit,
       // Results live in Redis, not here: no folder of its own, no data held.
       localDirectory: "",
-      simulatedClockOffset: this.clock.simulatedOffset,
       status: () => this.status,
       layout: () => ({ memory: [], disk: [] }),
       has: () => false,
@@ -666,12 +665,7 @@ export class RedisWorker {
       memory: () => ({ process: process.memoryUsage.rss(), managed: this.held.total, spilled: 0, spilledFileBytes: 0 }),
       tasks: () => this.taskCounts(),
       executedCount: () => this.executed,
-      incoming: () => this.transfers.incoming.entries(),
-      outgoing: () => this.transfers.outgoing.entries(),
-      bandwidth: () => this.transfers.bandwidth,
-      digests: () => this.digests.records(),
-      digestTuples: () => this.digests.tuples(),
-      clockOffset: () => this.clock.offset,
+      ...recordedSources({ clock: this.clock, digests: this.digests, transfers: this.transfers }),
     });
   }
 

@@ -672,6 +672,37 @@ export class WorkerStateMachine {
 }
 
 /**
+ * Feeds events to a state machine and has its instructions carried out, in order. An event raised
+ * while instructions are being carried out (a task that finished at once, a fetch that failed at
+ * once) waits until they all are, so one event's instructions never interleave with another's.
+ */
+export class EventFeed {
+  private readonly waiting: WorkerEvent[] = [];
+  private feeding = false;
+
+  constructor(
+    private readonly machine: WorkerStateMachine,
+    private readonly carryOut: (instruction: WorkerInstruction) => void,
+    /** Called before a run of events is fed (the runtime updates what the machine reads of it). */
+    private readonly beforeFeeding: () => void = () => {},
+  ) {}
+
+  apply(event: WorkerEvent): void {
+    this.waiting.push(event);
+    if (this.feeding) return;
+    this.feeding = true;
+    this.beforeFeeding();
+    try {
+      for (let next = this.waiting.shift(); next !== undefined; next = this.waiting.shift()) {
+        for (const instruction of this.machine.handle(next)) this.carryOut(instruction);
+      }
+    } finally {
+      this.feeding = false;
+    }
+  }
+}
+
+/**
  * A set that stays empty, shared by tasks until they have entries of their own: most tasks never
  * have peers to fetch from or errant holders, and many have no dependents or inputs to wait for.
  */

@@ -36,10 +36,10 @@ import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, col
 import { keyRepr, typeName } from "./names";
 import { type FetchResult, PeerClient, sendMetered, serveGetData } from "./peers";
 import { WorkerProfiler } from "./profile";
-import { WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
+import { EventFeed, WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
 import { TransferStats } from "./transfers";
-import { type WorkerView, workerView } from "./view";
+import { type WorkerView, recordedSources, workerView } from "./view";
 
 /** Seconds between heartbeats until the scheduler's first reply says otherwise (Dask: 0.5 s for small clusters). */
 const DEFAULT_HEARTBEAT_INTERVAL = 0.5;
@@ -66,8 +66,7 @@ export class Worker {
   private readonly peerConnections = new Set<Connection>();
   private outbox: FromWorker[] = [];
   private flushScheduled = false;
-  private events: WorkerEvent[] = [];
-  private applying = false;
+  private readonly feed: EventFeed;
   private status: WorkerStatus = "running";
   private heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
   /** Worker-clock time of the heartbeat awaiting its reply. */
@@ -128,6 +127,7 @@ export class Worker {
       nthreads: config.nthreads,
       transferBytesLimit: limited ? 0.1 * config.memoryLimit : Infinity,
     });
+    this.feed = new EventFeed(this.state, (instruction) => this.carryOut(instruction), () => (this.state.slots = this.runner.capacity));
     this.view = this.makeView();
     // Last: nothing above may fail once threads exist.
     this.runner = new TaskRunner(config.nthreads, this.metricsOn);
@@ -177,19 +177,9 @@ export class Worker {
     }
   }
 
-  /** Feeds an event to the state machine and carries out its instructions (events raised meanwhile wait their turn). */
+  /** Feeds an event to the state machine and carries out its instructions (see EventFeed). */
   private apply(event: WorkerEvent): void {
-    this.events.push(event);
-    if (this.applying) return;
-    this.applying = true;
-    this.state.slots = this.runner.capacity;
-    try {
-      for (let next = this.events.shift(); next !== undefined; next = this.events.shift()) {
-        for (const instruction of this.state.handle(next)) this.carryOut(instruction);
-      }
-    } finally {
-      this.applying = false;
-    }
+    this.feed.apply(event);
   }
 
   private carryOut(instruction: WorkerInstruction): void {
@@ -595,7 +585,6 @@ export class Worker {
       nthreads: this.config.nthreads,
       memoryLimit: this.config.memoryLimit,
       localDirectory: this.config.localDirectory,
-      simulatedClockOffset: this.clock.simulatedOffset,
       status: () => this.status,
       layout: () => this.store.layout(),
       has: (key) => this.store.has(key),
@@ -609,12 +598,7 @@ export class Worker {
       }),
       tasks: () => this.state.taskCounts(),
       executedCount: () => this.state.executedCount,
-      incoming: () => this.transfers.incoming.entries(),
-      outgoing: () => this.transfers.outgoing.entries(),
-      bandwidth: () => this.transfers.bandwidth,
-      digests: () => this.digests.records(),
-      digestTuples: () => this.digests.tuples(),
-      clockOffset: () => this.clock.offset,
+      ...recordedSources({ clock: this.clock, digests: this.digests, transfers: this.transfers }),
     });
   }
 }
