@@ -21,7 +21,10 @@ export interface StartStop {
 
 /** One task that left processing, Dask's task-stream record (`TaskStreamPlugin.buffer` entries). */
 export interface TaskStreamRecord {
-  /** Dask's repr of the key. */
+  /**
+   * The key as Dask's task stream gives it, Python's `str(key)`: a string key is itself
+   * (`"len-0"`, equal to the Future's key), a tuple key its repr (`"('x', 0)"`).
+   */
   readonly key: string;
   /** `keyPrefix(key)`: the colour group. */
   readonly prefix: string;

@@ -30,7 +30,7 @@ import { type NumberColumn, grownColumn } from "./columns";
 import { BandwidthEstimate, CumulativeMetrics, SystemHistory, clusterMemory } from "./heartbeats";
 import { type TaskFailure, type TaskListener, TaskListeners } from "./listeners";
 import { SlotHeap } from "./queue";
-import { TaskStreamRing } from "./task-stream";
+import { TaskStreamRing, taskStreamKey } from "./task-stream";
 import type { Placement } from "./transport";
 import { WorkerState } from "./workers";
 
@@ -1055,7 +1055,7 @@ export class ClusterState {
     if (slot === undefined || this.state[slot] !== PROCESSING) return;
     if (report.digests !== undefined) this.addDigests(report.digests);
     this.taskStream.push({
-      key: this.names[slot],
+      key: taskStreamKey(this.keys[slot]),
       prefix: this.prefixes[slot],
       worker: ws.address,
       thread: report.thread,
@@ -1305,7 +1305,7 @@ export class ClusterState {
 
   private streamRecord(slot: number, ws: WorkerState, report: TaskFinishedMessage): TaskStreamRecord {
     return {
-      key: this.names[slot],
+      key: taskStreamKey(this.keys[slot]),
       prefix: this.prefixes[slot],
       worker: ws.address,
       thread: report.thread,
