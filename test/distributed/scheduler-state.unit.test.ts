@@ -396,6 +396,30 @@ describe("cluster scheduler state", () => {
     assert.equal(state.memory().unmanagedOld, 200);
   });
 
+  test("managed memory counts a result the moment it lands and drops it when released, between heartbeats (Dask's ws.nbytes)", () => {
+    const state = newState();
+    state.addWorker({ ...registration("a"), memory: 50_000_000 }, 0);
+    sent(state);
+    state.submit(graph({ "x-1": [] }));
+    sent(state);
+    assert.equal(state.memory().managed, 0);
+    state.handle("unix://a", [finished("x-1", 8_000_000)], 1);
+    assert.equal(state.memory().managed, 8_000_000, "no heartbeat yet: the result counts already");
+    assert.equal(state.workers.get("unix://a")!.record().memory.managed, 8_000_000);
+    // The heartbeat that counts it does not count it twice; one that reports more (a Redis
+    // worker's inputs held by a running task) is believed.
+    const metrics = { cpu: 0, memory: 60_000_000, managedBytes: 8_000_000, spilledBytes: { memory: 0, disk: 0 }, taskCounts: {}, digests: [], transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 }, bandwidth: { total: 100_000_000, workers: {}, types: {} } } satisfies WorkerMetrics;
+    state.handle("unix://a", [{ op: "heartbeat", now: 2, metrics }], 2);
+    assert.equal(state.memory().managed, 8_000_000);
+    state.handle("unix://a", [{ op: "heartbeat", now: 3, metrics: { ...metrics, managedBytes: 10_000_000 } }], 3);
+    assert.equal(state.memory().managed, 10_000_000);
+    state.unwant(state.slotOf("x-1")!);
+    assert.equal(state.memory().managed, 2_000_000, "released: its bytes leave at once");
+    // Never more than the process holds, as Dask's MemoryState.
+    state.handle("unix://a", [{ op: "heartbeat", now: 4, metrics: { ...metrics, memory: 1_000_000, managedBytes: 5_000_000 } }], 4);
+    assert.equal(state.memory().managed, 1_000_000);
+  });
+
   test("the task stream keeps records of finished tasks, with the worker's thread and timings", () => {
     const state = newState();
     state.addWorker(registration("a"), 0);
