@@ -212,3 +212,12 @@ export interface BandwidthSummary {
   readonly byType: readonly { readonly type: string; readonly bandwidth: number }[];
   readonly byWorkers: readonly { readonly source: string; readonly destination: string; readonly bandwidth: number }[];
 }
+
+/** One line of a worker's log (Dask's `get_logs(timestamps=True)`: time, level, message). */
+export interface WorkerLogLine {
+  /** Epoch seconds on the scheduler's clock. */
+  readonly time: number;
+  readonly level: "INFO" | "WARNING" | "ERROR";
+  /** Untrusted text (it may quote a task's error or a key): shown as text, never as markup. */
+  readonly message: string;
+}

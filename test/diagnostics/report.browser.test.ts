@@ -18,7 +18,7 @@ import { add } from "./tasks";
 const SHOTS = join(ROOT, "test-output");
 const dir = mkdtempSync(join(tmpdir(), "tsdask-report-browser-"));
 const EVIL = "<img src=x onerror=globalThis.__xss=1>";
-const TABS = ["Summary", "Task Stream", "Worker Profile (compute)", "Worker Profile (administrative)", "Bandwidth", "System", "Memory"];
+const TABS = ["Summary", "Task Stream", "Worker Profile (compute)", "Worker Profile (administrative)", "Bandwidth", "System", "Worker Logs", "Memory"];
 let browser: Browser;
 
 before(async () => {

@@ -26,6 +26,7 @@ const TABS = [
   "Scheduler Profile (administrative)",
   "Bandwidth",
   "System",
+  "Worker Logs",
   "Fine Performance Metrics",
   "Memory",
 ];
@@ -190,6 +191,12 @@ describe("the performance report of a cluster run", () => {
     assert.ok((await vegaMarks(page, "system")).some(([type, count]) => type === "line" && count > 0));
     assert.match(JSON.stringify((report.data.system.data as { title: unknown }).title), /cluster's 2 workers/);
     await page.screenshot({ path: join(SHOTS, "cluster-report-system.png"), fullPage: true });
+
+    // Each worker's log lines under its name, as text (Dask's Worker Logs tab).
+    await show(page, "worker-logs");
+    const logs = page.locator("#panel-worker-logs");
+    assert.deepEqual((await logs.locator("h2").allTextContents()).map((h) => h.split(" — ")[0]).sort(), ["worker-0", "worker-1"]);
+    assert.match((await logs.locator(".tsdask-report-logs").first().textContent()) ?? "", /^\d\d:\d\d:\d\d\.\d{6} - INFO - Start worker at: unix:\/\//);
 
     await show(page, "fine-metrics");
     const fpm = page.locator("#panel-fine-metrics");

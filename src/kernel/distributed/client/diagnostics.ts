@@ -6,7 +6,7 @@
 
 import type { ProfileWindow } from "../../../protocol/profile";
 import { administrativeProfile, computeProfile } from "../../../protocol/profile";
-import type { MetricRecord, ProfileNode, SystemSample, TaskStreamRecord, TransferLogEntry, WorkerRecord } from "../../../protocol/records";
+import type { MetricRecord, ProfileNode, SystemSample, TaskStreamRecord, TransferLogEntry, WorkerLogLine, WorkerRecord } from "../../../protocol/records";
 import { MEASURE_TITLES, type MemoryMeasure, type MemoryPoint } from "../../../protocol/memory";
 import { now } from "../../clock";
 import { type BandwidthDetail, type BandwidthOptions, type TransferLogs, bandwidthFigure, bandwidthPlotOptions, bandwidthSummary, nameTransferLogs } from "../../diagnostics/bandwidth";
@@ -29,6 +29,7 @@ import type { WorkerView } from "../worker/view";
 // started without --allow-source runs those, not source text.
 export const incomingLog = (worker: WorkerView): readonly TransferLogEntry[] => worker.incomingTransferLog;
 export const outgoingLog = (worker: WorkerView): readonly TransferLogEntry[] => worker.outgoingTransferLog;
+export const workerLogLines = (worker: WorkerView): readonly WorkerLogLine[] => worker.logs;
 
 /** How often reportedSince looks at the workers' heartbeats. */
 const POLL_MS = 25;
@@ -67,6 +68,11 @@ export class ClusterDiagnostics implements ClusterDiagnosticsSource {
     const { start = -Infinity, stop = Infinity } = range;
     for (const [worker, log] of Object.entries(logs)) logs[worker] = log.filter((entry) => entry.stop >= start && entry.start <= stop);
     return logs;
+  }
+
+  async workerLogs(): Promise<Record<WorkerAddress, WorkerLogLine[]>> {
+    const spec = this.scheduler.functions.specFor(workerLogLines, "client.run");
+    return (await this.scheduler.runOnWorkers(spec)) as Record<WorkerAddress, WorkerLogLine[]>;
   }
 
   system(range: TimeRange): SystemSample[] {

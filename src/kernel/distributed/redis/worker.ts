@@ -27,6 +27,7 @@ import { packError } from "../../execution/wire";
 import { decodeValue } from "../frames";
 import type { RunMessage, RunReplyMessage, WireTask, WorkerMetrics } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
+import { WorkerLog } from "../worker/logs";
 import { Digests, type Metric, MetricsLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "../worker/inline";
@@ -175,6 +176,8 @@ export class RedisWorker {
   /** Fine performance metrics since the worker started (each task's also travel with its outcome). */
   private readonly digests = new Digests();
   private readonly held = new HeldValues();
+  /** Its recent log lines, for `client.run` and the performance report's Worker Logs tab. */
+  private readonly logs = new WorkerLog();
   /** Tiny tasks run on this thread (see ../worker/inline), which prefixes qualify. */
   private readonly inline = new InlineRunner();
   private readonly inlinePolicy = new InlinePolicy();
@@ -195,7 +198,8 @@ export class RedisWorker {
     private readonly clock: WorkerClock,
     /** Samples the task threads (compute) and the main thread (administrative), answers profile requests. */
     private readonly profiler: WorkerProfiler,
-    private readonly log: (line: string) => void,
+    /** Where its log lines are printed (the `log` option, else stderr). */
+    private readonly print: (line: string) => void,
   ) {
     this.name = name;
     this.target = target;
@@ -663,7 +667,14 @@ export class RedisWorker {
       digests: () => this.digests.records(),
       digestTuples: () => this.digests.tuples(),
       clockOffset: () => this.clock.offset,
+      logs: () => this.logs.lines(),
     });
+  }
+
+  /** Keeps the line (what it reports is a warning: trouble it met and how it went on) and prints it. */
+  private log(line: string): void {
+    this.logs.add({ time: this.clock.schedulerNow(), level: "WARNING", message: line });
+    this.print(line);
   }
 
   /** Tasks handed to the runner beyond one per thread wait there for a thread: Dask's "ready", not "executing". */

@@ -4,7 +4,7 @@
 
 import type { Key } from "../../graph/keys";
 import { keyFromId, keyId } from "../../graph/keys";
-import type { MetricRecord, TransferLogEntry, WorkerStatus } from "../../../protocol/records";
+import type { MetricRecord, TransferLogEntry, WorkerLogLine, WorkerStatus } from "../../../protocol/records";
 import type { DigestKey } from "./digests";
 
 export interface WorkerDataView {
@@ -62,6 +62,8 @@ export interface WorkerView {
   readonly clockOffset: number;
   /** Seconds added to this worker's clock on purpose (WorkerStartConfig.clockOffset or TSDASK_CLOCK_OFFSET). */
   readonly simulatedClockOffset: number;
+  /** Its recent log lines, oldest first (Dask's `get_logs`), the last 10 000. */
+  readonly logs: readonly WorkerLogLine[];
 }
 
 /** The worker's parts the view reads. */
@@ -86,6 +88,7 @@ export interface ViewSource {
   digestTuples(): [DigestKey, number][];
   clockOffset(): number;
   simulatedClockOffset: number;
+  logs(): WorkerLogLine[];
 }
 
 export function workerView(source: ViewSource): WorkerView {
@@ -150,5 +153,8 @@ export function workerView(source: ViewSource): WorkerView {
       return source.clockOffset();
     },
     simulatedClockOffset: source.simulatedClockOffset,
+    get logs() {
+      return source.logs();
+    },
   });
 }
