@@ -27,7 +27,7 @@ import { packError } from "../../execution/wire";
 import { decodeValue } from "../frames";
 import type { RunMessage, RunReplyMessage, WireTask, WorkerMetrics } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
-import { WorkerLog } from "../worker/logs";
+import { WorkerLog, startLines } from "../worker/logs";
 import { Digests, type Metric, MetricsLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "../worker/inline";
@@ -203,6 +203,9 @@ export class RedisWorker {
   ) {
     this.name = name;
     this.target = target;
+    // Results live in Redis: no folder of its own to name.
+    const started = { name, nthreads: options.nthreads, memoryLimit: options.memoryLimit };
+    for (const line of startLines(started, name)) this.logs.add({ time: clock.schedulerNow(), level: "INFO", message: line });
     this.gate = new FunctionGate({ worker: name, host: hostname(), allowSource: options.allowSource, moduleRoots: options.moduleRoots });
     this.view = this.makeView();
   }

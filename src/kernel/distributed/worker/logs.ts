@@ -35,14 +35,14 @@ export class WorkerLog {
   }
 }
 
-/** What a worker logs as it starts (Dask's "Start worker at: …" block). */
-export function startLines(config: Pick<WorkerStartConfig, "name" | "nthreads" | "memoryLimit" | "localDirectory">, address: string): string[] {
+/** What a worker logs as it starts (Dask's "Start worker at: …" block); a Redis worker has no folder. */
+export function startLines(config: Pick<WorkerStartConfig, "name" | "nthreads" | "memoryLimit"> & { readonly localDirectory?: string }, address: string): string[] {
   return [
     `Start worker at: ${address}`,
     `Worker name: ${config.name}`,
     `Threads: ${config.nthreads}`,
     `Memory: ${config.memoryLimit > 0 && Number.isFinite(config.memoryLimit) ? formatBytes(config.memoryLimit) : "no limit"}`,
-    `Local Directory: ${config.localDirectory}`,
+    ...(config.localDirectory === undefined ? [] : [`Local Directory: ${config.localDirectory}`]),
   ];
 }
 
