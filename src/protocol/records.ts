@@ -21,7 +21,10 @@ export interface StartStop {
 
 /** One task that left processing, Dask's task-stream record (`TaskStreamPlugin.buffer` entries). */
 export interface TaskStreamRecord {
-  /** Dask's repr of the key. */
+  /**
+   * The key as Dask's task stream gives it, Python's `str(key)`: a string key is itself
+   * (`"len-0"`, equal to the Future's key), a tuple key its repr (`"('x', 0)"`).
+   */
   readonly key: string;
   /** `keyPrefix(key)`: the colour group. */
   readonly prefix: string;
@@ -208,4 +211,13 @@ export interface BandwidthSummary {
   readonly total: number;
   readonly byType: readonly { readonly type: string; readonly bandwidth: number }[];
   readonly byWorkers: readonly { readonly source: string; readonly destination: string; readonly bandwidth: number }[];
+}
+
+/** One line of a worker's log (Dask's `get_logs(timestamps=True)`: time, level, message). */
+export interface WorkerLogLine {
+  /** Epoch seconds on the scheduler's clock. */
+  readonly time: number;
+  readonly level: "INFO" | "WARNING" | "ERROR";
+  /** Untrusted text (it may quote a task's error or a key): shown as text, never as markup. */
+  readonly message: string;
 }

@@ -3,6 +3,7 @@
 // kernel builds it (kernel/diagnostics/report); the browser draws it (views/report).
 
 import type { FpmData } from "./fpm";
+import type { WorkerLogLine } from "./records";
 import type { ProfileViewData } from "./index";
 
 export type VegaLiteSpecData = Readonly<Record<string, unknown>>;
@@ -40,6 +41,15 @@ export interface ReportWorker {
   readonly clockOffset: number;
 }
 
+/** One worker's recent log lines, for the Worker Logs tab. */
+export interface ReportWorkerLog {
+  /** The worker's name ("worker-0"), and its address. */
+  readonly name: string;
+  readonly address: string;
+  /** Oldest first; empty: the tab says "No logs to report" for it. */
+  readonly lines: readonly WorkerLogLine[];
+}
+
 export interface ReportData {
   readonly title: string;
   readonly summary: ReportSummary;
@@ -53,4 +63,6 @@ export interface ReportData {
   /** Fine performance metrics with spans: the FPM view's data, when that was recorded. */
   readonly fineMetrics?: ReportPart<FpmData>;
   readonly memory: ReportPart<VegaLiteSpecData>;
+  /** Each worker's recent log lines (Dask's Worker Logs tab); a note when there are none. */
+  readonly workerLogs: ReportPart<readonly ReportWorkerLog[]>;
 }

@@ -6,7 +6,8 @@
 import type { Result, VisualizationSpec } from "vega-embed";
 import type { ProfileViewData } from "../protocol";
 import { formatBytes, formatTime } from "../protocol/format";
-import type { ReportData, ReportPart, VegaLiteSpecData } from "../protocol/report";
+import type { WorkerLogLine } from "../protocol/records";
+import type { ReportData, ReportPart, ReportWorkerLog, VegaLiteSpecData } from "../protocol/report";
 import { type FpmHandle, mountFpm } from "./fpm";
 import { type MountedProfile, mountProfile } from "./profile";
 import { addStyle } from "./style";
@@ -100,6 +101,7 @@ export function mountReport(container: HTMLElement, data: ReportData): ReportHan
       },
     },
     { id: "system", label: "System", draw: specTab(data.system, "system") },
+    { id: "worker-logs", label: "Worker Logs", draw: (panel) => drawWorkerLogs(panel, data.workerLogs) },
     // Fine performance metrics with spans (Dask's report has none): drawn when the data is there.
     ...(data.fineMetrics === undefined
       ? []
@@ -227,6 +229,24 @@ function drawSummary(panel: HTMLElement, data: ReportData): void {
   panel.append(element("pre", "tsdask-report-code", summary.code));
 }
 
+/** Each worker's lines under its name, as text (a line may quote a task's error or key: never markup). */
+function drawWorkerLogs(panel: HTMLElement, part: ReportPart<readonly ReportWorkerLog[]>): void {
+  if (part.note !== undefined) note(panel, part.note);
+  for (const worker of part.data ?? []) {
+    panel.append(element("h2", undefined, `${worker.name} — ${worker.address}`));
+    if (worker.lines.length === 0) note(panel, "No logs to report");
+    else panel.append(element("pre", "tsdask-report-logs", worker.lines.map(logLineText).join("\n")));
+  }
+}
+
+/** Dask's log line: "14:03:07.123456 - WARNING - message" (local time of day, microseconds). */
+function logLineText(line: WorkerLogLine): string {
+  const when = new Date(line.time * 1000);
+  const two = (n: number): string => String(n).padStart(2, "0");
+  const micros = String(Math.floor((line.time % 1) * 1e6)).padStart(6, "0");
+  return `${two(when.getHours())}:${two(when.getMinutes())}:${two(when.getSeconds())}.${micros} - ${line.level} - ${line.message}`;
+}
+
 const STYLE = `
 .tsdask-report { font: 14px sans-serif; color: #222; }
 .tsdask-report-tabs { display: flex; flex-wrap: wrap; gap: 2px; border-bottom: 2px solid #4c78a8; position: sticky; top: 0; background: #fff; z-index: 1; }
@@ -242,6 +262,7 @@ const STYLE = `
 .tsdask-report-facts dt { color: #555; }
 .tsdask-report-facts dd { margin: 0; }
 .tsdask-report-code { background: #f6f8fa; border: 1px solid #ddd; padding: 10px; overflow: auto; max-height: 480px; }
+.tsdask-report-logs { background: #f6f8fa; border: 1px solid #ddd; padding: 10px; overflow: auto; max-height: 480px; font-size: 12px; white-space: pre-wrap; }
 .tsdask-report-plot { margin: 8px 0 16px; }
 .tsdask-report-workers { border-collapse: collapse; }
 .tsdask-report-workers th, .tsdask-report-workers td { text-align: left; padding: 3px 12px 3px 0; border-bottom: 1px solid #eee; }

@@ -26,6 +26,7 @@ const TABS = [
   "Scheduler Profile (administrative)",
   "Bandwidth",
   "System",
+  "Worker Logs",
   "Fine Performance Metrics",
   "Memory",
 ];
@@ -144,13 +145,13 @@ describe("the performance report of a cluster run", () => {
       const [ox, oy] = view.origin();
       const { left, top } = view.padding();
       const rects = view.scenegraph().root.items[0].items.find((mark) => mark.role === "mark")!.items;
-      const item = rects.find((r) => r.datum.key === `'${evil}'` && r.datum.phase === "compute")!;
+      const item = rects.find((r) => r.datum.key === evil && r.datum.phase === "compute")!;
       return { x: canvas.x + left + ox + item.x + Math.max(1, item.width / 2), y: canvas.y + top + oy + item.y + item.height / 2 };
     }, EVIL);
     await page.mouse.move(centre.x, centre.y);
     const tooltip = page.locator("#vg-tooltip-element.visible");
     await tooltip.waitFor({ timeout: 5000 });
-    assert.ok(((await tooltip.textContent()) ?? "").includes(`'${EVIL}'`));
+    assert.ok(((await tooltip.textContent()) ?? "").includes(EVIL));
     assert.equal(await tooltip.locator("img").count(), 0);
   });
 
@@ -190,6 +191,12 @@ describe("the performance report of a cluster run", () => {
     assert.ok((await vegaMarks(page, "system")).some(([type, count]) => type === "line" && count > 0));
     assert.match(JSON.stringify((report.data.system.data as { title: unknown }).title), /cluster's 2 workers/);
     await page.screenshot({ path: join(SHOTS, "cluster-report-system.png"), fullPage: true });
+
+    // Each worker's log lines under its name, as text (Dask's Worker Logs tab).
+    await show(page, "worker-logs");
+    const logs = page.locator("#panel-worker-logs");
+    assert.deepEqual((await logs.locator("h2").allTextContents()).map((h) => h.split(" — ")[0]).sort(), ["worker-0", "worker-1"]);
+    assert.match((await logs.locator(".tsdask-report-logs").first().textContent()) ?? "", /^\d\d:\d\d:\d\d\.\d{6} - INFO - Start worker at: unix:\/\//);
 
     await show(page, "fine-metrics");
     const fpm = page.locator("#panel-fine-metrics");

@@ -46,9 +46,9 @@ function readStat(pid: number): string {
   }
 }
 
-/** The worker that ran the task whose repr starts with `prefix`. */
+/** The worker that ran the task whose key starts with `prefix`. */
 function workerOf(records: readonly TaskStreamRecord[], prefix: string): string {
-  const record = records.find((r) => r.key.startsWith(`'${prefix}`));
+  const record = records.find((r) => r.key.startsWith(prefix));
   assert.ok(record, `a task-stream record for ${prefix}`);
   return record.worker;
 }

@@ -150,6 +150,9 @@ describe("seed 003's diagnostics on a Redis cluster whose worker w2 runs 1000 s 
     assert.ok(report.data.system.data !== undefined, report.data.system.note);
     assert.ok(report.data.fineMetrics?.data?.metrics.some((m) => m.context === "execute" && m.prefix === "ramp"), "execute metrics of the block");
     assert.ok(report.data.fineMetrics?.data?.metrics.some((m) => m.context === "gather-dep" && m.activity === "network"), "the reads from Redis");
+    // The Worker Logs tab: each Redis worker's start lines, by its name.
+    const logs = report.data.workerLogs.data ?? [];
+    assert.ok(logs.length >= 2 && logs.every((worker) => worker.lines.some((line) => line.message === `Start worker at: ${worker.address}`)), JSON.stringify(logs).slice(0, 500));
     // The task stream's time axis is the block's, not 1000 s wider.
     const stream = report.data.taskStream.data as { encoding: { x: { scale: { domain: [number, number] } } } };
     assert.ok(stream.encoding.x.scale.domain[1] <= t1 - t0 + 0.05, `the stream spans ${stream.encoding.x.scale.domain[1]} s`);

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ClusterState, type GraphSubmission, type TaskFailure, type TaskListener } from "../../src/kernel/distributed/scheduler/state";
 import { TaskStreamRing } from "../../src/kernel/distributed/scheduler/task-stream";
+import { keyId } from "../../src/kernel/graph/keys";
 import type { ComputeTaskMessage, FromWorker, RegisterMessage, ToWorker, WorkerMetrics } from "../../src/kernel/distributed/messages";
 import type { TaskStreamRecord } from "../../src/protocol/records";
 
@@ -395,6 +396,30 @@ describe("cluster scheduler state", () => {
     assert.equal(state.memory().unmanagedOld, 200);
   });
 
+  test("managed memory counts a result the moment it lands and drops it when released, between heartbeats (Dask's ws.nbytes)", () => {
+    const state = newState();
+    state.addWorker({ ...registration("a"), memory: 50_000_000 }, 0);
+    sent(state);
+    state.submit(graph({ "x-1": [] }));
+    sent(state);
+    assert.equal(state.memory().managed, 0);
+    state.handle("unix://a", [finished("x-1", 8_000_000)], 1);
+    assert.equal(state.memory().managed, 8_000_000, "no heartbeat yet: the result counts already");
+    assert.equal(state.workers.get("unix://a")!.record().memory.managed, 8_000_000);
+    // The heartbeat that counts it does not count it twice; one that reports more (a Redis
+    // worker's inputs held by a running task) is believed.
+    const metrics = { cpu: 0, memory: 60_000_000, managedBytes: 8_000_000, spilledBytes: { memory: 0, disk: 0 }, taskCounts: {}, digests: [], transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 }, bandwidth: { total: 100_000_000, workers: {}, types: {} } } satisfies WorkerMetrics;
+    state.handle("unix://a", [{ op: "heartbeat", now: 2, metrics }], 2);
+    assert.equal(state.memory().managed, 8_000_000);
+    state.handle("unix://a", [{ op: "heartbeat", now: 3, metrics: { ...metrics, managedBytes: 10_000_000 } }], 3);
+    assert.equal(state.memory().managed, 10_000_000);
+    state.unwant(state.slotOf("x-1")!);
+    assert.equal(state.memory().managed, 2_000_000, "released: its bytes leave at once");
+    // Never more than the process holds, as Dask's MemoryState.
+    state.handle("unix://a", [{ op: "heartbeat", now: 4, metrics: { ...metrics, memory: 1_000_000, managedBytes: 5_000_000 } }], 4);
+    assert.equal(state.memory().managed, 1_000_000);
+  });
+
   test("the task stream keeps records of finished tasks, with the worker's thread and timings", () => {
     const state = newState();
     state.addWorker(registration("a"), 0);
@@ -404,7 +429,7 @@ describe("cluster scheduler state", () => {
     state.handle("unix://a", [finished("add-1", 8, 5, 6)], 6);
     const [record] = state.taskStream.collect();
     assert.deepEqual(record, {
-      key: "'add-1'",
+      key: "add-1",
       prefix: "add",
       worker: "unix://a",
       thread: 7,
@@ -414,6 +439,17 @@ describe("cluster scheduler state", () => {
       startstops: [{ action: "compute", start: 5, stop: 6 }],
       span: state.spans.idsByName(["default"])[0],
     });
+  });
+
+  test("task stream keys are Dask's str(key): a string key itself, a tuple or number key its repr", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    const keys = ["len-0", "it's", keyId(["x", 0, 1]), keyId(7)];
+    state.submit(graph(Object.fromEntries(keys.map((key) => [key, []])), keys));
+    sent(state);
+    state.handle("unix://a", keys.map((key) => finished(key)), 2);
+    assert.deepEqual(state.taskStream.collect().map((record) => record.key), ["len-0", "it's", "('x', 0, 1)", "7"]);
   });
 });
 
@@ -558,7 +594,8 @@ describe("task-stream ring", () => {
     assert.deepEqual(ring.collect({ startIndex: mid }).map((r) => r.key), ["k11", "k12", "k13", "k14", "k15"]);
     assert.deepEqual(ring.collect({ start: 3, stop: 6 }).map((r) => r.key), ["k3", "k4", "k5"]);
     assert.deepEqual(ring.collect({ count: 2 }).map((r) => r.key), ["k14", "k15"]);
-    assert.deepEqual(ring.collect({ startIndex: 0, count: 1 }).map((r) => r.key), ["k15"]);
+    // Dask's start_index ignores count (it returns every record since the cursor).
+    assert.deepEqual(ring.collect({ startIndex: 10, count: 1 }).map((r) => r.key), ["k11", "k12", "k13", "k14", "k15"]);
   });
 
   test("a cleared ring takes new records (its columns start over, after any length it had grown to)", () => {
@@ -572,5 +609,63 @@ describe("task-stream ring", () => {
 
   test("a bad length is refused", () => {
     assert.throws(() => new TaskStreamRing(0), /task stream length must be a whole number/);
+  });
+
+  // Port of distributed/diagnostics/tests/test_task_stream.py::test_maxlen
+  test("test_maxlen: a ring of 5 after 10 tasks holds 5", () => {
+    const ring = new TaskStreamRing(5);
+    for (let i = 0; i < 10; i++) ring.push(record(i + 1));
+    assert.equal(ring.collect().length, 5);
+  });
+
+  // Port of distributed/diagnostics/tests/test_task_stream.py::test_collect
+  // Dask's run: 10 slowinc(delay=0.1) on 3 threads, so they stop 0.1, 0.2, 0.3 and 0.4 s after
+  // `start` in threes; read at start + 0.45 s (the ring is pure: "now" is passed in).
+  test("test_collect: all, from a time, relative times, count alone, with stop, with start", () => {
+    const ring = new TaskStreamRing();
+    const start = 1_000_000;
+    for (let i = 0; i < 10; i++) ring.push(record(start + 0.1 * (Math.floor(i / 3) + 1)));
+    const now = start + 0.45;
+    const all = ring.collect({}, now);
+    assert.equal(all.length, 10);
+    assert.equal(ring.collect({ start }, now).length, 10);
+    const late = ring.collect({ start: start + 0.2 }, now).length;
+    assert.ok(late >= 4 && late <= 10, `${late} records stopped 0.2 s after the start`);
+    assert.equal(ring.collect({ start: "20 s" }, now).length, 10);
+    const recent = ring.collect({ start: "500ms" }, now).length;
+    assert.ok(recent > 0 && recent <= 10);
+    const three = ring.collect({ count: 3 }, now);
+    assert.deepEqual(three, all.slice(-3));
+    assert.deepEqual(ring.collect({ stop: start + 100, count: 3 }, now), ring.collect({ count: 3 }, now));
+    assert.deepEqual(ring.collect({ start, count: 3 }, now), all.slice(0, 3));
+  });
+
+  // Port of distributed/diagnostics/tests/test_task_stream.py::test_collect_start_index
+  test("test_collect_start_index: by append position, whatever the times", () => {
+    const ring = new TaskStreamRing();
+    for (let i = 0; i < 5; i++) ring.push(record(100 + i));
+    const midpoint = ring.index;
+    // Stopped "earlier" than the first five (a worker's clock behind): still after the cursor.
+    for (let i = 0; i < 5; i++) ring.push(record(50 + i));
+    assert.equal(ring.collect({ startIndex: 0 }).length, 10);
+    assert.equal(ring.collect({ startIndex: midpoint }).length, 5);
+    assert.equal(ring.collect({ startIndex: ring.index }).length, 0);
+  });
+
+  test("collect with both start and stop ignores count, as Dask's; stop before start gives nothing", () => {
+    const ring = new TaskStreamRing();
+    for (let i = 1; i <= 10; i++) ring.push(record(i));
+    assert.deepEqual(ring.collect({ start: 3, stop: 7, count: 2 }).map((r) => r.key), ["k3", "k4", "k5", "k6"]);
+    assert.deepEqual(ring.collect({ start: 7, stop: 3 }), []);
+    assert.deepEqual(ring.collect({ stop: 6, count: 2 }).map((r) => r.key), ["k4", "k5"]);
+    assert.deepEqual(ring.collect({ count: 50 }).length, 10);
+  });
+
+  test("bad collect options are refused, naming the option", () => {
+    const ring = new TaskStreamRing();
+    assert.throws(() => ring.collect({ count: -1 }), /option count must be a whole number ≥ 0, got -1/);
+    assert.throws(() => ring.collect({ start: Number.NaN }), /option start must be epoch seconds or a duration/);
+    assert.throws(() => ring.collect({ stop: "2 fortnights" }), /Option stop of the task stream must be a duration .*unknown unit "fortnights"/);
+    assert.throws(() => ring.collect({ strat: 1 } as never), /Unknown task stream option "strat"/);
   });
 });

@@ -4,7 +4,7 @@
 // so any cluster a Client connects to — LocalCluster, Redis — is diagnosed the same way.
 
 import type { ProfileWindow } from "../../protocol/profile";
-import type { MetricRecord, SystemSample, TaskStreamRecord, WorkerRecord } from "../../protocol/records";
+import type { MetricRecord, SystemSample, TaskStreamRecord, WorkerLogLine, WorkerRecord } from "../../protocol/records";
 import type { TransferLogs } from "./bandwidth";
 import type { MemorySource } from "./memory/source";
 
@@ -29,6 +29,8 @@ export interface ClusterDiagnosticsSource {
   profile(range: TimeRange, workers?: readonly string[]): Promise<{ readonly windows: ProfileWindow[]; readonly interval: number }>;
   /** Every worker's transfer log (Dask's transfer_incoming_log / transfer_outgoing_log), entries overlapping the range. */
   transferLogs(direction: "incoming" | "outgoing", range?: TimeRange): Promise<TransferLogs>;
+  /** Every worker's recent log lines, oldest first, by worker address (Dask's `get_worker_logs`). */
+  workerLogs(): Promise<Record<string, WorkerLogLine[]>>;
   /** The cluster's CPU and memory over the range, one sample per heartbeat. */
   system(range: TimeRange): SystemSample[];
   /** Dask's cumulative_worker_metrics: every fine performance metric since the cluster started, no spans. */

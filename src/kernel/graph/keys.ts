@@ -51,6 +51,14 @@ export function formatKey(key: Key): string {
   return parts.length === 1 ? `(${parts[0]},)` : `(${parts.join(", ")})`;
 }
 
+/**
+ * Python's `str(key)`, the text Dask's records carry for a key: a string key is itself
+ * (`len-0`), so it equals the Future's key; a number or tuple key is its repr (`('x', 0)`).
+ */
+export function keyStr(key: Key): string {
+  return typeof key === "string" ? key : formatKey(key);
+}
+
 const eightHexDigits = /^[0-9a-f]{8}$/;
 const letters = /^[A-Za-z]+$/;
 const md5Like = /^[a-f0-9]{32}$/;

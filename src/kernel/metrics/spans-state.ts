@@ -5,7 +5,7 @@
 
 import { type Interval, findByTags, mergeSpans, withIdle } from "../../protocol/fpm/spans";
 import type { MetricRecord, SpanRecord, TaskStateCounts } from "../../protocol/records";
-import { type Key, formatKey } from "../graph/keys";
+import { type Key, keyStr } from "../graph/keys";
 import type { SpanPath } from "./spans";
 
 export type TaskStateName = keyof TaskStateCounts;
@@ -20,8 +20,7 @@ export const DEFAULT_SPAN_NAME = "default";
 
 /** Dask's `key_split_group`: the task group a key belongs to — a tuple key's first element, any other key itself. */
 export function groupOfKey(key: Key): string {
-  if (Array.isArray(key)) return typeof key[0] === "string" ? key[0] : formatKey(key[0] as Key);
-  return typeof key === "string" ? key : formatKey(key);
+  return keyStr(Array.isArray(key) ? (key[0] as Key) : key);
 }
 
 /** A task the scheduler learned of (Dask's `update_graph`). */

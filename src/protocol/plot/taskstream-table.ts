@@ -22,7 +22,7 @@ export class Names {
   }
 }
 
-/** A key as a record gives it: its repr, already text. */
+/** A key as a record gives it, already text (Python's `str(key)`). */
 export interface KeyRepr {
   readonly repr: string;
 }
@@ -94,7 +94,7 @@ export class TaskStreamColumns {
     return source === undefined ? undefined : this.sources.list[source];
   }
 
-  /** Dask's repr of task `task`'s key. */
+  /** Task `task`'s key as Dask's task stream gives it: `str(key)`, a string key unquoted. */
   keyText(task: number): string {
     return (this.keys[task] as KeyRepr).repr;
   }

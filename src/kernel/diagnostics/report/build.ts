@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import type { ProfileViewData } from "../../../protocol";
 import type { FpmData } from "../../../protocol/fpm";
 import type { ProfileWindow } from "../../../protocol/profile";
-import type { ReportData, ReportPart, ReportSummary, ReportWorker, VegaLiteSpecData } from "../../../protocol/report";
+import type { ReportData, ReportPart, ReportSummary, ReportWorker, ReportWorkerLog, VegaLiteSpecData } from "../../../protocol/report";
 import { escapeHTML, standalonePage } from "../../display/page";
 import { type BandwidthOptions, type TransferLogs, bandwidthSummary, bandwidthTypesSpec, bandwidthWorkersSpec } from "../bandwidth";
 import { type MemorySeries, memorySpec } from "../memory";
@@ -56,7 +56,13 @@ export interface ReportInputs {
   readonly memoryNote?: string;
   /** The FPM view's data (fine performance metrics with spans), when recorded. */
   readonly fineMetrics?: FpmData;
+  /** The workers' recent log lines; absent: `workerLogsNote` says why. */
+  readonly workerLogs?: readonly ReportWorkerLog[];
+  readonly workerLogsNote?: string;
 }
+
+/** Dask's words for a Worker Logs tab with nothing in it. */
+export const NO_LOGS = "No logs to report";
 
 const WIDTH = 1000;
 
@@ -106,6 +112,10 @@ export function buildReport(inputs: ReportInputs): ReportData {
             data: memorySpec(inputs.memorySeries, { align: false, width: WIDTH, height: 320, title: "Memory" }),
             ...(inputs.memoryNote === undefined ? {} : { note: inputs.memoryNote }),
           },
+    workerLogs:
+      inputs.workerLogs === undefined || inputs.workerLogs.every((worker) => worker.lines.length === 0)
+        ? none(inputs.workerLogsNote ?? NO_LOGS)
+        : { data: inputs.workerLogs },
   };
 }
 

@@ -1,7 +1,8 @@
 // What a performance report records of a cluster while its block runs, and gathers when it ends:
 // every task-stream record (watched as they arrive, so however many tasks ran, none is dropped),
 // the workers' compute and administrative profiles, their transfer logs, the cluster's CPU and
-// memory from heartbeats, and the fine performance metrics the workers digested in the block.
+// memory from heartbeats, the fine performance metrics the workers digested in the block, and
+// each worker's recent log lines.
 
 import type { FpmData } from "../../../protocol/fpm";
 import type { MetricRecord, SystemSample } from "../../../protocol/records";
@@ -13,12 +14,14 @@ import type { TaskStreamTable } from "../taskstream";
 import type { ResourceData } from "../types";
 import type { ReportInputs } from "./build";
 
+/** The last log lines of each worker a report shows (a worker keeps 10 000: a report of several workers stays small). */
+const REPORT_LOG_LINES = 1000;
 /** How long the report waits for every worker's heartbeat after the block (its last metrics and memory). */
 const LAST_HEARTBEAT_MS = 3000;
 
 export type ClusterReportInputs = Pick<
   ReportInputs,
-  "scheduler" | "workers" | "threads" | "memory" | "workerList" | "profile" | "profileNote" | "transfers" | "transfersNote" | "system" | "systemTitle" | "fineMetrics"
+  "scheduler" | "workers" | "threads" | "memory" | "workerList" | "profile" | "profileNote" | "transfers" | "transfersNote" | "system" | "systemTitle" | "fineMetrics" | "workerLogs" | "workerLogsNote"
 > & { readonly heartbeatMemory: MemorySeries[] };
 
 export class ClusterRecording {
@@ -40,9 +43,10 @@ export class ClusterRecording {
     const { cluster } = this;
     const range = { start: started, stop: stopped };
     // A cluster that closed (or lost workers) in the block still gets its report, saying what is missing.
-    const [profile, logs] = await Promise.all([
+    const [profile, logs, workerLogs] = await Promise.all([
       settled(cluster.profile(range)),
       settled(cluster.transferLogs("incoming", range)),
+      settled(cluster.workerLogs()),
       cluster.reportedSince(stopped, LAST_HEARTBEAT_MS),
     ]);
     const workers = cluster.workers();
@@ -67,6 +71,9 @@ export class ClusterRecording {
       ...(logs instanceof Error
         ? { transfersNote: `The workers' transfer logs could not be read: ${logs.message}` }
         : { transfers: { logs: nameTransferLogs(logs, workers), direction: "incoming" as const } }),
+      ...(workerLogs instanceof Error
+        ? { workerLogsNote: `The workers' logs could not be read: ${workerLogs.message}` }
+        : { workerLogs: workers.map((w) => ({ name: w.name, address: w.address, lines: (workerLogs[w.address] ?? []).slice(-REPORT_LOG_LINES) })) }),
       system: system.map(toResourceData),
       systemTitle: `CPU and memory of the cluster's ${workers.length} worker${workers.length === 1 ? "" : "s"} (summed, from heartbeats)`,
       ...(metrics.length > 0 ? { fineMetrics } : {}),

@@ -17,7 +17,7 @@ import { now } from "../types";
 import { MAIN_SOURCE } from "../../profiling/main-thread";
 import { runningCellSource } from "../../display/tslab";
 import { clusterSource } from "../cluster-source";
-import { type ReportInputs, buildReport, reportPage } from "./build";
+import { NO_LOGS, type ReportInputs, buildReport, reportPage } from "./build";
 import { ClusterRecording } from "./cluster";
 
 export interface PerformanceReportOptions {
@@ -114,6 +114,7 @@ export async function performanceReport<T>(options: PerformanceReportOptions, bl
       system: samples,
       memorySeries: series.length > 0 ? series : processSeries(samples),
       memoryNote: series.length > 0 ? undefined : "No MemorySampler sampled inside this block: this is the process memory the System tab also shows.",
+      workerLogsNote: `${NO_LOGS}: the local schedulers' workers keep no logs (a cluster's workers do).`,
     };
   }
   const data = buildReport(inputs);

@@ -4,7 +4,7 @@
 
 import { ACTIONS, type KeyRepr, TaskStreamColumns } from "../../../protocol/plot/taskstream-table";
 import type { TaskStreamRecord } from "../../../protocol/records";
-import { type Key, formatKey, keyPrefix } from "../../graph/keys";
+import { type Key, keyPrefix, keyStr } from "../../graph/keys";
 
 export { ACTIONS };
 
@@ -39,7 +39,7 @@ export class TaskStreamTable extends TaskStreamColumns {
     return table;
   }
 
-  /** Task `task`'s key (its repr, for tables read from records). */
+  /** Task `task`'s key (its text, for tables read from records). */
   keyOf(task: number): Key {
     const key = this.keys[task];
     return isRepr(key) ? key.repr : (key as Key);
@@ -47,7 +47,7 @@ export class TaskStreamTable extends TaskStreamColumns {
 
   override keyText(task: number): string {
     const key = this.keys[task];
-    return isRepr(key) ? key.repr : formatKey(key as Key);
+    return isRepr(key) ? key.repr : keyStr(key as Key);
   }
 
   private prefixOf(key: Key): number {

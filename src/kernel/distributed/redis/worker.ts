@@ -28,6 +28,7 @@ import { decodeValue } from "../frames";
 import type { RunMessage, RunReplyMessage, WireTask, WorkerMetrics } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import type { Metric } from "../../metrics/context-meter";
+import { WorkerLog, startLines } from "../worker/logs";
 import { Digests, InstructionLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "./inline";
@@ -176,6 +177,8 @@ export class RedisWorker {
   /** Fine performance metrics since the worker started (each task's also travel with its outcome). */
   private readonly digests = new Digests();
   private readonly held = new HeldValues();
+  /** Its recent log lines, for `client.run` and the performance report's Worker Logs tab. */
+  private readonly logs = new WorkerLog();
   /** Tiny tasks run on this thread (see ./inline), which prefixes qualify. */
   private readonly inline = new InlineRunner();
   private readonly inlinePolicy = new InlinePolicy();
@@ -196,10 +199,14 @@ export class RedisWorker {
     private readonly clock: WorkerClock,
     /** Samples the task threads (compute) and the main thread (administrative), answers profile requests. */
     private readonly profiler: WorkerProfiler,
-    private readonly log: (line: string) => void,
+    /** Where its log lines are printed (the `log` option, else stderr). */
+    private readonly print: (line: string) => void,
   ) {
     this.name = name;
     this.target = target;
+    // Results live in Redis: no folder of its own to name.
+    const started = { name, nthreads: options.nthreads, memoryLimit: options.memoryLimit };
+    for (const line of startLines(started, name)) this.logs.add({ time: clock.schedulerNow(), level: "INFO", message: line });
     this.gate = new FunctionGate({ worker: name, host: hostname(), allowSource: options.allowSource, moduleRoots: options.moduleRoots });
     this.view = this.makeView();
   }
@@ -666,7 +673,14 @@ export class RedisWorker {
       tasks: () => this.taskCounts(),
       executedCount: () => this.executed,
       ...recordedSources({ clock: this.clock, digests: this.digests, transfers: this.transfers }),
+      logs: () => this.logs.lines(),
     });
+  }
+
+  /** Keeps the line (what it reports is a warning: trouble it met and how it went on) and prints it. */
+  private log(line: string): void {
+    this.logs.add({ time: this.clock.schedulerNow(), level: "WARNING", message: line });
+    this.print(line);
   }
 
   /** Tasks handed to the runner beyond one per thread wait there for a thread: Dask's "ready", not "executing". */

@@ -10,17 +10,35 @@ export const RECENT_TO_OLD_SECONDS = 30;
 /** Dask's `distributed.scheduler.bandwidth`: the estimate before any transfer was measured. */
 export const DEFAULT_BANDWIDTH = 100_000_000;
 
-/** One worker's memory, as its heartbeats report it, with its recent unmanaged memory. */
+/**
+ * One worker's memory, as its heartbeats report it, with its recent unmanaged memory. Managed
+ * memory is kept current between heartbeats as Dask's scheduler keeps it (`WorkerState.memory`
+ * reads `ws.nbytes`, updated the moment a result lands or is released): the heartbeat's figure
+ * moved by the bytes of results the scheduler has counted in or out since. At rest that is the
+ * heartbeat's figure, so what only the worker knows (a Redis worker's inputs held by a running
+ * task) still counts.
+ */
 export class WorkerMemory {
   process = 0;
-  managed = 0;
   spilled = 0;
+  /** Managed bytes the latest heartbeat reported, and `heldBytes()` when it arrived. */
+  private reportedManaged = 0;
+  private heldAtReport = 0;
   /** (time, unmanaged bytes) of the heartbeats of the last RECENT_TO_OLD_SECONDS, oldest first. */
   private readonly history: { time: number; unmanaged: number }[] = [];
 
+  /** `heldBytes`: the bytes of the results the scheduler knows the worker holds (Dask's `ws.nbytes`). */
+  constructor(private readonly heldBytes: () => number) {}
+
+  /** Never more than the process holds (Dask's MemoryState: the parts add up to the whole). */
+  get managed(): number {
+    return Math.min(this.process, Math.max(0, this.reportedManaged + this.heldBytes() - this.heldAtReport));
+  }
+
   update(metrics: WorkerMetrics, time: number): void {
     this.process = metrics.memory;
-    this.managed = metrics.managedBytes;
+    this.reportedManaged = metrics.managedBytes;
+    this.heldAtReport = this.heldBytes();
     this.spilled = metrics.spilledBytes.disk;
     this.history.push({ time, unmanaged: this.unmanaged });
     while (this.history.length > 1 && this.history[0].time < time - RECENT_TO_OLD_SECONDS) this.history.shift();

@@ -43,7 +43,7 @@ import {
   type SchedulerOptions,
   WAITING,
 } from "./task-table";
-import { TaskStreamRing } from "./task-stream";
+import { TaskStreamRing, taskStreamKey } from "./task-stream";
 import { WorkerState } from "./workers";
 
 export type { TaskFailure, TaskListener } from "./listeners";
@@ -434,7 +434,7 @@ export class ClusterState extends WorkStealing {
     if (slot === undefined || this.state[slot] !== PROCESSING) return;
     if (report.digests !== undefined) this.addDigests(report.digests);
     this.taskStream.push({
-      key: this.names[slot],
+      key: taskStreamKey(this.keys[slot]),
       prefix: this.prefixes[slot],
       worker: ws.address,
       thread: report.thread,
@@ -644,7 +644,7 @@ export class ClusterState extends WorkStealing {
 
   private streamRecord(slot: number, ws: WorkerState, report: TaskFinishedMessage): TaskStreamRecord {
     return {
-      key: this.names[slot],
+      key: taskStreamKey(this.keys[slot]),
       prefix: this.prefixes[slot],
       worker: ws.address,
       thread: report.thread,

@@ -6,23 +6,41 @@
 // the garbage collector to copy and mark on every computation. A record is rebuilt when read.
 
 import type { StartStop, TaskStreamRecord } from "../../../protocol/records";
+import { now as clockNow } from "../../clock";
+import { keyFromId, keyStr } from "../../graph/keys";
+import { checkNames } from "../../names";
+import { parseTimedelta } from "../../timedelta";
 import { type NumberColumn, grownColumn } from "./columns";
 
 /** Dask's `distributed.scheduler.dashboard.tasks.task-stream-length`. */
 export const DEFAULT_TASK_STREAM_LENGTH = 100_000;
 
 export interface CollectOptions {
-  /** Epoch seconds: records whose last stop is at or after it. */
-  readonly start?: number;
-  /** Epoch seconds: records whose last stop is before it. */
-  readonly stop?: number;
-  /** At most this many, the newest. */
+  /**
+   * Records whose last stop is at or after it: epoch seconds, or a duration back from now
+   * (`"20 s"`, `"2 minutes"`: Dask's relative times).
+   */
+  readonly start?: number | string;
+  /** Records whose last stop is before it: epoch seconds, or a duration back from now. */
+  readonly stop?: number | string;
+  /**
+   * At most this many (Dask's rule): alone, the newest; with `start`, the first after it; with
+   * `stop`, the last before it; with both, ignored.
+   */
   readonly count?: number;
   /**
    * An earlier `index`: the records appended since then (still in the ring), whatever their
    * times, so clock skew or late reports never hide a task (Dask #9253). Overrides start/stop.
    */
   readonly startIndex?: number;
+}
+
+/**
+ * The `key` of the record of the task whose key id (graph/keys.ts `keyId`) is `id`: the key as
+ * Dask's TaskStreamPlugin gives it, a string key itself, so `record.key === future.key`.
+ */
+export function taskStreamKey(id: string): string {
+  return keyStr(keyFromId(id));
 }
 
 /** Columns grow by doubling up to the capacity, so a small ring costs little. */
@@ -106,18 +124,22 @@ export class TaskStreamRing {
     };
   }
 
-  /** Oldest first. */
-  collect(options: CollectOptions = {}): TaskStreamRecord[] {
+  /** Oldest first, chosen as Dask's `TaskStreamPlugin.collect` does; `now` resolves relative times. */
+  collect(options: CollectOptions = {}, now: number = clockNow()): TaskStreamRecord[] {
+    const { start, stop, count, startIndex } = checkCollectOptions(options);
     const first = this.appended - this.length;
     let from = first;
     let to = this.appended;
-    if (options.startIndex !== undefined) {
-      from = this.heldFrom(options.startIndex);
+    if (startIndex !== undefined) {
+      from = this.heldFrom(startIndex);
     } else {
-      if (options.start !== undefined) from = this.bisect(first, to, options.start);
-      if (options.stop !== undefined) to = Math.max(from, this.bisect(from, to, options.stop));
+      const position = (time: number | string, option: string): number =>
+        this.bisect(first, this.appended, typeof time === "string" ? now - parseTimedelta(time, `${option} of the task stream`) : time);
+      if (start !== undefined) from = position(start, "start");
+      if (stop !== undefined) to = position(stop, "stop");
+      if (count !== undefined && start === undefined) from = Math.max(first, to - count);
+      else if (count !== undefined && stop === undefined) to = Math.min(this.appended, from + count);
     }
-    if (options.count !== undefined) from = Math.max(from, to - Math.max(0, options.count));
     const out: TaskStreamRecord[] = [];
     for (let i = from; i < to; i++) out.push(this.record(i % this.capacity));
     return out;
@@ -195,4 +217,23 @@ export class TaskStreamRing {
     }
     return lo;
   }
+}
+
+const COLLECT_OPTIONS = ["start", "stop", "count", "startIndex"];
+
+/** `options`, refused with a TypeError naming the option that is not what it should be. */
+function checkCollectOptions(options: CollectOptions): CollectOptions {
+  checkNames(options, COLLECT_OPTIONS, "task stream option");
+  const { start, stop, count, startIndex } = options;
+  for (const [name, time] of [["start", start], ["stop", stop]] as const) {
+    if (time !== undefined && typeof time !== "string" && !(typeof time === "number" && Number.isFinite(time))) {
+      throw new TypeError(`Task stream option ${name} must be epoch seconds or a duration back from now such as "20 s", got ${JSON.stringify(time)}`);
+    }
+  }
+  for (const [name, number] of [["count", count], ["startIndex", startIndex]] as const) {
+    if (number !== undefined && !(Number.isInteger(number) && number >= 0)) {
+      throw new TypeError(`Task stream option ${name} must be a whole number ≥ 0, got ${JSON.stringify(number)}`);
+    }
+  }
+  return options;
 }

@@ -34,7 +34,7 @@ export class WorkerState {
   /** Estimated (worker clock − scheduler clock), seconds. */
   clockOffset: number;
   cpu = 0;
-  readonly memory = new WorkerMemory();
+  readonly memory = new WorkerMemory(() => this.nbytes);
   metrics: WorkerMetrics | undefined;
   /** Heartbeats received so far. */
   heartbeats = 0;

@@ -4,7 +4,7 @@
 
 import type { Key } from "../../graph/keys";
 import { keyFromId, keyId } from "../../graph/keys";
-import type { MetricRecord, TransferLogEntry, WorkerStatus } from "../../../protocol/records";
+import type { MetricRecord, TransferLogEntry, WorkerLogLine, WorkerStatus } from "../../../protocol/records";
 import type { WorkerClock } from "./clock";
 import type { DigestKey, Digests } from "./digests";
 import type { TransferStats } from "./transfers";
@@ -64,6 +64,8 @@ export interface WorkerView {
   readonly clockOffset: number;
   /** Seconds added to this worker's clock on purpose (WorkerStartConfig.clockOffset or TSDASK_CLOCK_OFFSET). */
   readonly simulatedClockOffset: number;
+  /** Its recent log lines, oldest first (Dask's `get_logs`), the last 10 000. */
+  readonly logs: readonly WorkerLogLine[];
 }
 
 /** The worker's parts the view reads. */
@@ -88,6 +90,7 @@ export interface ViewSource {
   digestTuples(): [DigestKey, number][];
   clockOffset(): number;
   simulatedClockOffset: number;
+  logs(): WorkerLogLine[];
 }
 
 /** What every worker records the same way, whatever carries its tasks: its clock, its digests, its transfer logs. */
@@ -172,5 +175,8 @@ export function workerView(source: ViewSource): WorkerView {
       return source.clockOffset();
     },
     simulatedClockOffset: source.simulatedClockOffset,
+    get logs() {
+      return source.logs();
+    },
   });
 }

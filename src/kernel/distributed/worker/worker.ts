@@ -7,11 +7,12 @@
 import { mkdirSync, rmSync } from "node:fs";
 import type { Server } from "node:net";
 import { hostname } from "node:os";
+import { formatBytes } from "../../../protocol/format";
 import { now as machineNow } from "../../clock";
 import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { resolveFunction } from "../../execution/functions";
 import { packError } from "../../execution/wire";
-import type { StartStop, WorkerStatus } from "../../../protocol/records";
+import type { StartStop, WorkerLogLine, WorkerStatus } from "../../../protocol/records";
 import { checkProfilingOptions } from "../../profiling/hub";
 import { decodeBatch, encodeBatches } from "../batches";
 import { Connection, listen } from "../comm";
@@ -33,6 +34,7 @@ import { WorkerClock, simulatedClockOffset } from "./clock";
 import { Digests, InstructionLedger, ExecuteLedger } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
 import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
+import { WorkerLog, computeFailedLine, memoryLine, startLines } from "./logs";
 import { keyRepr, typeName } from "./names";
 import { type FetchResult, PeerClient, sendMetered, serveGetData } from "./peers";
 import { WorkerProfiler } from "./profile";
@@ -57,6 +59,8 @@ export class Worker {
   /** TSDASK_METRICS=off: tasks digest nothing (to measure what metrics cost, bench/cluster-fpm.ts). */
   private readonly metricsOn = process.env.TSDASK_METRICS !== "off";
   private readonly transfers = new TransferStats();
+  /** Its recent log lines, for `client.run` and the performance report's Worker Logs tab. */
+  private readonly logs = new WorkerLog();
   private readonly thresholds: MemoryThresholds;
   private readonly runner: TaskRunner;
   private readonly profiler: WorkerProfiler;
@@ -105,6 +109,7 @@ export class Worker {
         now: worker.heartbeatSentAt,
         memory: process.memoryUsage.rss(),
       });
+      for (const line of startLines(config, worker.address)) worker.note("INFO", line);
       worker.monitorTimer = setInterval(() => worker.monitorMemory(), MONITOR_INTERVAL_MS);
       worker.monitorTimer.unref();
       worker.onClosed = onClosed;
@@ -276,6 +281,8 @@ export class Worker {
       event = { type: "execute-success", key, nbytes, resultType, thread: run.thread, startstops };
     } else {
       event = { type: "execute-failure", key, error: run.error!, thread: run.thread, startstops };
+      // Dask's worker logs every failed task (its key and exception, both the user's text).
+      this.note("WARNING", computeFailedLine(key, run.error!));
     }
     // Digested before the state machine hears of it: the next task it starts is not this one's time.
     if (account !== undefined) {
@@ -516,6 +523,7 @@ export class Worker {
         spilled += bytes;
       }
       if (spilled > 0) {
+        this.note("INFO", memoryLine(`Spilled ${formatBytes(spilled)} to disk`, rss, limit));
         // Spilled values give their memory back at once, unless they had been lent out: the store
         // then asks for a collection.
         if (this.store.awaitsCollection) this.collect();
@@ -532,6 +540,9 @@ export class Worker {
   }
 
   private setStatus(status: WorkerStatus): void {
+    if (status === "paused" || (status === "running" && this.status === "paused")) {
+      this.note("INFO", memoryLine(status === "paused" ? "Pausing worker" : "Resuming worker", process.memoryUsage.rss(), this.config.memoryLimit));
+    }
     this.status = status;
     this.send({ op: "worker-status-change", status });
     if (status === "paused") this.apply({ type: "pause" });
@@ -574,7 +585,14 @@ export class Worker {
     this.onClosed(reason);
   }
 
+  /** Keeps a line in the worker's log (what `client.run` and the report's Worker Logs tab read), not printed. */
+  private note(level: WorkerLogLine["level"], text: string): void {
+    this.logs.add({ time: this.clock.schedulerNow(), level, message: text });
+  }
+
+  /** Trouble the worker met and went on from: kept, and printed to stderr (the notebook's). */
   private log(text: string): void {
+    this.note("WARNING", text);
     process.stderr.write(`tsdask worker ${this.config.name} (${this.address}): ${text}\n`);
   }
 
@@ -599,6 +617,7 @@ export class Worker {
       tasks: () => this.state.taskCounts(),
       executedCount: () => this.state.executedCount,
       ...recordedSources({ clock: this.clock, digests: this.digests, transfers: this.transfers }),
+      logs: () => this.logs.lines(),
     });
   }
 }
