@@ -32,6 +32,7 @@ import { registerClusterSource } from "../../diagnostics/cluster-source";
 import type { RedisClusterOptions } from "../redis/cluster";
 import type { WorkerState } from "../scheduler/workers";
 import { computeGraph } from "./computation";
+import { SchedulerPlugin } from "../plugins";
 import {
   type ClientBandwidthOptions,
   type ClientProfileOptions,
@@ -72,6 +73,8 @@ const openClients: Client[] = [];
 
 export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposable {
   protected readonly cardTitle = "Client";
+  /** Dask's client id: what scheduler plugins hear in addClient, removeClient and updateGraph. */
+  readonly id = `Client-${randomUUID()}`;
   private readonly holds = new Set<FutureHold>();
   private closed = false;
   private readonly stopWatching: () => void;
@@ -94,6 +97,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     this.unregisterDiagnostics = registerClusterSource(this.diagnostics);
     // While open, the cluster feeds the kernel's dashboard (the JupyterLab panels, serveDashboard()).
     this.leaveDashboard = clusterFeed(cluster).attach(dashboardPublisher, "Client");
+    cluster.scheduler.addClient(this.id);
   }
 
   /**
@@ -209,7 +213,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     }
     const plan = buildPlan(Graph.from(graph), key);
     const keyIds = plan.ids;
-    const submission = { ...planSubmission(plan, keyIds, this.scheduler.functions, () => false), ...planSpans(plan) };
+    const submission = { ...planSubmission(plan, keyIds, this.scheduler.functions, () => false), ...planSpans(plan), client: this.id };
     const slots = this.scheduler.submit(submission);
     const [output] = submission.wanted;
     return this.futureFor(plan.keys[output], keyIds[output], slots[output]);
@@ -257,13 +261,34 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
       const spec = this.scheduler.functions.specFor(what as AnyFunction, "client.run");
       return this.scheduler.runOnWorkers(spec);
     }
-    return computeGraph(this.scheduler, what);
+    return computeGraph(this.scheduler, what, this.id);
   }
 
   /** Runs `fn` with the scheduler object (in this process): its task stream, workers, metrics… */
   async runOnScheduler<R>(fn: (scheduler: Scheduler) => R): Promise<Awaited<R>> {
     this.checkOpen();
     return await fn(this.scheduler);
+  }
+
+  // ---- Plugins ---------------------------------------------------------------------------------
+
+  /**
+   * Dask's `client.register_plugin(plugin, name, idempotent)`: a SchedulerPlugin runs its `start`
+   * and then hears the scheduler's events. `name` defaults to the plugin's own name, else its class
+   * name with a random suffix; a plugin whose `start` throws is not registered (the error is thrown).
+   */
+  async registerPlugin(plugin: SchedulerPlugin, options: RegisterPluginOptions = {}): Promise<void> {
+    this.checkOpen();
+    checkOptionNames("registerPlugin", options, REGISTER_PLUGIN_OPTIONS);
+    if (!(plugin instanceof SchedulerPlugin)) throw new TypeError(`registerPlugin takes a SchedulerPlugin (a class extending it), got ${describe(plugin)}`);
+    const name = options.name ?? plugin.name ?? `${plugin.constructor.name}-${randomUUID()}`;
+    await this.scheduler.plugins.register(plugin, name, options.idempotent ?? plugin.idempotent ?? false);
+  }
+
+  /** Dask's `client.unregister_scheduler_plugin(name)`; an unknown name is an error naming it. */
+  async unregisterSchedulerPlugin(name: string): Promise<void> {
+    this.checkOpen();
+    this.scheduler.plugins.remove(name);
   }
 
   // ---- Diagnosing performance (seed 003) ---------------------------------------------------------
@@ -392,6 +417,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     this.stopWatching();
     this.unregisterDiagnostics();
     this.leaveDashboard();
+    this.scheduler.removeClient(this.id);
     for (const hold of [...this.holds]) hold.release();
     const at = openClients.indexOf(this);
     if (at >= 0) openClients.splice(at, 1);
@@ -440,6 +466,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
       order: Int32Array.from(entries, (_, i) => i),
       wanted: calling.map((_, i) => i),
       span: currentSpan(),
+      client: this.id,
     };
     const slots = this.scheduler.submit(submission);
     return calling.map((call, i) => this.futureFor(call.key, call.key, slots[i]));
@@ -499,6 +526,14 @@ export interface MapOptions {
   readonly pure?: boolean;
 }
 const MAP_OPTIONS = ["key", "pure"];
+
+export interface RegisterPluginOptions {
+  /** The name to register under (default: the plugin's `name`, else its class name and a random suffix). */
+  readonly name?: string;
+  /** Keep a plugin already registered under the name (default: the plugin's `idempotent`, else false: replace it). */
+  readonly idempotent?: boolean;
+}
+const REGISTER_PLUGIN_OPTIONS = ["name", "idempotent"];
 
 export interface GatherOptions {
   /** "raise" (default): an erred Future rejects the gather; "skip": it is left out. */

@@ -11,6 +11,8 @@ import type { FromWorker, GatherReplyMessage, ProfileReplyMessage, RegisterMessa
 import { DEFAULT_PROFILING } from "../../profiling/hub";
 import { type ProfileWindow, unpackProfile } from "../../../protocol/profile";
 import { FunctionTable } from "../../execution/ship";
+import { type Key, keyFromId } from "../../graph/keys";
+import { type GraphUpdate, SchedulerPlugins } from "./plugins";
 import { ClusterState, type GraphSubmission, type SchedulerOptions, type TaskListener } from "./state";
 import type { CollectOptions, TaskStreamRing } from "./task-stream";
 import type { Transport, TransportEvents } from "./transport";
@@ -70,6 +72,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Told when the scheduler closes (computations and Futures waiting on it): a Set, so thousands of waiters cost O(1) each. */
   private readonly closeWatchers = new Set<() => void>();
   private readonly syncs = new Set<MetricsSync>();
+  /** Scheduler plugins (Dask's SchedulerPlugin), by name: see ./plugins. */
+  readonly plugins: SchedulerPlugins<Scheduler>;
+  /** The ids of the clients connected now (Dask's `clients`). */
+  readonly clients = new Set<string>();
+  /** Dask's totals since the scheduler started, for its Prometheus metrics. */
+  readonly totals = { workersAdded: 0, workersRemoved: 0, clientsAdded: 0, clientsRemoved: 0 };
 
   constructor(
     readonly transport: Transport,
@@ -82,6 +90,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       functionSpec: (id) => this.functions.spec(id),
       listenerFailed: (error) => this.listenerFailed("A task listener", error),
     });
+    this.plugins = new SchedulerPlugins<Scheduler>(this, this.state, (who, error) => this.listenerFailed(who, error));
   }
 
   async start(): Promise<void> {
@@ -193,7 +202,22 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const slots = this.state.submit(graph, listener, now());
     this.scheduleFlush();
     this.tell("graph-submitted", graph, slots);
+    if (this.plugins.names.length > 0) this.plugins.updateGraph(graphUpdate(graph, slots, this.state));
     return slots;
+  }
+
+  /** A client connected (Dask's add_client): plugins hear it. */
+  addClient(id: string): void {
+    this.clients.add(id);
+    this.totals.clientsAdded++;
+    this.plugins.addClient(id);
+  }
+
+  /** A client disconnected (Dask's remove_client). */
+  removeClient(id: string): void {
+    if (!this.clients.delete(id)) return;
+    this.totals.clientsRemoved++;
+    this.plugins.removeClient(id);
   }
 
   want(slot: number): void {
@@ -333,6 +357,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     for (const watcher of [...this.closeWatchers]) watcher();
     this.closeWatchers.clear();
     for (const sync of [...this.syncs]) sync.done();
+    // Dask closes plugins after telling the workers to go and before the comms close.
+    await this.plugins.close();
     await this.transport.close();
   }
 
@@ -342,8 +368,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (this.closed) return;
     this.functions.setWorkerGlobals(registration.globals);
     const ws = this.state.addWorker(registration, now());
+    this.totals.workersAdded++;
     this.flush();
     this.tell("worker-joined", ws);
+    this.plugins.addWorker(ws.address);
   }
 
   private received(worker: WorkerAddress, messages: readonly FromWorker[]): void {
@@ -394,9 +422,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.requests.delete(id);
       request.settle(new Error(`Worker ${worker} left: ${reason}`));
     }
+    this.totals.workersRemoved++;
     this.flush();
     if (this.syncs.size > 0) this.checkSyncs();
     this.tell("worker-left", worker, reason);
+    this.plugins.removeWorker(worker, reason);
   }
 
   // ---- Listeners -------------------------------------------------------------------------------
@@ -507,4 +537,15 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.failure = error;
     await this.close();
   }
+}
+
+/** What plugins' updateGraph hears of a submission: the client, wanted keys, every key, priorities. */
+function graphUpdate(graph: GraphSubmission, slots: Int32Array, state: ClusterState): GraphUpdate {
+  const tasks = graph.keys.map(keyFromId);
+  const priority = new Map<Key, readonly [number, number]>();
+  slots.forEach((slot, entry) => {
+    const [submission, order] = state.priorityOf(slot);
+    priority.set(tasks[entry], [submission, order]);
+  });
+  return { client: graph.client ?? "unknown", keys: new Set(graph.wanted.map((entry) => tasks[entry])), tasks, priority };
 }

@@ -28,13 +28,13 @@ import type {
 } from "../messages";
 import { type NumberColumn, grownColumn } from "./columns";
 import { BandwidthEstimate, CumulativeMetrics, SystemHistory, clusterMemory } from "./heartbeats";
-import { type TaskFailure, type TaskListener, TaskListeners } from "./listeners";
+import { type TaskFailure, type TaskListener, TaskListeners, type TransitionObserver } from "./listeners";
 import { SlotHeap } from "./queue";
 import { TaskStreamRing } from "./task-stream";
 import type { Placement } from "./transport";
 import { WorkerState } from "./workers";
 
-export type { TaskFailure, TaskListener } from "./listeners";
+export type { TaskFailure, TaskListener, TransitionObserver } from "./listeners";
 
 // Task states, Dask's names. A free slot is FORGOTTEN.
 export const RELEASED = 0;
@@ -75,6 +75,8 @@ export interface GraphSubmission {
   readonly wanted: readonly number[];
   /** The span the graph was submitted in (the client's `currentSpan()`); absent: the default span. */
   readonly span?: SpanPath;
+  /** The id of the client that submitted it (scheduler plugins' updateGraph hears it). */
+  readonly client?: string;
   /** Only when a collection tagged some tasks (`spanOfSpec`): entry i's own span where it has one. */
   readonly taskSpans?: readonly (SpanPath | undefined)[];
 }
@@ -265,6 +267,11 @@ export class ClusterState {
   nbytesOf(slot: number): number {
     return this.nbytes[slot];
   }
+  /** Dask's priority tuple: [submission, static order within it]. */
+  priorityOf(slot: number): [number, number] {
+    const priority = this.priority[slot];
+    return [Math.floor(priority / SUBMISSION_SPAN), priority % SUBMISSION_SPAN];
+  }
   failureOf(slot: number): TaskFailure | undefined {
     return this.failures.get(slot);
   }
@@ -314,6 +321,11 @@ export class ClusterState {
 
   removeListener(slot: number, listener: TaskListener): void {
     this.listeners.remove(slot, listener);
+  }
+
+  /** `observer` hears every task's every state change from now on (scheduler plugins); undefined: nobody. */
+  observeTransitions(observer: TransitionObserver | undefined): void {
+    this.listeners.observeTransitions(observer);
   }
 
   /**
@@ -650,7 +662,8 @@ export class ClusterState {
     this.capacity = capacity;
   }
 
-  private setState(slot: number, state: number): void {
+  /** `worker` and `report`: the report that caused the change, for those who observe transitions. */
+  private setState(slot: number, state: number, worker?: WorkerState, report?: TaskFinishedMessage | TaskErredMessage): void {
     const from = this.state[slot];
     this.counts[from]--;
     this.counts[state]++;
@@ -660,6 +673,7 @@ export class ClusterState {
       span[SPAN_STATE[from]]--;
       span[SPAN_STATE[state]]++;
     }
+    if (this.listeners.observed) this.listeners.transitioned(this.keys[slot], STATE_NAMES[from], STATE_NAMES[state], worker, report);
   }
 
   private isNeeded(slot: number): boolean {
@@ -1017,7 +1031,7 @@ export class ClusterState {
     } else {
       this.inFlight--;
     }
-    this.setState(slot, MEMORY);
+    this.setState(slot, MEMORY, ws, report);
     this.nbytes[slot] = report.nbytes;
     if (this.placement === "locality") this.addHolder(slot, ws, report.nbytes);
     this.learn(slot, report);
@@ -1065,11 +1079,11 @@ export class ClusterState {
       startstops: report.startstops,
       span: this.spanOf(slot),
     });
-    this.fail(slot, { kind: "error", key: this.keys[slot], name: this.names[slot], error: report.error });
+    this.fail(slot, { kind: "error", key: this.keys[slot], name: this.names[slot], error: report.error }, ws, report);
   }
 
   /** `root` fails, and every dependent still to run fails with it. */
-  private fail(root: number, failure: TaskFailure): void {
+  private fail(root: number, failure: TaskFailure, worker?: WorkerState, report?: TaskErredMessage): void {
     const stack = [root];
     const failed: number[] = [];
     const unusedInputs: number[] = [];
@@ -1089,7 +1103,8 @@ export class ClusterState {
           if (slot !== root) this.toForget.push(this.keys[slot]);
         }
       }
-      this.setState(slot, ERRED);
+      if (slot === root) this.setState(slot, ERRED, worker, report);
+      else this.setState(slot, ERRED);
       this.failures.set(slot, failure);
       this.dropInputs(slot, unusedInputs);
       this.listeners.erred(slot, failure);
