@@ -18,6 +18,8 @@ import type { FpmData } from "../../../protocol/fpm";
 import type { MetricRecord, SpanRecord } from "../../../protocol/records";
 import { now } from "../../clock";
 import { dashboardPublisher } from "../../dashboard/publisher";
+import { registerMetricsSource } from "../../dashboard/server";
+import { schedulerMetricsSource } from "../metrics-source";
 import { type GraphRun, type GraphScheduler, setDefaultGraphScheduler } from "../../scheduler/get";
 import type { WireTask } from "../messages";
 import type { Scheduler } from "../scheduler/scheduler";
@@ -83,6 +85,8 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
   private readonly unregisterDiagnostics: () => void;
   /** Takes the cluster off the notebook's dashboard feed. */
   private readonly leaveDashboard: () => void;
+  /** Stops serveDashboard()'s `/metrics` serving this cluster's metrics. */
+  private readonly unregisterMetrics: () => void;
 
   private constructor(
     readonly cluster: ClusterHandle,
@@ -97,6 +101,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     this.unregisterDiagnostics = registerClusterSource(this.diagnostics);
     // While open, the cluster feeds the kernel's dashboard (the JupyterLab panels, serveDashboard()).
     this.leaveDashboard = clusterFeed(cluster).attach(dashboardPublisher, "Client");
+    this.unregisterMetrics = registerMetricsSource(schedulerMetricsSource(cluster.scheduler));
     cluster.scheduler.addClient(this.id);
   }
 
@@ -417,6 +422,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     this.stopWatching();
     this.unregisterDiagnostics();
     this.leaveDashboard();
+    this.unregisterMetrics();
     this.scheduler.removeClient(this.id);
     for (const hold of [...this.holds]) hold.release();
     const at = openClients.indexOf(this);

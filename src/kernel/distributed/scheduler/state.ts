@@ -30,6 +30,7 @@ import { type NumberColumn, grownColumn } from "./columns";
 import { BandwidthEstimate, CumulativeMetrics, SystemHistory, clusterMemory } from "./heartbeats";
 import { type TaskFailure, type TaskListener, TaskListeners, type TransitionObserver } from "./listeners";
 import { SlotHeap } from "./queue";
+import { PrefixLedger, type PrefixTotals } from "./prefixes";
 import { TaskStreamRing } from "./task-stream";
 import type { Placement } from "./transport";
 import { WorkerState } from "./workers";
@@ -48,6 +49,8 @@ export const FORGOTTEN = 6;
 export const NO_WORKER = 7;
 const STATE_NAMES = ["released", "waiting", "queued", "processing", "memory", "erred", "forgotten", "no-worker"] as const;
 export type TaskStateName = (typeof STATE_NAMES)[number];
+/** The state names by number (PrefixTotals.states is indexed by them). */
+export const TASK_STATE_NAMES: readonly TaskStateName[] = STATE_NAMES;
 /** Each state's index in a span's counts (Dask's TaskGroup states): no-worker tasks are queued there. */
 const SPAN_STATE = Uint8Array.from(STATE_NAMES, (name) => SPAN_STATES.indexOf(name === "no-worker" ? "queued" : name));
 
@@ -170,6 +173,8 @@ export class ClusterState {
   readonly cumulativeMetrics = new CumulativeMetrics();
   /** Dask's spans extension: spans, their tasks' counts and times, their metrics, the cluster's threads over time. */
   readonly spans = new SpansState();
+  /** Each prefix's transitions and phase seconds since the start (Prometheus reads them). */
+  readonly prefixTotals = new PrefixLedger(STATE_NAMES.length);
 
   // ---- The task table: columns indexed by slot -------------------------------------------------
   private capacity = 0;
@@ -192,6 +197,8 @@ export class ClusterState {
   private readonly groups: string[] = [];
   /** Each task's span (its group's). */
   private readonly spanTasks: SpanTasks[] = [];
+  /** Each task's prefix totals. */
+  private readonly totalsOf: PrefixTotals[] = [];
   private readonly tasks: (WireTask | undefined)[] = [];
   private readonly functionIds: (readonly number[])[] = [];
   private readonly dependencies: (readonly number[])[] = [];
@@ -287,6 +294,22 @@ export class ClusterState {
   }
   processingWorker(slot: number): WorkerState | undefined {
     return this.processingOn[slot];
+  }
+  /** Task groups with live tasks (Dask's task_groups). */
+  get taskGroupCount(): number {
+    return this.groupStats.size;
+  }
+  /** Result bytes in memory by prefix, each result once (Dask's TaskPrefix nbytes_total). */
+  memoryByPrefix(): Map<string, number> {
+    const bytes = new Map<string, number>();
+    for (const slot of this.slotByKey.values()) {
+      if (this.state[slot] === MEMORY) bytes.set(this.prefixes[slot], (bytes.get(this.prefixes[slot]) ?? 0) + this.nbytes[slot]);
+    }
+    return bytes;
+  }
+  /** Live tasks in each state (no-worker apart, forgotten left out: its count is of free slots). */
+  tasksByState(): Map<TaskStateName, number> {
+    return new Map(STATE_NAMES.filter((_, state) => state !== FORGOTTEN).map((name) => [name, this.counts[STATE_NAMES.indexOf(name)]]));
   }
   get taskCount(): number {
     return this.slotByKey.size;
@@ -632,6 +655,7 @@ export class ClusterState {
     }
     this.state[slot] = RELEASED;
     this.counts[RELEASED]++;
+    this.totalsOf[slot] = this.prefixTotals.of(prefix);
     this.waitingOn[slot] = 0;
     this.pendingDependents[slot] = 0;
     this.wants[slot] = 0;
@@ -668,6 +692,7 @@ export class ClusterState {
     this.counts[from]--;
     this.counts[state]++;
     this.state[slot] = state;
+    this.totalsOf[slot].states[state]++;
     if (this.metrics) {
       const span = this.spanTasks[slot].counts;
       span[SPAN_STATE[from]]--;
@@ -1313,6 +1338,7 @@ export class ClusterState {
 
   /** The span learns when its task ran (its compute phase) and how big its result is. */
   private spanRan(slot: number, report: TaskFinishedMessage): void {
+    this.totalsOf[slot].addPhases(report.startstops);
     for (const startstop of report.startstops) {
       if (startstop.action === "compute") this.spanTasks[slot].ran(startstop.start, startstop.stop, report.nbytes);
     }
