@@ -34,7 +34,7 @@ import { registerClusterSource } from "../../diagnostics/cluster-source";
 import type { RedisClusterOptions } from "../redis/cluster";
 import type { WorkerState } from "../scheduler/workers";
 import { computeGraph } from "./computation";
-import { SchedulerPlugin } from "../plugins";
+import { SchedulerPlugin, WorkerPlugin, shipWorkerPlugin } from "../plugins";
 import {
   type ClientBandwidthOptions,
   type ClientProfileOptions,
@@ -279,15 +279,27 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
 
   /**
    * Dask's `client.register_plugin(plugin, name, idempotent)`: a SchedulerPlugin runs its `start`
-   * and then hears the scheduler's events. `name` defaults to the plugin's own name, else its class
-   * name with a random suffix; a plugin whose `start` throws is not registered (the error is thrown).
+   * and then hears the scheduler's events (a plugin whose `start` throws is not registered); a
+   * WorkerPlugin goes to every worker, now and joining later, and runs its `setup` there (the first
+   * setup error is thrown). `name` defaults to the plugin's own name, else its class name with a
+   * random suffix.
    */
-  async registerPlugin(plugin: SchedulerPlugin, options: RegisterPluginOptions = {}): Promise<void> {
+  async registerPlugin(plugin: SchedulerPlugin | WorkerPlugin, options: RegisterPluginOptions = {}): Promise<void> {
     this.checkOpen();
     checkOptionNames("registerPlugin", options, REGISTER_PLUGIN_OPTIONS);
-    if (!(plugin instanceof SchedulerPlugin)) throw new TypeError(`registerPlugin takes a SchedulerPlugin (a class extending it), got ${describe(plugin)}`);
+    if (!(plugin instanceof SchedulerPlugin) && !(plugin instanceof WorkerPlugin)) {
+      throw new TypeError(`registerPlugin takes a SchedulerPlugin or a WorkerPlugin (a class extending one), got ${describe(plugin)}`);
+    }
     const name = options.name ?? plugin.name ?? `${plugin.constructor.name}-${randomUUID()}`;
-    await this.scheduler.plugins.register(plugin, name, options.idempotent ?? plugin.idempotent ?? false);
+    const idempotent = options.idempotent ?? plugin.idempotent ?? false;
+    if (plugin instanceof SchedulerPlugin) await this.scheduler.plugins.register(plugin, name, idempotent);
+    else await this.scheduler.addWorkerPlugin(shipWorkerPlugin(plugin, name, idempotent, this.scheduler.functions));
+  }
+
+  /** Dask's `client.unregister_worker_plugin(name)`: every worker runs its teardown; an unknown name is an error naming it. */
+  async unregisterWorkerPlugin(name: string): Promise<void> {
+    this.checkOpen();
+    await this.scheduler.removeWorkerPlugin(name);
   }
 
   /** Dask's `client.unregister_scheduler_plugin(name)`; an unknown name is an error naming it. */

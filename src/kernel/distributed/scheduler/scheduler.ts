@@ -7,7 +7,17 @@ import { EventEmitter } from "node:events";
 import type { BandwidthSummary, ClusterMemory, MetricRecord, SpanRecord, SystemSample, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
 import { now } from "../../clock";
 import { type FnSpec, type PackedError, unpackError } from "../../execution/wire";
-import type { FromWorker, GatherReplyMessage, ProfileReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress, WorkerMetrics } from "../messages";
+import type {
+  FromWorker,
+  GatherReplyMessage,
+  ProfileReplyMessage,
+  RegisterMessage,
+  RunReplyMessage,
+  ShippedWorkerPlugin,
+  ToWorker,
+  WorkerAddress,
+  WorkerMetrics,
+} from "../messages";
 import { DEFAULT_PROFILING } from "../../profiling/hub";
 import { type ProfileWindow, unpackProfile } from "../../../protocol/profile";
 import { FunctionTable } from "../../execution/ship";
@@ -74,6 +84,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly syncs = new Set<MetricsSync>();
   /** Scheduler plugins (Dask's SchedulerPlugin), by name: see ./plugins. */
   readonly plugins: SchedulerPlugins<Scheduler>;
+  /** Worker plugins by name (Dask's worker_plugins): every worker runs them, those joining later too. */
+  readonly workerPlugins = new Map<string, ShippedWorkerPlugin>();
   /** The ids of the clients connected now (Dask's `clients`). */
   readonly clients = new Set<string>();
   /** Dask's totals since the scheduler started, for its Prometheus metrics. */
@@ -322,6 +334,45 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   /**
+   * Dask's register_worker_plugin: every worker adds `plugin` and runs its setup; workers that join
+   * later add it when they register. An idempotent plugin under a taken name changes nothing. The
+   * first setup error of a worker there now is thrown (the plugin stays registered, as in Dask).
+   */
+  async addWorkerPlugin(plugin: ShippedWorkerPlugin): Promise<void> {
+    this.checkOpen();
+    if (this.transport.placement === "queue") {
+      throw new Error(`Worker plugins run on LocalCluster workers; the workers of ${this.transport.description} do not take them yet`);
+    }
+    if (this.workerPlugins.has(plugin.name) && plugin.idempotent) return;
+    this.workerPlugins.set(plugin.name, plugin);
+    await this.requestEveryWorker((requestId) => ({ op: "plugin-add", requestId, plugin }));
+  }
+
+  /** Dask's unregister_worker_plugin: every worker tears it down; an unknown name is an error naming it. */
+  async removeWorkerPlugin(name: string): Promise<void> {
+    this.checkOpen();
+    if (!this.workerPlugins.delete(name)) {
+      const known = [...this.workerPlugins.keys()].map((n) => JSON.stringify(n)).join(", ") || "none";
+      throw new Error(`Could not find worker plugin ${JSON.stringify(name)} among the current worker plugins (${known})`);
+    }
+    await this.requestEveryWorker((requestId) => ({ op: "plugin-remove", requestId, name }));
+  }
+
+  /** Sends a request to every worker; throws the first worker's error once all have answered. */
+  private async requestEveryWorker(build: (requestId: number) => ToWorker): Promise<void> {
+    const release = this.hold();
+    try {
+      const replies = await Promise.all([...this.state.workers.keys()].map((worker) => this.request(worker, build)));
+      for (const reply of replies) {
+        if (reply instanceof Error) throw reply;
+        if (reply.op === "run-reply" && !reply.ok) throw unpackError(reply.error as PackedError);
+      }
+    } finally {
+      release();
+    }
+  }
+
+  /**
    * The workers' statistical profiles (Dask's get_profile): every window overlapping [start, stop)
    * (scheduler clock) from each of `workers` (default: all). A worker that leaves meanwhile is left out.
    */
@@ -369,6 +420,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.functions.setWorkerGlobals(registration.globals);
     const ws = this.state.addWorker(registration, now());
     this.totals.workersAdded++;
+    // Its plugins before its first tasks. Nobody waits for the replies: a failing setup is the worker's to log, as in Dask.
+    const plugins = [...this.workerPlugins.values()].map((plugin): ToWorker => ({ op: "plugin-add", requestId: 0, plugin }));
+    if (plugins.length > 0) this.transport.send(ws.address, plugins);
     this.flush();
     this.tell("worker-joined", ws);
     this.plugins.addWorker(ws.address);

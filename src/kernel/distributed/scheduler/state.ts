@@ -209,6 +209,8 @@ export class ClusterState {
   private readonly holder: (WorkerState | undefined)[] = [];
   private readonly replicas = new Map<number, WorkerState[]>();
   private readonly failures = new Map<number, TaskFailure>();
+  /** The worker an erred task failed on: told to free it when the task is forgotten. */
+  private readonly erredOn = new Map<number, WorkerState>();
   private readonly slotByKey = new Map<string, number>();
   private readonly freeSlots: number[] = [];
   /** Slots freed by the event under way: reused only after its listeners have been told about them. */
@@ -1121,8 +1123,10 @@ export class ClusterState {
         const ws = this.processingOn[slot];
         if (ws !== undefined) {
           this.unassign(slot, ws);
-          // A dependent sent ahead: its worker must not run it (the root's worker knows it failed).
+          // A dependent sent ahead: its worker must not run it (the root's worker knows it failed,
+          // and keeps the error until the task is forgotten, as Dask's erred_on).
           if (slot !== root) this.freeOn(ws, this.keys[slot]);
+          else this.erredOn.set(slot, ws);
         } else {
           this.inFlight--;
           if (slot !== root) this.toForget.push(this.keys[slot]);
@@ -1232,6 +1236,11 @@ export class ClusterState {
     this.functionIds[slot] = EMPTY;
     this.dependencies[slot] = EMPTY;
     this.failures.delete(slot);
+    const erredOn = this.erredOn.get(slot);
+    if (erredOn !== undefined) {
+      this.erredOn.delete(slot);
+      if (this.workers.get(erredOn.address) === erredOn) this.freeOn(erredOn, this.keys[slot]);
+    }
     this.freedSlots.push(slot);
   }
 

@@ -152,6 +152,14 @@ export class WorkerState {
   readonly inFlight = new Map<WorkerAddress, { readonly keys: readonly string[]; readonly nbytes: number }>();
   private bytesInFlight = 0;
   private sequence = 0;
+  /**
+   * Record each task's state changes for takeTransitions (worker plugins watch them): off unless
+   * a plugin does, so the state machine pays nothing otherwise.
+   */
+  recordTransitions = false;
+  private transitions: [key: string, start: string, finish: string][] = [];
+  /** Tasks created since transitions are recorded and not yet moved: their first change starts from "released" (Dask's). */
+  private readonly fresh = new WeakSet<WorkerTask>();
   private readonly transferCountLimit: number;
   private readonly transferMessageBytesLimit: number;
   private readonly transferBytesLimit: number;
@@ -224,7 +232,7 @@ export class WorkerState {
         return;
       case "cancelled":
         // Freed, then wanted again before it finished: its outcome counts after all.
-        task.state = "executing";
+        this.setState(task, "executing");
         return;
       case "waiting":
         // Asked again: the holders may have changed.
@@ -255,7 +263,7 @@ export class WorkerState {
     task.run = run;
     task.priority = priority;
     task.sequence = this.sequence++;
-    task.state = "waiting";
+    this.setState(task, "waiting");
     for (const dependency of task.dependencies) dependency.dependents.delete(task);
     task.waitingFor.clear();
     const inputs = dependencies.length === 0 ? NO_TASKS : new Array<WorkerTask>(dependencies.length);
@@ -310,11 +318,11 @@ export class WorkerState {
   /** Puts `task` in line for fetching if a peer holds it, else marks it missing; true in the first case. */
   private fetchOrMissing(task: WorkerTask): boolean {
     if (task.whoHas.size > 0) {
-      task.state = "fetch";
+      this.setState(task, "fetch");
       this.toFetch.add(task);
       return true;
     }
-    task.state = "missing";
+    this.setState(task, "missing");
     this.toFetch.delete(task);
     return false;
   }
@@ -349,9 +357,9 @@ export class WorkerState {
         return;
       }
       // Needed here again since it was freed: kept for those tasks, unknown to the scheduler.
-      task.state = "memory";
+      this.setState(task, "memory");
     } else {
-      task.state = "memory";
+      this.setState(task, "memory");
       task.held = true;
       out.push({ op: "send", message: this.finished(task, event.thread, event.startstops) });
     }
@@ -373,7 +381,7 @@ export class WorkerState {
       if (!this.fetchOrMissing(task)) this.giveUp(task, out);
       return;
     }
-    task.state = "error";
+    this.setState(task, "error");
     out.push({
       op: "send",
       message: { op: "task-erred", key: task.key, error: event.error, thread: event.thread, startstops: [...task.startstops, ...event.startstops] },
@@ -427,7 +435,7 @@ export class WorkerState {
         this.forget(task, out);
         continue;
       }
-      task.state = "memory";
+      this.setState(task, "memory");
       task.nbytes = nbytes;
       task.type = type;
       task.held = true;
@@ -515,7 +523,7 @@ export class WorkerState {
         if (keys.length > 0 && nbytes + other.nbytes > this.transferMessageBytesLimit) continue;
         keys.push(other.key);
         nbytes += other.nbytes;
-        other.state = "flight";
+        this.setState(other, "flight");
         this.toFetch.delete(other);
       }
       this.inFlight.set(worker, { keys, nbytes });
@@ -543,7 +551,7 @@ export class WorkerState {
   // ---- Computing -----------------------------------------------------------------------------
 
   private toReady(task: WorkerTask): void {
-    task.state = "ready";
+    this.setState(task, "ready");
     this.ready.push(task);
   }
 
@@ -552,7 +560,7 @@ export class WorkerState {
       const task = this.ready.pop();
       if (task === undefined) return;
       if (task.state !== "ready" || this.tasks.get(task.key) !== task) continue;
-      task.state = "executing";
+      this.setState(task, "executing");
       this.executing.add(task);
       out.push({ op: "execute", key: task.key });
     }
@@ -580,7 +588,7 @@ export class WorkerState {
           this.unlink(task, work);
           continue;
         case "executing":
-          task.state = "cancelled";
+          this.setState(task, "cancelled");
           out.push({ op: "cancel-execute", key: task.key });
           this.dropInputs(task, work);
           continue;
@@ -594,6 +602,21 @@ export class WorkerState {
     }
   }
 
+  /** The state changes since the last call, oldest first (recorded only while recordTransitions is on). */
+  takeTransitions(): [key: string, start: string, finish: string][] {
+    const taken = this.transitions;
+    this.transitions = [];
+    return taken;
+  }
+
+  private setState(task: WorkerTask, state: WorkerTaskState): void {
+    if (this.recordTransitions) {
+      const start = this.fresh.delete(task) ? "released" : task.state;
+      if (start !== state) this.transitions.push([task.key, start, state]);
+    }
+    task.state = state;
+  }
+
   /** Forgets `task`, and the inputs it leaves without users. */
   private forget(task: WorkerTask, out: WorkerInstruction[]): void {
     this.releaseUnneeded(this.unlink(task, []), out);
@@ -602,6 +625,7 @@ export class WorkerState {
   /** Takes `task` out of the tables; its inputs join `work`. */
   private unlink(task: WorkerTask, work: WorkerTask[]): WorkerTask[] {
     this.tasks.delete(task.key);
+    if (this.recordTransitions && !this.fresh.delete(task)) this.transitions.push([task.key, task.state, "released"], [task.key, "released", "forgotten"]);
     this.toFetch.delete(task);
     this.executing.delete(task);
     return this.dropInputs(task, work);
@@ -643,6 +667,7 @@ export class WorkerState {
         deferred: undefined,
       };
       this.tasks.set(key, task);
+      if (this.recordTransitions) this.fresh.add(task);
     } else if (name !== undefined) {
       task.name = name;
     }
