@@ -25,7 +25,6 @@ import type {
   FromWorker,
   ProfileReplyMessage,
   ProfileRequestMessage,
-  RunMessage,
   TaskErredMessage,
   TaskFinishedMessage,
   ToWorker,
@@ -100,6 +99,10 @@ const CARRIED_BUDGET = 4 * 1024 * 1024;
  * client.profile rather than holding it until its registration expires.
  */
 const PROFILE_REPLY_TIMEOUT = 5;
+
+/** How often, and how far apart, a request to a worker not listening (yet) is sent again. */
+const REQUEST_RETRIES = 20;
+const REQUEST_RETRY_MS = 100;
 
 export class RedisTransport implements Transport {
   readonly placement = "queue" as const;
@@ -216,6 +219,7 @@ export class RedisTransport implements Transport {
       if (message.op === "define-functions") this.defineFunctions(message.functions);
       else if (message.op === "run") this.request(worker, message);
       else if (message.op === "profile") this.requestProfile(worker, message);
+      else if (message.op === "plugin-add" || message.op === "plugin-remove") this.request(worker, message);
     }
   }
 
@@ -252,15 +256,18 @@ export class RedisTransport implements Transport {
   }
 
   /** Asks `worker` through its request channel; it answers on this client's reply stream. */
-  private request(worker: WorkerAddress, message: RunMessage | ProfileRequestMessage): void {
+  private request(worker: WorkerAddress, message: WorkerRequest["message"], attempt = 0): void {
     const request: WorkerRequest = { client: this.clientId, message };
     const unanswered = (reason: string): void => {
       if (message.op === "profile") return this.unansweredProfile(worker, message.requestId);
       const error = packError(new Error(`Worker ${worker} cannot be asked through ${this.description}: ${reason}`));
       this.events?.received(worker, [{ op: "run-reply", requestId: message.requestId, ok: false, error }]);
     };
+    // A worker subscribes to its channel just after it registers: one that has only just joined
+    // (and is told its plugins at once) is asked again for a moment before the request fails.
+    const retry = (): void => void setTimeout(() => this.request(worker, message, attempt + 1), REQUEST_RETRY_MS).unref();
     this.redis.publish(registry.requests(worker), JSON.stringify(request)).then(
-      (listeners) => listeners === 0 && unanswered("it is not listening (it left, or lost its connection)"),
+      (listeners) => listeners === 0 && (attempt < REQUEST_RETRIES ? retry() : unanswered("it is not listening (it left, or lost its connection)")),
       (error: Error) => unanswered(error.message),
     );
   }

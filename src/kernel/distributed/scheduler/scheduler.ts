@@ -340,9 +340,6 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    */
   async addWorkerPlugin(plugin: ShippedWorkerPlugin): Promise<void> {
     this.checkOpen();
-    if (this.transport.placement === "queue") {
-      throw new Error(`Worker plugins run on LocalCluster workers; the workers of ${this.transport.description} do not take them yet`);
-    }
     if (this.workerPlugins.has(plugin.name) && plugin.idempotent) return;
     this.workerPlugins.set(plugin.name, plugin);
     await this.requestEveryWorker((requestId) => ({ op: "plugin-add", requestId, plugin }));
@@ -358,12 +355,17 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     await this.requestEveryWorker((requestId) => ({ op: "plugin-remove", requestId, name }));
   }
 
-  /** Sends a request to every worker; throws the first worker's error once all have answered. */
+  /**
+   * Sends a request to every worker; throws the first worker's error once all have answered. A
+   * worker that left meanwhile does not count: what it would have done no longer matters.
+   */
   private async requestEveryWorker(build: (requestId: number) => ToWorker): Promise<void> {
     const release = this.hold();
     try {
-      const replies = await Promise.all([...this.state.workers.keys()].map((worker) => this.request(worker, build)));
-      for (const reply of replies) {
+      const targets = [...this.state.workers.values()];
+      const replies = await Promise.all(targets.map((ws) => this.request(ws.address, build)));
+      for (const [i, reply] of replies.entries()) {
+        if (this.state.workers.get(targets[i].address) !== targets[i]) continue;
         if (reply instanceof Error) throw reply;
         if (reply.op === "run-reply" && !reply.ok) throw unpackError(reply.error as PackedError);
       }
