@@ -96,29 +96,11 @@ class SchedulerMetrics {
   }
 
   private gauge(name: string, help: string, labelNames: readonly string[], read: () => readonly (readonly [Labels, number])[]): void {
-    new Gauge({
-      name,
-      help,
-      labelNames,
-      registers: [this.registry],
-      collect(this: Gauge) {
-        this.reset();
-        for (const [labels, value] of read()) this.set(labels, value);
-      },
-    });
+    new Gauge({ name, help, labelNames, registers: [this.registry], collect: collector(read) });
   }
 
   private counter(name: string, help: string, labelNames: readonly string[], read: () => readonly (readonly [Labels, number])[]): void {
-    new Counter({
-      name,
-      help,
-      labelNames,
-      registers: [this.registry],
-      collect(this: Counter) {
-        this.reset();
-        for (const [labels, value] of read()) this.inc(labels, value);
-      },
-    });
+    new Counter({ name, help, labelNames, registers: [this.registry], collect: collector(read) });
   }
 
   /** `<family>_<unit>_total` counters of the records `read` gives, each with its labels. */
@@ -142,6 +124,17 @@ class SchedulerMetrics {
       for (const [record, labels] of entries) counter.inc(labels, Math.max(0, record.value));
     }
   }
+}
+
+/** A metric's collect: its series are replaced by what `read` gives now (a counter's totals are kept by the scheduler). */
+function collector(read: () => readonly (readonly [Labels, number])[]): (this: Gauge | Counter) => void {
+  return function (this: Gauge | Counter) {
+    this.reset();
+    for (const [labels, value] of read()) {
+      if (this instanceof Gauge) this.set(labels, value);
+      else this.inc(labels, value);
+    }
+  };
 }
 
 /** Dask's worker states: idle (nothing processing), saturated (more than one task per thread), partially saturated, paused, retiring. */
