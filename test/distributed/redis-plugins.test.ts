@@ -4,7 +4,7 @@
 // exported by the project is set up (on a worker joining later too, and torn down when it stops),
 // a plugin whose hooks travel as source is refused, naming the plugin and the worker.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -86,5 +86,25 @@ describe("plugins on a Redis cluster (workers without --allow-source)", () => {
     assert.deepEqual(await client.run(notebookPluginRan), { w1: false });
     assert.equal(await client.submit(inc, 1).result(), 2, "the worker carries on");
     await client.unregisterWorkerPlugin("notebook-plugin");
+  });
+
+  test("a worker plugin class exported by a module outside the worker's module roots is refused, naming the module and the way to opt in", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "tsdask-plugin-outside-"));
+    try {
+      const file = join(outside, "outside-plugin.js");
+      const tsdask = JSON.stringify(join(__dirname, "..", "..", "src"));
+      writeFileSync(
+        file,
+        `const { WorkerPlugin } = require(${tsdask});\n` +
+          `class OutsidePlugin extends WorkerPlugin { setup() { globalThis.ranNotebookPlugin = true; } }\n` +
+          `module.exports = { OutsidePlugin };\n`,
+      );
+      const { OutsidePlugin } = require(file) as { OutsidePlugin: new () => WorkerPlugin };
+      await assert.rejects(client.registerPlugin(new OutsidePlugin(), { name: "outside" }), /worker plugin outside is exported by module .*outside-plugin\.js.*outside the module roots of worker w1.*--module-root/);
+      assert.deepEqual(await client.run(notebookPluginRan), { w1: false });
+      await client.unregisterWorkerPlugin("outside");
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 });
