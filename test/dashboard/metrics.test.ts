@@ -88,7 +88,8 @@ describe("/metrics on a LocalCluster's dashboard (2 workers × 1 thread)", () =>
       let active = await tasks();
       assert.deepEqual(new Set(active.keys()), expected);
       assert.equal(sum(active), 0);
-      const future = client.submit(slowInc, 1, 500);
+      // Long enough to be scraped while it runs on a loaded machine.
+      const future = client.submit(slowInc, 1, 2000);
       await waitFor("the task processing", () => client.scheduler.taskCounts().processing === 1);
       // Scraped during the computation.
       active = await tasks();
