@@ -12,27 +12,12 @@ import { Client, type GraphUpdate, type Key, type LocalCluster, type Scheduler, 
 import { fail } from "../fixtures/cluster-client-tasks";
 import { inc } from "../fixtures/tasks";
 import { withCluster } from "../helpers/cluster";
+import { capturingStderr } from "../helpers/stderr";
 import { waitFor } from "../helpers/wait";
 
 const root = join(__dirname, "..", "..", "..");
 const dir = mkdtempSync(join(tmpdir(), "tsdask-scheduler-plugins-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-/** What the scheduler writes to stderr while `fn` runs (where plugins' errors are reported). */
-async function capturingStderr(fn: () => Promise<void>): Promise<string> {
-  const write = process.stderr.write.bind(process.stderr);
-  let captured = "";
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    captured += String(chunk);
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    await fn();
-  } finally {
-    process.stderr.write = write;
-  }
-  return captured;
-}
 
 describe("scheduler plugins on a LocalCluster (2 workers × 1 thread)", () => {
   const run = (fn: (cluster: LocalCluster, client: Client) => Promise<void>): Promise<void> => withCluster({ nWorkers: 2, threadsPerWorker: 1 }, fn);

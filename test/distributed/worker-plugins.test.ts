@@ -12,21 +12,11 @@ import { fail } from "../fixtures/cluster-client-tasks";
 import { inc } from "../fixtures/tasks";
 import { MyPlugin, identity, pluginRecords } from "../fixtures/worker-plugins";
 import { withCluster } from "../helpers/cluster";
+import { captureStderr } from "../helpers/stderr";
 import { waitFor } from "../helpers/wait";
 
 const dir = mkdtempSync(join(tmpdir(), "tsdask-worker-plugins-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-/** What the test process's stderr gets meanwhile (the workers' logs are passed on to it). */
-function captureStderr(): { text: () => string; stop: () => void } {
-  const write = process.stderr.write.bind(process.stderr);
-  let captured = "";
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    captured += String(chunk);
-    return true;
-  }) as typeof process.stderr.write;
-  return { text: () => captured, stop: () => void (process.stderr.write = write) };
-}
 
 type Records = ReturnType<typeof pluginRecords>;
 /** Each worker's plugin records, by worker address. */
