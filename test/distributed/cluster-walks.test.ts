@@ -5,6 +5,7 @@ import { after, before, describe, test } from "node:test";
 import { Callback, type CallbackOptions, Client, LocalCluster, get } from "../../src";
 import { AbortError } from "../../src/kernel/scheduler/loop";
 import { chain } from "../../bench/graphs";
+import { capturingStderr } from "../helpers/stderr";
 
 async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -12,22 +13,6 @@ async function until(condition: () => boolean, timeoutMs: number, what: string):
     if (Date.now() > end) throw new Error(`Timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-}
-
-/** Records what process.stderr gets while `fn` runs. */
-async function capturingStderr(fn: () => Promise<void>): Promise<string> {
-  const chunks: string[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    chunks.push(String(chunk));
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    await fn();
-  } finally {
-    process.stderr.write = write;
-  }
-  return chunks.join("");
 }
 
 describe("LocalCluster: deep graphs, throwing callbacks and listeners", () => {

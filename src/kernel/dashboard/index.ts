@@ -11,7 +11,15 @@ export {
   type SnapshotSink,
 } from "./publisher";
 export { DashboardFeed, type DashboardFeedOptions } from "./computations";
-export { serveDashboard, parseDashboardAddress, DEFAULT_DASHBOARD_ADDRESS, type DashboardServer, type ServeDashboardOptions } from "./server";
+export {
+  serveDashboard,
+  parseDashboardAddress,
+  registerMetricsSource,
+  DEFAULT_DASHBOARD_ADDRESS,
+  type DashboardServer,
+  type ServeDashboardOptions,
+  type MetricsSource,
+} from "./server";
 export {
   DASHBOARD_LIMITS,
   DASHBOARD_MIME_TYPE,

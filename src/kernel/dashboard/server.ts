@@ -23,7 +23,26 @@ export interface DashboardServer {
 export interface ServeDashboardOptions {
   /** When the port is taken, serve on a free one instead (with a warning), as Dask does (default true). */
   readonly fallbackToRandomPort?: boolean;
+  /** What `/metrics` serves (default: the newest open Client's cluster, see registerMetricsSource). */
+  readonly metrics?: MetricsSource;
 }
+
+/** A cluster's metrics in Prometheus' text format, read when `/metrics` is scraped. */
+export type MetricsSource = () => Promise<{ readonly contentType: string; readonly body: string }>;
+
+/** Open clusters' metrics, newest last: `/metrics` of a server given none serves the newest. */
+const metricsSources: MetricsSource[] = [];
+
+/** Makes `source` what `/metrics` serves by default, until the returned function is called. */
+export function registerMetricsSource(source: MetricsSource): () => void {
+  metricsSources.push(source);
+  return () => {
+    const at = metricsSources.indexOf(source);
+    if (at >= 0) metricsSources.splice(at, 1);
+  };
+}
+
+const SERVE_OPTIONS = ["fallbackToRandomPort", "metrics"];
 
 /** "host:port", ":port" or a port (number or text); no host means loopback. IPv6 hosts in brackets. */
 export function parseDashboardAddress(address: string | number): { host: string; port: number } {
@@ -52,6 +71,9 @@ export async function serveDashboard(
   options: ServeDashboardOptions = {},
 ): Promise<DashboardServer> {
   const { host, port } = parseDashboardAddress(address);
+  for (const name of Object.keys(options)) {
+    if (!SERVE_OPTIONS.includes(name)) throw new TypeError(`Unknown serveDashboard option "${name}"; known: ${SERVE_OPTIONS.join(", ")}`);
+  }
   const page = standalonePage({
     title: "tsdask dashboard",
     body: '<div id="tsdask-dashboard"></div>',
@@ -74,6 +96,7 @@ export async function serveDashboard(
     const path = new URL(request.url ?? "/", "http://dashboard").pathname;
     if (path === "/" || path === "/status") return reply(response, 200, "text/html; charset=utf-8", page);
     if (path === "/snapshot.json") return reply(response, 200, "application/json", JSON.stringify(publisher.current()));
+    if (path === "/metrics") return void serveMetrics(response, options.metrics ?? metricsSources[metricsSources.length - 1]);
     if (path === "/events") {
       response.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" });
       response.write("retry: 2000\n\n");
@@ -136,6 +159,19 @@ export async function serveDashboard(
       }),
   };
 }
+
+/** Prometheus' scrape: the source's text, a comment when no cluster is open, a 500 naming the failure. */
+async function serveMetrics(response: ServerResponse, source: MetricsSource | undefined): Promise<void> {
+  if (source === undefined) return reply(response, 200, PROMETHEUS_TEXT, "# No cluster is open: connect a Client to see its metrics\n");
+  try {
+    const { contentType, body } = await source();
+    reply(response, 200, contentType, body);
+  } catch (error) {
+    reply(response, 500, "text/plain; charset=utf-8", `Cannot collect the metrics: ${(error as Error).message}\n`);
+  }
+}
+
+const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
 function reply(response: ServerResponse, status: number, type: string, body: string): void {
   response.writeHead(status, { "Content-Type": type, "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" });

@@ -22,5 +22,6 @@ export {
   type PlottedProfile,
   type PlottedBandwidth,
 } from "./client";
+export { SchedulerPlugin, WorkerPlugin, type GraphUpdate, type TransitionInfo } from "./plugins";
 export { Scheduler, type Transport, type TransportEvents, type Placement, TaskStreamRing, type CollectOptions } from "./scheduler";
 export type { WorkerView, WorkerDataView, WorkerMemoryView } from "./worker/view";

@@ -71,6 +71,31 @@ export interface RunMessage {
   readonly args?: readonly unknown[];
 }
 
+/**
+ * A worker plugin as it travels: its class (a module export, rebuilt with the object's own data)
+ * or its hooks one by one (each a method source whose `this` is the rebuilt object).
+ */
+export interface ShippedWorkerPlugin {
+  readonly name: string;
+  readonly idempotent: boolean;
+  readonly data: Readonly<Record<string, unknown>>;
+  readonly build: { readonly kind: "class"; readonly class: FnSpec } | { readonly kind: "methods"; readonly methods: Readonly<Partial<Record<"setup" | "teardown" | "transition", FnSpec>>> };
+}
+
+/** Adds (or replaces) a worker plugin and runs its setup; answered with a run-reply (its error, if setup failed). */
+export interface PluginAddMessage {
+  readonly op: "plugin-add";
+  readonly requestId: number;
+  readonly plugin: ShippedWorkerPlugin;
+}
+
+/** Removes a worker plugin, running its teardown; answered with a run-reply. */
+export interface PluginRemoveMessage {
+  readonly op: "plugin-remove";
+  readonly requestId: number;
+  readonly name: string;
+}
+
 /** Sends back the worker's statistical profile windows overlapping [start, stop) (scheduler clock; Client.profile). */
 export interface ProfileRequestMessage {
   readonly op: "profile";
@@ -110,6 +135,8 @@ export type ToWorker =
   | RunMessage
   | ProfileRequestMessage
   | StealRequestMessage
+  | PluginAddMessage
+  | PluginRemoveMessage
   | HeartbeatReplyMessage
   | CloseWorkerMessage;
 

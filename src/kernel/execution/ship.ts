@@ -62,6 +62,18 @@ export class FunctionShipper {
     return decision;
   }
 
+  /**
+   * The spec of a method that travels with its object (a worker plugin's hooks): as `spec`, but
+   * its source may use `this`, which the worker binds to the rebuilt object. Throws naming `owner`.
+   */
+  methodSpec(fn: AnyFunction, owner: string): FnSpec {
+    const exported = moduleExportOf(fn);
+    if (exported !== undefined) return exported;
+    const decision = this.checkSource(Function.prototype.toString.call(fn), true);
+    if ("reason" in decision) throw new UnshippableFunctionError(functionLabel(fn), owner, decision.reason, decision.identifier);
+    return decision;
+  }
+
   private decision(fn: AnyFunction): FnSpec | Refusal {
     let decision = this.decided.get(fn);
     if (decision === undefined) {
@@ -92,7 +104,7 @@ export class FunctionShipper {
     return this.checkSource(source);
   }
 
-  private checkSource(source: string): FnSpec | Refusal {
+  private checkSource(source: string, allowThis = false): FnSpec | Refusal {
     const parsed = parseFunction(source);
     if (parsed === undefined) return { reason: "its source text cannot be parsed as a function" };
     if (parsed.isClass) return { reason: "it is a class, and a task calls its function without `new`" };
@@ -108,7 +120,7 @@ export class FunctionShipper {
         };
       }
     }
-    if (usesOuterThis(parsed)) {
+    if (!allowThis && usesOuterThis(parsed)) {
       return { reason: "it uses `this` (a method, or a function called with a receiver), which a task call does not provide", identifier: "this" };
     }
     return { kind: "source", source, method: parsed.isMethod };
@@ -227,7 +239,8 @@ const exportIndex = new WeakMap<object, ModuleExport>();
 /** require.cache entries already indexed, with the exports object they had then. */
 const indexedExports = new Map<string, unknown>();
 
-function moduleExportOf(fn: AnyFunction): FnSpec | undefined {
+/** How `fn` travels if a loaded module (not the entry script) exports it, else undefined. */
+export function moduleExportOf(fn: AnyFunction): FnSpec | undefined {
   const known = exportIndex.get(fn);
   if (known !== undefined) return known;
   // Index modules loaded (or whose exports were replaced) since the last look; exports added to an

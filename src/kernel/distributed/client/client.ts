@@ -18,6 +18,8 @@ import type { FpmData } from "../../../protocol/fpm";
 import type { MetricRecord, SpanRecord } from "../../../protocol/records";
 import { now } from "../../clock";
 import { dashboardPublisher } from "../../dashboard/publisher";
+import { registerMetricsSource } from "../../dashboard/server";
+import { schedulerMetricsSource } from "../metrics-source";
 import { type GetOptions, type GraphRun, type GraphScheduler, get, setDefaultGraphScheduler } from "../../scheduler/get";
 import type { WireTask } from "../messages";
 import type { Scheduler } from "../scheduler/scheduler";
@@ -32,6 +34,7 @@ import { registerClusterSource } from "../../diagnostics/cluster-source";
 import type { RedisClusterOptions } from "../redis/cluster";
 import type { WorkerState } from "../scheduler/workers";
 import { computeGraph } from "./computation";
+import { SchedulerPlugin, WorkerPlugin, shipWorkerPlugin } from "../plugins";
 import {
   type ClientBandwidthOptions,
   type ClientProfileOptions,
@@ -73,6 +76,8 @@ const openClients: Client[] = [];
 
 export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposable {
   protected readonly cardTitle = "Client";
+  /** Dask's client id: what scheduler plugins hear in addClient, removeClient and updateGraph. */
+  readonly id = `Client-${randomUUID()}`;
   private readonly holds = new Set<FutureHold>();
   private closed = false;
   private readonly stopWatching: () => void;
@@ -81,6 +86,8 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
   private readonly unregisterDiagnostics: () => void;
   /** Takes the cluster off the notebook's dashboard feed. */
   private readonly leaveDashboard: () => void;
+  /** Stops serveDashboard()'s `/metrics` serving this cluster's metrics. */
+  private readonly unregisterMetrics: () => void;
 
   private constructor(
     readonly cluster: ClusterHandle,
@@ -95,6 +102,8 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     this.unregisterDiagnostics = registerClusterSource(this.diagnostics);
     // While open, the cluster feeds the kernel's dashboard (the JupyterLab panels, serveDashboard()).
     this.leaveDashboard = clusterFeed(cluster).attach(dashboardPublisher, "Client");
+    this.unregisterMetrics = registerMetricsSource(schedulerMetricsSource(cluster.scheduler));
+    cluster.scheduler.addClient(this.id);
   }
 
   /**
@@ -225,7 +234,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     }
     const plan = buildPlan(Graph.from(graph), key);
     const keyIds = plan.ids;
-    const submission = { ...planSubmission(plan, keyIds, this.scheduler.functions, () => false), ...planSpans(plan), restriction };
+    const submission = { ...planSubmission(plan, keyIds, this.scheduler.functions, () => false), ...planSpans(plan), restriction, client: this.id };
     const slots = this.scheduler.submit(submission);
     const [output] = submission.wanted;
     return this.futureFor(plan.keys[output], keyIds[output], slots[output]);
@@ -280,7 +289,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
       const spec = this.scheduler.functions.specFor(what, "client.run");
       return this.scheduler.runOnWorkers(spec, targets, args);
     }
-    return computeGraph(this.scheduler, what);
+    return computeGraph(this.scheduler, what, this.id);
   }
 
   /**
@@ -296,6 +305,39 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
   async runOnScheduler<R>(fn: (scheduler: Scheduler) => R): Promise<Awaited<R>> {
     this.checkOpen();
     return await fn(this.scheduler);
+  }
+
+  // ---- Plugins ---------------------------------------------------------------------------------
+
+  /**
+   * Dask's `client.register_plugin(plugin, name, idempotent)`: a SchedulerPlugin runs its `start`
+   * and then hears the scheduler's events (a plugin whose `start` throws is not registered); a
+   * WorkerPlugin goes to every worker, now and joining later, and runs its `setup` there (the first
+   * setup error is thrown). `name` defaults to the plugin's own name, else its class name with a
+   * random suffix.
+   */
+  async registerPlugin(plugin: SchedulerPlugin | WorkerPlugin, options: RegisterPluginOptions = {}): Promise<void> {
+    this.checkOpen();
+    checkOptionNames("registerPlugin", options, REGISTER_PLUGIN_OPTIONS);
+    if (!(plugin instanceof SchedulerPlugin) && !(plugin instanceof WorkerPlugin)) {
+      throw new TypeError(`registerPlugin takes a SchedulerPlugin or a WorkerPlugin (a class extending one), got ${describe(plugin)}`);
+    }
+    const name = options.name ?? plugin.name ?? `${plugin.constructor.name}-${randomUUID()}`;
+    const idempotent = options.idempotent ?? plugin.idempotent ?? false;
+    if (plugin instanceof SchedulerPlugin) await this.scheduler.plugins.register(plugin, name, idempotent);
+    else await this.scheduler.addWorkerPlugin(shipWorkerPlugin(plugin, name, idempotent, this.scheduler.functions));
+  }
+
+  /** Dask's `client.unregister_worker_plugin(name)`: every worker runs its teardown; an unknown name is an error naming it. */
+  async unregisterWorkerPlugin(name: string): Promise<void> {
+    this.checkOpen();
+    await this.scheduler.removeWorkerPlugin(name);
+  }
+
+  /** Dask's `client.unregister_scheduler_plugin(name)`; an unknown name is an error naming it. */
+  async unregisterSchedulerPlugin(name: string): Promise<void> {
+    this.checkOpen();
+    this.scheduler.plugins.remove(name);
   }
 
   // ---- Diagnosing performance (seed 003) ---------------------------------------------------------
@@ -424,6 +466,8 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
     this.stopWatching();
     this.unregisterDiagnostics();
     this.leaveDashboard();
+    this.unregisterMetrics();
+    this.scheduler.removeClient(this.id);
     for (const hold of [...this.holds]) hold.release();
     const at = openClients.indexOf(this);
     if (at >= 0) openClients.splice(at, 1);
@@ -473,6 +517,7 @@ export class Client extends ShownAsCard implements GraphScheduler, AsyncDisposab
       wanted: calling.map((_, i) => i),
       span: currentSpan(),
       restriction,
+      client: this.id,
     };
     const slots = this.scheduler.submit(submission);
     return calling.map((call, i) => this.futureFor(call.key, call.key, slots[i]));
@@ -540,6 +585,14 @@ export interface RunOptions {
   readonly workers?: string | readonly string[];
 }
 const RUN_OPTIONS = ["workers"];
+
+export interface RegisterPluginOptions {
+  /** The name to register under (default: the plugin's `name`, else its class name and a random suffix). */
+  readonly name?: string;
+  /** Keep a plugin already registered under the name (default: the plugin's `idempotent`, else false: replace it). */
+  readonly idempotent?: boolean;
+}
+const REGISTER_PLUGIN_OPTIONS = ["name", "idempotent"];
 
 export interface GatherOptions {
   /** "raise" (default): an erred Future rejects the gather; "skip": it is left out. */

@@ -28,7 +28,7 @@ export interface GraphRequest extends PlacementOptions {
 }
 
 /** Computes `keys` of `graph` on the cluster; the result is shaped like `keys`, as with `get`. */
-export async function computeGraph(scheduler: Scheduler, request: GraphRequest): Promise<unknown> {
+export async function computeGraph(scheduler: Scheduler, request: GraphRequest, client?: string): Promise<unknown> {
   const { graph, callbacks, signal } = request;
   const restriction = restrictionOf("get", request);
   const started: Callback[] = [];
@@ -51,7 +51,7 @@ export async function computeGraph(scheduler: Scheduler, request: GraphRequest):
       plan = buildPlan(graph, request.keys, { cache: held });
       keyIds = plan.ids;
     }
-    const submission = { ...planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node])), ...planSpans(plan), restriction };
+    const submission = { ...planSubmission(plan, keyIds, scheduler.functions, (node) => held.has(plan.keys[node])), ...planSpans(plan), restriction, client };
     computation = new Computation(scheduler, plan, keyIds, callbacks);
     for (const cb of callbacks) cb.startState?.(graph, computation.view!);
     await computation.run(submission, signal);

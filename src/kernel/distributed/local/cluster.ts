@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { availableParallelism, totalmem } from "node:os";
 import { DEFAULT_PROFILING, checkProfilingOptions } from "../../profiling/hub";
 import { DashboardPublisher } from "../../dashboard/publisher";
+import { schedulerMetricsSource } from "../metrics-source";
 import { DEFAULT_DASHBOARD_ADDRESS, type DashboardServer, parseDashboardAddress, serveDashboard } from "../../dashboard/server";
 import { clusterFeed } from "../dashboard";
 import type { WorkerStartConfig } from "../messages";
@@ -202,7 +203,7 @@ export class LocalCluster extends ClusterCard implements AsyncDisposable {
    */
   private async serveDashboard(address: string | number): Promise<void> {
     const publisher = new DashboardPublisher({ notebook: false });
-    const server = await serveDashboard(address, publisher);
+    const server = await serveDashboard(address, publisher, { metrics: schedulerMetricsSource(this.scheduler) });
     if (this.closing !== undefined) {
       await server.close();
       return;

@@ -7,7 +7,7 @@ import { deserialize, serialize } from "node:v8";
 import type { MetricContext, MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
 import type { FnSpec, PackedError } from "../../execution/wire";
 import { decodeValue, encodeValue, framesByteLength } from "../frames";
-import type { ProfileReplyMessage, ProfileRequestMessage, RunMessage, RunReplyMessage, WireTask } from "../messages";
+import type { PluginAddMessage, PluginRemoveMessage, ProfileReplyMessage, ProfileRequestMessage, RunMessage, RunReplyMessage, WireTask } from "../messages";
 
 /** Task specs up to this size travel inside their job; larger ones are stored and the job names them. */
 export const INLINE_TASK_BYTES = 128 * 1024;
@@ -94,7 +94,7 @@ export interface WorkerRequest {
   /** The asking client's id: the reply goes on its reply stream. */
   readonly client: string;
   /** Times of a profile request are on the Redis server's clock, as are those of its reply. */
-  readonly message: RunMessage | ProfileRequestMessage;
+  readonly message: RunMessage | ProfileRequestMessage | PluginAddMessage | PluginRemoveMessage;
 }
 
 /** Times are on the Redis server's clock. */

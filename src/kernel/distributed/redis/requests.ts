@@ -6,7 +6,7 @@ import type { Redis } from "ioredis";
 import { type PackedProfile, packProfile } from "../../../protocol/profile";
 import { packError } from "../../execution/wire";
 import { DEFAULT_PROFILING } from "../../profiling/hub";
-import type { FromWorker, ProfileReplyMessage, ProfileRequestMessage, RunMessage, WorkerAddress } from "../messages";
+import type { FromWorker, ProfileReplyMessage, ProfileRequestMessage, WorkerAddress } from "../messages";
 import type { WorkerClock } from "../worker/clock";
 import type { WorkerRequest } from "./jobs";
 import { registry } from "./keys";
@@ -17,6 +17,10 @@ import { registry } from "./keys";
  * client.profile rather than holding it until its registration expires.
  */
 const PROFILE_REPLY_TIMEOUT = 5;
+
+/** How often, and how far apart, a request to a worker not listening (yet) is sent again. */
+const REQUEST_RETRIES = 20;
+const REQUEST_RETRY_MS = 100;
 
 export class WorkerRequests {
   /** Profile requests sent and not answered yet: requestId → what gives up on them. */
@@ -33,7 +37,8 @@ export class WorkerRequests {
     private readonly report: (worker: WorkerAddress, messages: readonly FromWorker[]) => void,
   ) {}
 
-  run(worker: WorkerAddress, message: RunMessage): void {
+  /** `client.run`, and adding or removing a worker plugin: answered with a run-reply. */
+  run(worker: WorkerAddress, message: Exclude<WorkerRequest["message"], ProfileRequestMessage>): void {
     this.request(worker, message);
   }
 
@@ -77,15 +82,18 @@ export class WorkerRequests {
   }
 
   /** Asks `worker` through its request channel; it answers on this client's reply stream. */
-  private request(worker: WorkerAddress, message: RunMessage | ProfileRequestMessage): void {
+  private request(worker: WorkerAddress, message: WorkerRequest["message"], attempt = 0): void {
     const request: WorkerRequest = { client: this.clientId, message };
     const unanswered = (reason: string): void => {
       if (message.op === "profile") return this.unansweredProfile(worker, message.requestId);
       const error = packError(new Error(`Worker ${worker} cannot be asked through ${this.description}: ${reason}`));
       this.report(worker, [{ op: "run-reply", requestId: message.requestId, ok: false, error }]);
     };
+    // A worker subscribes to its channel just after it registers: one that has only just joined
+    // (and is told its plugins at once) is asked again for a moment before the request fails.
+    const retry = (): void => void setTimeout(() => this.request(worker, message, attempt + 1), REQUEST_RETRY_MS).unref();
     this.redis.publish(registry.requests(worker), JSON.stringify(request)).then(
-      (listeners) => listeners === 0 && unanswered("it is not listening (it left, or lost its connection)"),
+      (listeners) => listeners === 0 && (attempt < REQUEST_RETRIES ? retry() : unanswered("it is not listening (it left, or lost its connection)")),
       (error: Error) => unanswered(error.message),
     );
   }

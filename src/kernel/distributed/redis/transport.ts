@@ -46,6 +46,10 @@ export interface RedisTransportOptions extends ConnectOptions {
 /** Longest wait for Redis while closing, ms. */
 const CLOSE_TIMEOUT_MS = 5000;
 
+/** How often, and how far apart, a request to a worker not listening (yet) is sent again. */
+const REQUEST_RETRIES = 20;
+const REQUEST_RETRY_MS = 100;
+
 export class RedisTransport implements Transport {
   readonly placement = "queue" as const;
   readonly description: string;
@@ -145,7 +149,7 @@ export class RedisTransport implements Transport {
   send(worker: WorkerAddress, messages: readonly ToWorker[]): void {
     for (const message of messages) {
       if (message.op === "define-functions") this.tasks.defineFunctions(message.functions);
-      else if (message.op === "run") this.requests.run(worker, message);
+      else if (message.op === "run" || message.op === "plugin-add" || message.op === "plugin-remove") this.requests.run(worker, message);
       else if (message.op === "profile") this.requests.profile(worker, message);
     }
   }

@@ -25,7 +25,8 @@ import { formatKey, keyFromId } from "../../graph/keys";
 import { resolveFunction } from "../../execution/functions";
 import { packError } from "../../execution/wire";
 import { decodeValue } from "../frames";
-import type { RunMessage, RunReplyMessage, WireTask, WorkerMetrics } from "../messages";
+import type { PluginAddMessage, PluginRemoveMessage, RunMessage, RunReplyMessage, ShippedWorkerPlugin, WireTask, WorkerMetrics } from "../messages";
+import { WorkerPlugins } from "../worker/plugins";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import type { Metric } from "../../metrics/context-meter";
 import { WorkerLog, startLines } from "../worker/logs";
@@ -184,6 +185,8 @@ export class RedisWorker {
   private readonly inlinePolicy = new InlinePolicy();
   /** What `client.run` functions see of this worker. */
   private readonly view: WorkerView;
+  /** Worker plugins; a Redis worker has no task state machine, so their transition hook is not called. */
+  private readonly plugins: WorkerPlugins;
   private lastCpu = process.cpuUsage();
   private lastBeat = now();
 
@@ -209,6 +212,7 @@ export class RedisWorker {
     for (const line of startLines(started, name)) this.logs.add({ time: clock.schedulerNow(), level: "INFO", message: line });
     this.gate = new FunctionGate({ worker: name, host: hostname(), allowSource: options.allowSource, moduleRoots: options.moduleRoots });
     this.view = this.makeView();
+    this.plugins = new WorkerPlugins(this.view, (line) => this.log(`tsdask worker ${name}: ${line}`), () => {});
   }
 
   /** Connects, starts the threads and registers; a clear error if Redis cannot be reached or the name is taken. */
@@ -629,7 +633,13 @@ export class RedisWorker {
       this.log(`tsdask worker ${this.name}: an unreadable request on its channel was ignored`);
       return;
     }
-    const reply = request.message.op === "profile" ? await this.profiler.reply(request.message, (line) => this.log(`tsdask worker ${this.name}: ${line}`)) : await this.run(request.message);
+    const { message } = request;
+    const reply =
+      message.op === "profile"
+        ? await this.profiler.reply(message, (line) => this.log(`tsdask worker ${this.name}: ${line}`))
+        : message.op === "run"
+          ? await this.run(message)
+          : await this.pluginRequest(message);
     const store = this.served.get(request.client)?.store ?? new RedisStore(this.redis, new Namespace(request.client), { partSize: this.options.partSize });
     let encoded: Buffer;
     try {
@@ -654,6 +664,31 @@ export class RedisWorker {
     } catch (error) {
       return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(error) };
     }
+  }
+
+  /** Adds or removes a worker plugin; its code passes the gate first, as a task's does. */
+  private async pluginRequest(message: PluginAddMessage | PluginRemoveMessage): Promise<RunReplyMessage> {
+    try {
+      if (message.op === "plugin-remove") await this.plugins.remove(message.name);
+      else await this.plugins.add(this.admitPlugin(message.plugin));
+      return { op: "run-reply", requestId: message.requestId, ok: true };
+    } catch (error) {
+      return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(error) };
+    }
+  }
+
+  /** `plugin` with its code as the gate admits it; throws the gate's refusal (logged) naming the plugin. */
+  private admitPlugin(plugin: ShippedWorkerPlugin): ShippedWorkerPlugin {
+    const { build } = plugin;
+    const hooks = build.kind === "class" ? [] : (Object.keys(build.methods) as (keyof typeof build.methods)[]);
+    const specs = build.kind === "class" ? [build.class] : hooks.map((hook) => build.methods[hook]!);
+    const admitted = this.gate.admit(specs.map((spec, i) => [i, spec]), `worker plugin ${plugin.name}`);
+    if (admitted instanceof WorkerCannotRunError) {
+      this.log(`tsdask worker ${this.name}: refused ${admitted.message}`);
+      throw admitted;
+    }
+    if (build.kind === "class") return { ...plugin, build: { kind: "class", class: admitted[0][1] } };
+    return { ...plugin, build: { kind: "methods", methods: Object.fromEntries(hooks.map((hook, i) => [hook, admitted[i][1]])) } };
   }
 
   private makeView(): WorkerView {
@@ -724,6 +759,7 @@ export class RedisWorker {
 
   private async closeNow(): Promise<void> {
     this.status = "closing";
+    await this.plugins.teardownAll();
     clearInterval(this.heartbeatTimer);
     await this.beating;
     await this.refreshing;

@@ -6,7 +6,7 @@
 
 import type { TaskStreamRecord } from "../../../protocol/records";
 import type { PackedError } from "../../execution/wire";
-import type { TaskFinishedMessage, WorkerAddress } from "../messages";
+import type { TaskErredMessage, TaskFinishedMessage, WorkerAddress } from "../messages";
 import type { WorkerState } from "./workers";
 
 /** Why a task failed; its dependents fail with the same failure. */
@@ -31,6 +31,14 @@ export interface TaskListener {
   erred?(slot: number, failure: TaskFailure): void;
 }
 
+/**
+ * Hears every task's every state change (scheduler plugins), after the event that caused it, in
+ * order. `report` is the worker's report when one caused the change (processing → memory or erred).
+ */
+export interface TransitionObserver {
+  transition(keyId: string, start: string, finish: string, worker: WorkerState | undefined, report: TaskFinishedMessage | TaskErredMessage | undefined): void;
+}
+
 type Notice =
   | { readonly kind: "dispatched"; readonly slot: number; readonly worker: WorkerState | undefined }
   | {
@@ -40,7 +48,15 @@ type Notice =
       readonly report: TaskFinishedMessage | undefined;
       readonly record: TaskStreamRecord | undefined;
     }
-  | { readonly kind: "erred"; readonly slot: number; readonly failure: TaskFailure };
+  | { readonly kind: "erred"; readonly slot: number; readonly failure: TaskFailure }
+  | {
+      readonly kind: "transition";
+      readonly keyId: string;
+      readonly start: string;
+      readonly finish: string;
+      readonly worker: WorkerState | undefined;
+      readonly report: TaskFinishedMessage | TaskErredMessage | undefined;
+    };
 
 /** The listeners of each task slot, and the notices waiting for the end of the current event. */
 export class TaskListeners {
@@ -48,6 +64,7 @@ export class TaskListeners {
   private readonly bySlot: (TaskListener | TaskListener[] | undefined)[] = [];
   private notices: Notice[] = [];
   private delivering = false;
+  private observer: TransitionObserver | undefined;
 
   /** `failed`: where a listener's error goes; without it, the first one is thrown once all are told. */
   constructor(private readonly failed?: (error: unknown) => void) {}
@@ -79,6 +96,20 @@ export class TaskListeners {
     this.bySlot[slot] = undefined;
   }
 
+  /** True while someone hears every transition: only then does a state change queue a notice. */
+  get observed(): boolean {
+    return this.observer !== undefined;
+  }
+
+  /** Who hears every transition from now on (undefined: nobody). */
+  observeTransitions(observer: TransitionObserver | undefined): void {
+    this.observer = observer;
+  }
+
+  transitioned(keyId: string, start: string, finish: string, worker?: WorkerState, report?: TaskFinishedMessage | TaskErredMessage): void {
+    if (this.observer !== undefined) this.notices.push({ kind: "transition", keyId, start, finish, worker, report });
+  }
+
   dispatched(slot: number, worker: WorkerState | undefined): void {
     if (this.bySlot[slot] !== undefined) this.notices.push({ kind: "dispatched", slot, worker });
   }
@@ -103,6 +134,10 @@ export class TaskListeners {
     try {
       for (let i = 0; i < this.notices.length; i++) {
         const notice = this.notices[i];
+        if (notice.kind === "transition") {
+          if (this.observer !== undefined) unrouted = this.tell(this.observer, notice, unrouted);
+          continue;
+        }
         const listeners = this.bySlot[notice.slot];
         if (listeners === undefined) continue;
         if (!Array.isArray(listeners)) {
@@ -127,17 +162,20 @@ export class TaskListeners {
   }
 
   /** Calls one listener; its error is routed, or kept (the first one) when there is nowhere to route it. */
-  private tell(listener: TaskListener, notice: Notice, unrouted: { error: unknown } | undefined): { error: unknown } | undefined {
+  private tell(listener: TaskListener | TransitionObserver, notice: Notice, unrouted: { error: unknown } | undefined): { error: unknown } | undefined {
     try {
       switch (notice.kind) {
         case "dispatched":
-          listener.dispatched?.(notice.slot, notice.worker);
+          (listener as TaskListener).dispatched?.(notice.slot, notice.worker);
           break;
         case "finished":
-          listener.finished?.(notice.slot, notice.worker, notice.report, notice.record);
+          (listener as TaskListener).finished?.(notice.slot, notice.worker, notice.report, notice.record);
           break;
         case "erred":
-          listener.erred?.(notice.slot, notice.failure);
+          (listener as TaskListener).erred?.(notice.slot, notice.failure);
+          break;
+        case "transition":
+          (listener as TransitionObserver).transition(notice.keyId, notice.start, notice.finish, notice.worker, notice.report);
           break;
       }
     } catch (error) {

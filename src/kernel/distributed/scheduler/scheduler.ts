@@ -7,10 +7,22 @@ import { EventEmitter } from "node:events";
 import type { BandwidthSummary, ClusterMemory, MetricRecord, SpanRecord, SystemSample, TaskStateCounts, TaskStreamRecord, WorkerRecord } from "../../../protocol/records";
 import { now } from "../../clock";
 import { type FnSpec, type PackedError, unpackError } from "../../execution/wire";
-import type { FromWorker, GatherReplyMessage, ProfileReplyMessage, RegisterMessage, RunReplyMessage, ToWorker, WorkerAddress, WorkerMetrics } from "../messages";
+import type {
+  FromWorker,
+  GatherReplyMessage,
+  ProfileReplyMessage,
+  RegisterMessage,
+  RunReplyMessage,
+  ShippedWorkerPlugin,
+  ToWorker,
+  WorkerAddress,
+  WorkerMetrics,
+} from "../messages";
 import { DEFAULT_PROFILING } from "../../profiling/hub";
 import { type ProfileWindow, unpackProfile } from "../../../protocol/profile";
 import { FunctionTable } from "../../execution/ship";
+import { type Key, keyFromId } from "../../graph/keys";
+import { type GraphUpdate, SchedulerPlugins } from "./plugins";
 import { ClusterState, type GraphSubmission, type SchedulerOptions, type TaskListener } from "./state";
 import type { CollectOptions, TaskStreamRing } from "./task-stream";
 import type { Transport, TransportEvents } from "./transport";
@@ -73,6 +85,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly closeWatchers = new Set<() => void>();
   private readonly syncs = new Set<MetricsSync>();
   private stealingTimer: NodeJS.Timeout | undefined;
+  /** Scheduler plugins (Dask's SchedulerPlugin), by name: see ./plugins. */
+  readonly plugins: SchedulerPlugins<Scheduler>;
+  /** Worker plugins by name (Dask's worker_plugins): every worker runs them, those joining later too. */
+  readonly workerPlugins = new Map<string, ShippedWorkerPlugin>();
+  /** The ids of the clients connected now (Dask's `clients`). */
+  readonly clients = new Set<string>();
+  /** Dask's totals since the scheduler started, for its Prometheus metrics. */
+  readonly totals = { workersAdded: 0, workersRemoved: 0, clientsAdded: 0, clientsRemoved: 0 };
 
   constructor(
     readonly transport: Transport,
@@ -85,6 +105,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       functionSpec: (id) => this.functions.spec(id),
       listenerFailed: (error) => this.listenerFailed("A task listener", error),
     });
+    this.plugins = new SchedulerPlugins<Scheduler>(this, this.state, (who, error) => this.listenerFailed(who, error));
   }
 
   async start(): Promise<void> {
@@ -209,7 +230,22 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const slots = this.state.submit(graph, listener, now());
     this.scheduleFlush();
     this.tell("graph-submitted", graph, slots);
+    if (this.plugins.names.length > 0) this.plugins.updateGraph(graphUpdate(graph, slots, this.state));
     return slots;
+  }
+
+  /** A client connected (Dask's add_client): plugins hear it. */
+  addClient(id: string): void {
+    this.clients.add(id);
+    this.totals.clientsAdded++;
+    this.plugins.addClient(id);
+  }
+
+  /** A client disconnected (Dask's remove_client). */
+  removeClient(id: string): void {
+    if (!this.clients.delete(id)) return;
+    this.totals.clientsRemoved++;
+    this.plugins.removeClient(id);
   }
 
   want(slot: number): void {
@@ -314,6 +350,47 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   /**
+   * Dask's register_worker_plugin: every worker adds `plugin` and runs its setup; workers that join
+   * later add it when they register. An idempotent plugin under a taken name changes nothing. The
+   * first setup error of a worker there now is thrown (the plugin stays registered, as in Dask).
+   */
+  async addWorkerPlugin(plugin: ShippedWorkerPlugin): Promise<void> {
+    this.checkOpen();
+    if (this.workerPlugins.has(plugin.name) && plugin.idempotent) return;
+    this.workerPlugins.set(plugin.name, plugin);
+    await this.requestEveryWorker((requestId) => ({ op: "plugin-add", requestId, plugin }));
+  }
+
+  /** Dask's unregister_worker_plugin: every worker tears it down; an unknown name is an error naming it. */
+  async removeWorkerPlugin(name: string): Promise<void> {
+    this.checkOpen();
+    if (!this.workerPlugins.delete(name)) {
+      const known = [...this.workerPlugins.keys()].map((n) => JSON.stringify(n)).join(", ") || "none";
+      throw new Error(`Could not find worker plugin ${JSON.stringify(name)} among the current worker plugins (${known})`);
+    }
+    await this.requestEveryWorker((requestId) => ({ op: "plugin-remove", requestId, name }));
+  }
+
+  /**
+   * Sends a request to every worker; throws the first worker's error once all have answered. A
+   * worker that left meanwhile does not count: what it would have done no longer matters.
+   */
+  private async requestEveryWorker(build: (requestId: number) => ToWorker): Promise<void> {
+    const release = this.hold();
+    try {
+      const targets = [...this.state.workers.values()];
+      const replies = await Promise.all(targets.map((ws) => this.request(ws.address, build)));
+      for (const [i, reply] of replies.entries()) {
+        if (this.state.workers.get(targets[i].address) !== targets[i]) continue;
+        if (reply instanceof Error) throw reply;
+        if (reply.op === "run-reply" && !reply.ok) throw unpackError(reply.error as PackedError);
+      }
+    } finally {
+      release();
+    }
+  }
+
+  /**
    * The workers' statistical profiles (Dask's get_profile): every window overlapping [start, stop)
    * (scheduler clock) from each of `workers` (default: all). A worker that leaves meanwhile is left out.
    */
@@ -350,6 +427,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     for (const watcher of [...this.closeWatchers]) watcher();
     this.closeWatchers.clear();
     for (const sync of [...this.syncs]) sync.done();
+    // Dask closes plugins after telling the workers to go and before the comms close.
+    await this.plugins.close();
     await this.transport.close();
   }
 
@@ -359,8 +438,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (this.closed) return;
     this.functions.setWorkerGlobals(registration.globals);
     const ws = this.state.addWorker(registration, now());
+    this.totals.workersAdded++;
+    // Its plugins before its first tasks. Nobody waits for the replies: a failing setup is the worker's to log, as in Dask.
+    const plugins = [...this.workerPlugins.values()].map((plugin): ToWorker => ({ op: "plugin-add", requestId: 0, plugin }));
+    if (plugins.length > 0) this.transport.send(ws.address, plugins);
     this.flush();
     this.tell("worker-joined", ws);
+    this.plugins.addWorker(ws.address);
   }
 
   private received(worker: WorkerAddress, messages: readonly FromWorker[]): void {
@@ -411,9 +495,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.requests.delete(id);
       request.settle(new Error(`Worker ${worker} left: ${reason}`));
     }
+    this.totals.workersRemoved++;
     this.flush();
     if (this.syncs.size > 0) this.checkSyncs();
     this.tell("worker-left", worker, reason);
+    this.plugins.removeWorker(worker, reason);
   }
 
   // ---- Listeners -------------------------------------------------------------------------------
@@ -524,4 +610,15 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.failure = error;
     await this.close();
   }
+}
+
+/** What plugins' updateGraph hears of a submission: the client, wanted keys, every key, priorities. */
+function graphUpdate(graph: GraphSubmission, slots: Int32Array, state: ClusterState): GraphUpdate {
+  const tasks = graph.keys.map(keyFromId);
+  const priority = new Map<Key, readonly [number, number]>();
+  slots.forEach((slot, entry) => {
+    const [submission, order] = state.priorityOf(slot);
+    priority.set(tasks[entry], [submission, order]);
+  });
+  return { client: graph.client ?? "unknown", keys: new Set(graph.wanted.map((entry) => tasks[entry])), tasks, priority };
 }

@@ -46,13 +46,14 @@ import {
 import { TaskStreamRing, taskStreamKey } from "./task-stream";
 import { WorkerState } from "./workers";
 
-export type { TaskFailure, TaskListener } from "./listeners";
+export type { TaskFailure, TaskListener, TransitionObserver } from "./listeners";
 export {
   type GraphSubmission,
   type SchedulerOptions,
   type TaskStateName,
   type WorkerRestriction,
   staticOrderOf,
+  TASK_STATE_NAMES,
   RELEASED,
   WAITING,
   QUEUED,
@@ -81,6 +82,8 @@ export class ClusterState extends WorkStealing {
   /** Dask's spans extension: spans, their tasks' counts and times, their metrics, the cluster's threads over time. */
   readonly spans = new SpansState();
   private generation = 0;
+  /** The worker an erred task failed on: told to free it when the task is forgotten (Dask's erred_on). */
+  private readonly erredOn = new Map<number, WorkerState>();
 
   constructor(options: SchedulerOptions) {
     super(options);
@@ -396,7 +399,7 @@ export class ClusterState extends WorkStealing {
     } else {
       this.inFlight--;
     }
-    this.setState(slot, MEMORY);
+    this.setState(slot, MEMORY, ws, report);
     this.nbytes[slot] = report.nbytes;
     if (this.placement === "locality") this.addHolder(slot, ws, report.nbytes);
     this.learn(slot, report);
@@ -444,11 +447,11 @@ export class ClusterState extends WorkStealing {
       startstops: report.startstops,
       span: this.spanOf(slot),
     });
-    this.fail(slot, { kind: "error", key: this.keys[slot], name: this.names[slot], error: report.error });
+    this.fail(slot, { kind: "error", key: this.keys[slot], name: this.names[slot], error: report.error }, ws, report);
   }
 
   /** `root` fails, and every dependent still to run fails with it. */
-  private fail(root: number, failure: TaskFailure): void {
+  private fail(root: number, failure: TaskFailure, worker?: WorkerState, report?: TaskErredMessage): void {
     const stack = [root];
     const failed: number[] = [];
     const unusedInputs: number[] = [];
@@ -461,14 +464,17 @@ export class ClusterState extends WorkStealing {
         const ws = this.processingOn[slot];
         if (ws !== undefined) {
           this.unassign(slot, ws);
-          // A dependent sent ahead: its worker must not run it (the root's worker knows it failed).
+          // A dependent sent ahead: its worker must not run it (the root's worker knows it failed,
+          // and keeps the error until the task is forgotten, as Dask's erred_on).
           if (slot !== root) this.freeOn(ws, this.keys[slot]);
+          else this.erredOn.set(slot, ws);
         } else {
           this.inFlight--;
           if (slot !== root) this.toForget.push(this.keys[slot]);
         }
       }
-      this.setState(slot, ERRED);
+      if (slot === root) this.setState(slot, ERRED, worker, report);
+      else this.setState(slot, ERRED);
       this.failures.set(slot, failure);
       this.dropInputs(slot, unusedInputs);
       this.listeners.erred(slot, failure);
@@ -635,8 +641,18 @@ export class ClusterState extends WorkStealing {
     stats.nbytes = stats.nbytes < 0 ? report.nbytes : 0.5 * stats.nbytes + 0.5 * report.nbytes;
   }
 
+  /** A forgotten erred task: the worker it failed on kept its error until now. */
+  protected override free(slot: number): void {
+    super.free(slot);
+    const erredOn = this.erredOn.get(slot);
+    if (erredOn === undefined) return;
+    this.erredOn.delete(slot);
+    if (this.workers.get(erredOn.address) === erredOn) this.freeOn(erredOn, this.keys[slot]);
+  }
+
   /** The span learns when its task ran (its compute phase) and how big its result is. */
   private spanRan(slot: number, report: TaskFinishedMessage): void {
+    this.totalsOf[slot].addPhases(report.startstops);
     for (const startstop of report.startstops) {
       if (startstop.action === "compute") this.spanTasks[slot].ran(startstop.start, startstop.stop, report.nbytes);
     }

@@ -9,9 +9,10 @@ import type { TaskStateCounts } from "../../../protocol/records";
 import { SPAN_STATES, type SpanTasks } from "../../metrics/spans-state";
 import type { SpanPath } from "../../metrics/spans";
 import type { FnSpec } from "../../execution/wire";
-import type { WireTask, WorkerAddress } from "../messages";
+import type { TaskErredMessage, TaskFinishedMessage, WireTask, WorkerAddress } from "../messages";
 import { type NumberColumn, grownColumn } from "./columns";
-import { type TaskFailure, type TaskListener, TaskListeners } from "./listeners";
+import { type TaskFailure, type TaskListener, TaskListeners, type TransitionObserver } from "./listeners";
+import { PrefixLedger, type PrefixTotals } from "./prefixes";
 import type { Placement } from "./transport";
 import type { WorkerState } from "./workers";
 
@@ -27,6 +28,8 @@ export const FORGOTTEN = 6;
 export const NO_WORKER = 7;
 const STATE_NAMES = ["released", "waiting", "queued", "processing", "memory", "erred", "forgotten", "no-worker"] as const;
 export type TaskStateName = (typeof STATE_NAMES)[number];
+/** The state names by number (PrefixTotals.states is indexed by them). */
+export const TASK_STATE_NAMES: readonly TaskStateName[] = STATE_NAMES;
 /** Each state's index in a span's counts (Dask's TaskGroup states): no-worker tasks are queued there. */
 const SPAN_STATE = Uint8Array.from(STATE_NAMES, (name) => SPAN_STATES.indexOf(name === "no-worker" ? "queued" : name));
 
@@ -54,6 +57,8 @@ export interface GraphSubmission {
   readonly wanted: readonly number[];
   /** The span the graph was submitted in (the client's `currentSpan()`); absent: the default span. */
   readonly span?: SpanPath;
+  /** The id of the client that submitted it (scheduler plugins' updateGraph hears it). */
+  readonly client?: string;
   /** Only when a collection tagged some tasks (`spanOfSpec`): entry i's own span where it has one. */
   readonly taskSpans?: readonly (SpanPath | undefined)[];
   /** Dask's worker restrictions (`workers=`, `allow_other_workers=`), for every new task of the submission. */
@@ -123,6 +128,8 @@ export const NO_ADDRESSES: readonly WorkerAddress[] = [];
 
 export abstract class TaskTable {
   readonly metrics: boolean;
+  /** Each prefix's transitions and phase seconds since the start (Prometheus reads them). */
+  readonly prefixTotals = new PrefixLedger(STATE_NAMES.length);
 
   // ---- The task table: columns indexed by slot -------------------------------------------------
   private capacity = 0;
@@ -145,6 +152,8 @@ export abstract class TaskTable {
   protected readonly groups: string[] = [];
   /** Each task's span (its group's). */
   protected readonly spanTasks: SpanTasks[] = [];
+  /** Each task's prefix totals. */
+  protected readonly totalsOf: PrefixTotals[] = [];
   protected readonly tasks: (WireTask | undefined)[] = [];
   protected readonly functionIds: (readonly number[])[] = [];
   protected readonly dependencies: (readonly number[])[] = [];
@@ -193,6 +202,11 @@ export abstract class TaskTable {
   nbytesOf(slot: number): number {
     return this.nbytes[slot];
   }
+  /** Dask's priority tuple: [submission, static order within it]. */
+  priorityOf(slot: number): [number, number] {
+    const priority = this.priority[slot];
+    return [Math.floor(priority / SUBMISSION_SPAN), priority % SUBMISSION_SPAN];
+  }
   failureOf(slot: number): TaskFailure | undefined {
     return this.failures.get(slot);
   }
@@ -208,6 +222,22 @@ export abstract class TaskTable {
   }
   processingWorker(slot: number): WorkerState | undefined {
     return this.processingOn[slot];
+  }
+  /** Task groups with live tasks (Dask's task_groups). */
+  get taskGroupCount(): number {
+    return this.groupStats.size;
+  }
+  /** Result bytes in memory by prefix, each result once (Dask's TaskPrefix nbytes_total). */
+  memoryByPrefix(): Map<string, number> {
+    const bytes = new Map<string, number>();
+    for (const slot of this.slotByKey.values()) {
+      if (this.state[slot] === MEMORY) bytes.set(this.prefixes[slot], (bytes.get(this.prefixes[slot]) ?? 0) + this.nbytes[slot]);
+    }
+    return bytes;
+  }
+  /** Live tasks in each state (no-worker apart, forgotten left out: its count is of free slots). */
+  tasksByState(): Map<TaskStateName, number> {
+    return new Map(STATE_NAMES.filter((_, state) => state !== FORGOTTEN).map((name) => [name, this.counts[STATE_NAMES.indexOf(name)]]));
   }
   get taskCount(): number {
     return this.slotByKey.size;
@@ -236,6 +266,11 @@ export abstract class TaskTable {
 
   removeListener(slot: number, listener: TaskListener): void {
     this.listeners.remove(slot, listener);
+  }
+
+  /** `observer` hears every task's every state change from now on (scheduler plugins); undefined: nobody. */
+  observeTransitions(observer: TransitionObserver | undefined): void {
+    this.listeners.observeTransitions(observer);
   }
 
   /**
@@ -298,6 +333,7 @@ export abstract class TaskTable {
     }
     this.state[slot] = RELEASED;
     this.counts[RELEASED]++;
+    this.totalsOf[slot] = this.prefixTotals.of(prefix);
     this.waitingOn[slot] = 0;
     this.pendingDependents[slot] = 0;
     this.wants[slot] = 0;
@@ -328,16 +364,19 @@ export abstract class TaskTable {
     this.capacity = capacity;
   }
 
-  protected setState(slot: number, state: number): void {
+  /** `worker` and `report`: the report that caused the change, for those who observe transitions. */
+  protected setState(slot: number, state: number, worker?: WorkerState, report?: TaskFinishedMessage | TaskErredMessage): void {
     const from = this.state[slot];
     this.counts[from]--;
     this.counts[state]++;
     this.state[slot] = state;
+    this.totalsOf[slot].states[state]++;
     if (this.metrics) {
       const span = this.spanTasks[slot].counts;
       span[SPAN_STATE[from]]--;
       span[SPAN_STATE[state]]++;
     }
+    if (this.listeners.observed) this.listeners.transitioned(this.keys[slot], STATE_NAMES[from], STATE_NAMES[state], worker, report);
   }
 
   protected isNeeded(slot: number): boolean {

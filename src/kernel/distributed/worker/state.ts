@@ -154,6 +154,14 @@ export class WorkerStateMachine {
   readonly inFlight = new Map<WorkerAddress, { readonly keys: readonly string[]; readonly nbytes: number }>();
   private bytesInFlight = 0;
   private sequence = 0;
+  /**
+   * Record each task's state changes for takeTransitions (worker plugins watch them): off unless
+   * a plugin does, so the state machine pays nothing otherwise.
+   */
+  recordTransitions = false;
+  private transitions: [key: string, start: string, finish: string][] = [];
+  /** Tasks created since transitions are recorded and not yet moved: their first change starts from "released" (Dask's). */
+  private readonly fresh = new WeakSet<WorkerTask>();
   private readonly transferCountLimit: number;
   private readonly transferMessageBytesLimit: number;
   private readonly transferBytesLimit: number;
@@ -229,7 +237,7 @@ export class WorkerStateMachine {
         return;
       case "cancelled":
         // Freed, then wanted again before it finished: its outcome counts after all.
-        task.state = "executing";
+        this.setState(task, "executing");
         return;
       case "waiting":
         // Asked again: the holders may have changed.
@@ -260,7 +268,7 @@ export class WorkerStateMachine {
     task.run = run;
     task.priority = priority;
     task.sequence = this.sequence++;
-    task.state = "waiting";
+    this.setState(task, "waiting");
     for (const dependency of task.dependencies) dependency.dependents.delete(task);
     task.waitingFor.clear();
     const inputs = dependencies.length === 0 ? NO_TASKS : new Array<WorkerTask>(dependencies.length);
@@ -315,11 +323,11 @@ export class WorkerStateMachine {
   /** Puts `task` in line for fetching if a peer holds it, else marks it missing; true in the first case. */
   private fetchOrMissing(task: WorkerTask): boolean {
     if (task.whoHas.size > 0) {
-      task.state = "fetch";
+      this.setState(task, "fetch");
       this.toFetch.add(task);
       return true;
     }
-    task.state = "missing";
+    this.setState(task, "missing");
     this.toFetch.delete(task);
     return false;
   }
@@ -370,9 +378,9 @@ export class WorkerStateMachine {
         return;
       }
       // Needed here again since it was freed: kept for those tasks, unknown to the scheduler.
-      task.state = "memory";
+      this.setState(task, "memory");
     } else {
-      task.state = "memory";
+      this.setState(task, "memory");
       task.held = true;
       out.push({ op: "send", message: this.finished(task, event.thread, event.startstops) });
     }
@@ -394,7 +402,7 @@ export class WorkerStateMachine {
       if (!this.fetchOrMissing(task)) this.giveUp(task, out);
       return;
     }
-    task.state = "error";
+    this.setState(task, "error");
     out.push({
       op: "send",
       message: { op: "task-erred", key: task.key, error: event.error, thread: event.thread, startstops: [...task.startstops, ...event.startstops] },
@@ -448,7 +456,7 @@ export class WorkerStateMachine {
         this.forget(task, out);
         continue;
       }
-      task.state = "memory";
+      this.setState(task, "memory");
       task.nbytes = nbytes;
       task.type = type;
       task.held = true;
@@ -536,7 +544,7 @@ export class WorkerStateMachine {
         if (keys.length > 0 && nbytes + other.nbytes > this.transferMessageBytesLimit) continue;
         keys.push(other.key);
         nbytes += other.nbytes;
-        other.state = "flight";
+        this.setState(other, "flight");
         this.toFetch.delete(other);
       }
       this.inFlight.set(worker, { keys, nbytes });
@@ -564,7 +572,7 @@ export class WorkerStateMachine {
   // ---- Computing -----------------------------------------------------------------------------
 
   private toReady(task: WorkerTask): void {
-    task.state = "ready";
+    this.setState(task, "ready");
     this.ready.push(task);
   }
 
@@ -573,7 +581,7 @@ export class WorkerStateMachine {
       const task = this.ready.pop();
       if (task === undefined) return;
       if (task.state !== "ready" || this.tasks.get(task.key) !== task) continue;
-      task.state = "executing";
+      this.setState(task, "executing");
       this.executing.add(task);
       out.push({ op: "execute", key: task.key });
     }
@@ -601,7 +609,7 @@ export class WorkerStateMachine {
           this.unlink(task, work);
           continue;
         case "executing":
-          task.state = "cancelled";
+          this.setState(task, "cancelled");
           out.push({ op: "cancel-execute", key: task.key });
           this.dropInputs(task, work);
           continue;
@@ -615,6 +623,21 @@ export class WorkerStateMachine {
     }
   }
 
+  /** The state changes since the last call, oldest first (recorded only while recordTransitions is on). */
+  takeTransitions(): [key: string, start: string, finish: string][] {
+    const taken = this.transitions;
+    this.transitions = [];
+    return taken;
+  }
+
+  private setState(task: WorkerTask, state: WorkerTaskState): void {
+    if (this.recordTransitions) {
+      const start = this.fresh.delete(task) ? "released" : task.state;
+      if (start !== state) this.transitions.push([task.key, start, state]);
+    }
+    task.state = state;
+  }
+
   /** Forgets `task`, and the inputs it leaves without users. */
   private forget(task: WorkerTask, out: WorkerInstruction[]): void {
     this.releaseUnneeded(this.unlink(task, []), out);
@@ -623,6 +646,7 @@ export class WorkerStateMachine {
   /** Takes `task` out of the tables; its inputs join `work`. */
   private unlink(task: WorkerTask, work: WorkerTask[]): WorkerTask[] {
     this.tasks.delete(task.key);
+    if (this.recordTransitions && !this.fresh.delete(task)) this.transitions.push([task.key, task.state, "released"], [task.key, "released", "forgotten"]);
     this.toFetch.delete(task);
     this.executing.delete(task);
     return this.dropInputs(task, work);
@@ -664,6 +688,7 @@ export class WorkerStateMachine {
         deferred: undefined,
       };
       this.tasks.set(key, task);
+      if (this.recordTransitions) this.fresh.add(task);
     } else if (name !== undefined) {
       task.name = name;
     }
@@ -685,6 +710,8 @@ export class EventFeed {
     private readonly carryOut: (instruction: WorkerInstruction) => void,
     /** Called before a run of events is fed (the runtime updates what the machine reads of it). */
     private readonly beforeFeeding: () => void = () => {},
+    /** Called once a run of events is fed and carried out (worker plugins hear what it did then, never in the middle). */
+    private readonly afterFeeding: () => void = () => {},
   ) {}
 
   apply(event: WorkerEvent): void {
@@ -699,6 +726,7 @@ export class EventFeed {
     } finally {
       this.feeding = false;
     }
+    this.afterFeeding();
   }
 }
 

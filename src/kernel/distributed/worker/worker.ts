@@ -38,6 +38,7 @@ import { WorkerLog, computeFailedLine, memoryLine, startLines } from "./logs";
 import { keyRepr, typeName } from "./names";
 import { type FetchResult, PeerClient, sendMetered, serveGetData } from "./peers";
 import { WorkerProfiler } from "./profile";
+import { WorkerPlugins } from "./plugins";
 import { EventFeed, WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
 import { TransferStats } from "./transfers";
@@ -64,6 +65,7 @@ export class Worker {
   private readonly thresholds: MemoryThresholds;
   private readonly runner: TaskRunner;
   private readonly profiler: WorkerProfiler;
+  private readonly plugins: WorkerPlugins;
   private readonly running = new Map<string, RunningTask>();
   private server: Server | undefined;
   private scheduler: Connection | undefined;
@@ -132,8 +134,14 @@ export class Worker {
       nthreads: config.nthreads,
       transferBytesLimit: limited ? 0.1 * config.memoryLimit : Infinity,
     });
-    this.feed = new EventFeed(this.state, (instruction) => this.carryOut(instruction), () => (this.state.slots = this.runner.capacity));
+    this.feed = new EventFeed(
+      this.state,
+      (instruction) => this.carryOut(instruction),
+      () => (this.state.slots = this.runner.capacity),
+      () => this.state.recordTransitions && this.plugins.transitions(this.state.takeTransitions()),
+    );
     this.view = this.makeView();
+    this.plugins = new WorkerPlugins(this.view, (line) => this.log(line), (on) => (this.state.recordTransitions = on));
     // Last: nothing above may fail once threads exist.
     this.runner = new TaskRunner(config.nthreads, this.metricsOn);
     this.profiler = new WorkerProfiler(this.address, this.clock, config.profile);
@@ -170,6 +178,12 @@ export class Worker {
         return;
       case "profile":
         void this.sendProfile(message);
+        return;
+      case "plugin-add":
+        void this.answer(message.requestId, () => this.plugins.add(message.plugin));
+        return;
+      case "plugin-remove":
+        void this.answer(message.requestId, () => this.plugins.remove(message.name));
         return;
       case "heartbeat-reply":
         this.onHeartbeatReply(message);
@@ -416,6 +430,16 @@ export class Worker {
     this.send(reply);
   }
 
+  /** Runs a plugin request and answers it as a run-reply: ok, or the error it threw. */
+  private async answer(requestId: number, request: () => Promise<void>): Promise<void> {
+    try {
+      await request();
+      this.send({ op: "run-reply", requestId, ok: true });
+    } catch (error) {
+      this.send({ op: "run-reply", requestId, ok: false, error: packError(error) });
+    }
+  }
+
   private async sendProfile(message: ProfileRequestMessage): Promise<void> {
     this.send(await this.profiler.reply(message, (line) => this.log(line)));
   }
@@ -565,6 +589,7 @@ export class Worker {
   }
 
   private async shutDown(reason: string): Promise<void> {
+    await this.plugins.teardownAll();
     if (this.scheduler !== undefined && !this.scheduler.closed) {
       this.send({ op: "worker-status-change", status: "closing" });
       this.flush();
