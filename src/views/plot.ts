@@ -104,13 +104,13 @@ export class PlotView {
       await current.result.view.runAsync();
       return;
     }
-    // Block every URL the spec could name (data, images, links): a saved notebook is untrusted,
-    // and tsdask plots carry their data inline.
     const fit = this.options.fit;
     const fits = fit !== undefined && canFit(split.spec);
     // The spec's own size is the first guess; fitToBox then sets the box's (`contains: "padding"`: all of it).
     if (fits) split.spec.autosize = { type: fit === "both" ? "fit" : "fit-x", contains: "padding" };
     if (fit !== undefined) this.node.dataset.fit = fits ? fit : "shrink";
+    // Block every URL the spec could name (data, images, links): a saved notebook is untrusted,
+    // and tsdask plots carry their data inline.
     const loader = vega.loader();
     loader.sanitize = (uri: string) => Promise.reject(new Error(`tsdask plots load nothing from URLs (${uri})`));
     const container = document.createElement("div");
