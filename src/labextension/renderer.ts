@@ -51,7 +51,8 @@ export class TsdaskRenderer extends Widget implements IRenderMime.IRenderer {
       const view = this.view instanceof ProfileView ? this.view : this.replaceView(new ProfileView());
       view.render(payload);
     } else {
-      const view = this.view instanceof PlotView ? this.view : this.replaceView(new PlotView());
+      // A plot in a cell follows the cell's width (a notebook beside a dashboard panel is narrow).
+      const view = this.view instanceof PlotView ? this.view : this.replaceView(new PlotView({ fit: "width" }));
       await view.render(payload);
     }
   }

@@ -1,6 +1,8 @@
 // Vega-Lite plots through vega-embed (bundled, loaded on first use). A later snapshot of the same
 // plot whose spec differs only in its data streams rows into the live view with a Vega changeset
-// instead of re-embedding, so the plot neither blinks nor loses hover state.
+// instead of re-embedding, so the plot neither blinks nor loses hover state. A plot can follow its
+// box (a notebook cell, a dashboard panel being dragged or resized): a ResizeObserver hands the
+// box's size to Vega, whose "fit" autosize lays the axes and legend out inside it.
 import type { Result, VisualizationSpec } from "vega-embed";
 import type { PlotPayload } from "../protocol";
 import { splitSpec } from "./spec";
@@ -13,23 +15,49 @@ function safeFileName(id: string): string {
   return `tsdask-${id.replace(/[^\w-]+/g, "_").slice(0, 60)}`;
 }
 
+export interface PlotViewOptions {
+  /**
+   * Run Vega's expressions through its interpreter instead of compiling them, for pages whose
+   * Content-Security-Policy forbids eval (tsdask's standalone pages).
+   */
+  readonly interpretExpressions?: boolean;
+  /**
+   * Follow the plot's box: "width" fills its width (the height stays the spec's: a notebook
+   * cell), "both" fills its width and height (a dashboard panel). Vega cannot lay out
+   * concatenated views to a size, so those are scaled down to the width instead (never up).
+   * Without it the plot keeps the spec's size.
+   */
+  readonly fit?: "width" | "both";
+}
+
+/** Narrower than this, axes and legends leave no room to draw in: the box scrolls instead. */
+const MIN_FIT_WIDTH = 160;
+const MIN_FIT_HEIGHT = 120;
+
+/** Vega-Lite's "fit" autosize works for single and layered views only. */
+function canFit(spec: Readonly<Record<string, unknown>>): boolean {
+  return !["concat", "hconcat", "vconcat", "facet", "repeat"].some((key) => key in spec);
+}
+
 export class PlotView {
   readonly node = document.createElement("div");
-  private embedded: { result: Result; shape: string; rows: string; container: HTMLElement } | undefined;
+  private embedded: { result: Result; shape: string; rows: string; container: HTMLElement; fits: boolean } | undefined;
   private last: PlotPayload | undefined;
   private pending: PlotPayload | undefined;
   private drain: Promise<void> | undefined;
   private readonly stopWatchingTheme: () => void;
+  private readonly resize: ResizeObserver | undefined;
 
-  /**
-   * `interpretExpressions`: run Vega's expressions through its interpreter instead of compiling
-   * them, for pages whose Content-Security-Policy forbids eval (tsdask's standalone pages).
-   */
-  constructor(private readonly options: { readonly interpretExpressions?: boolean } = {}) {
+  constructor(private readonly options: PlotViewOptions = {}) {
     this.node.className = "tsdask-plot";
+    this.node.dataset.fit = options.fit ?? "none";
     this.stopWatchingTheme = watchTheme(() => {
       if (this.last !== undefined) void this.render(this.last);
     });
+    if (options.fit !== undefined) {
+      this.resize = new ResizeObserver(() => void this.fitToBox().catch((error: unknown) => this.showError(error)));
+      this.resize.observe(this.node);
+    }
   }
 
   /** Draws the newest payload; overlapping calls coalesce so only the latest snapshot is drawn next. */
@@ -40,6 +68,7 @@ export class PlotView {
   }
 
   dispose(): void {
+    this.resize?.disconnect();
     this.stopWatchingTheme();
     this.embedded?.result.finalize();
     this.embedded = undefined;
@@ -75,6 +104,11 @@ export class PlotView {
       await current.result.view.runAsync();
       return;
     }
+    const fit = this.options.fit;
+    const fits = fit !== undefined && canFit(split.spec);
+    // The spec's own size is the first guess; fitToBox then sets the box's (`contains: "padding"`: all of it).
+    if (fits) split.spec.autosize = { type: fit === "both" ? "fit" : "fit-x", contains: "padding" };
+    if (fit !== undefined) this.node.dataset.fit = fits ? fit : "shrink";
     // Block every URL the spec could name (data, images, links): a saved notebook is untrusted,
     // and tsdask plots carry their data inline.
     const loader = vega.loader();
@@ -98,7 +132,25 @@ export class PlotView {
     } else {
       this.node.replaceChildren(container);
     }
-    this.embedded = { result, shape: split.shape, rows, container };
+    this.embedded = { result, shape: split.shape, rows, container, fits };
+    await this.fitToBox();
+  }
+
+  /** Lays the live view out to its box, when it follows it and the box changed by a pixel or more. */
+  private async fitToBox(): Promise<void> {
+    const embedded = this.embedded;
+    if (embedded === undefined || !embedded.fits) return;
+    // The embed's padding keeps room for its actions menu.
+    const style = getComputedStyle(embedded.container);
+    const inner = embedded.container.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    // Not laid out (a hidden tab, a detached output): keep the size it has until it is.
+    if (!(inner > 0)) return;
+    const view = embedded.result.view;
+    const width = Math.max(MIN_FIT_WIDTH, Math.floor(inner));
+    const height = this.options.fit === "both" ? Math.max(MIN_FIT_HEIGHT, Math.floor(this.node.clientHeight)) : view.height();
+    if (Math.abs(view.width() - width) < 1 && Math.abs(view.height() - height) < 1) return;
+    view.width(width).height(height);
+    await view.runAsync();
   }
 
   private showError(error: unknown): void {

@@ -5,7 +5,8 @@
 // LocalCluster serves its own dashboard page, several clusters on different ports.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Client, LocalCluster, dashboardPublisher, get } from "../../src";
+import { Client, LocalCluster, dashboardPublisher, get, span } from "../../src";
+import { DEFAULT_SELECTION, type FpmData, IDLE_PREFIX, fpmModel, fpmOptions } from "../../src/protocol/fpm";
 import type { ComputationProgress, DashboardSnapshot } from "../../src/protocol/dashboard";
 import { fail, slowInc } from "../fixtures/cluster-client-tasks";
 import { sleep as sleepTask, spin } from "../fixtures/tasks";
@@ -105,6 +106,33 @@ describe("a Client on the notebook's dashboard feed", () => {
     assert.ok(last.taskStream!.records.some((record) => record.prefix === "slow"));
     assert.equal(last.taskStream!.total, cluster.scheduler.taskStream.index);
     assert.ok(last.bandwidth !== undefined);
+  });
+
+  test("the metrics come with their spans: the panel offers each span tag and shows idle time as the notebook's panel does", async () => {
+    // Seed 003's spans: two blocks of work with a pause between them, the pause being idle time.
+    const { dsk: load, key: loaded } = slowGraph("load", 8, 40);
+    const { dsk: qr, key: factored } = slowGraph("qr", 8, 40);
+    await span("load", () => get(load, loaded));
+    await sleep(300);
+    await span("qr", () => get(qr, factored));
+    // The scheduler's spans once every worker's heartbeat brought their last tasks' metrics.
+    const inline = await client.metricsData();
+    const inlineModel = fpmModel(inline, DEFAULT_SELECTION);
+    const snapshot = await until("a snapshot with the synced metrics", () =>
+      newest(seen, (s) => s.time >= inline.time && (s.metrics?.spans ?? []).some((record) => record.name.includes("qr"))),
+    );
+    // What the dashboard's FPM panel draws from (views/dashboard/fpm.ts's fpmData).
+    const data: FpmData = { metrics: snapshot.metrics!.metrics, spans: snapshot.metrics!.spans ?? [], time: snapshot.time };
+    assert.deepEqual(fpmOptions(data).spans.filter((tag) => tag !== "default"), ["load", "qr"]);
+    const model = fpmModel(data, DEFAULT_SELECTION);
+    assert.equal(model.functions.at(-1), IDLE_PREFIX, `the idle row is last: ${model.functions.join(", ")}`);
+    const idle = model.activities.find((slice) => slice.activity === "idle");
+    assert.ok(idle !== undefined && idle.value > 0, `idle time is shown: ${JSON.stringify(model.activities)}`);
+    // The same model as the notebook's panel: equal totals for the tasks both saw; idle grows with the clock.
+    const taskTotal = (m: typeof model): number => m.functionTotals.filter((row) => row.function !== IDLE_PREFIX).reduce((sum, row) => sum + row.value, 0);
+    assert.ok(Math.abs(taskTotal(model) - taskTotal(inlineModel)) < 1e-9, `task time: dashboard ${taskTotal(model)} s, notebook ${taskTotal(inlineModel)} s`);
+    const onlyQr = fpmModel(data, { ...DEFAULT_SELECTION, spans: ["qr"] });
+    assert.deepEqual(onlyQr.functions.filter((fn) => fn !== IDLE_PREFIX).sort(), ["qr", "qrtotal"]);
   });
 
   test("the workers' statistical profile follows the run: the spinning prefix, its time windows", async () => {

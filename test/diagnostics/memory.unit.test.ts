@@ -108,6 +108,18 @@ describe("MemorySampler's plot", () => {
     assert.equal(Math.max(...short.map((r) => r.x)), 0.5, "no point of 'short' after its last sample");
   });
 
+  test("align: each line its own dash, the first solid, so runs that coincide stay visible; without align, plain lines", () => {
+    type Layer = { encoding: { strokeDash?: { field: string; scale: { domain: string[]; range: number[][] } } } };
+    const [aligned] = memorySpec(series, { align: true, width: 600, height: 300, title: "m" }).layer as Layer[];
+    const dash = aligned.encoding.strokeDash!;
+    assert.equal(dash.field, "label");
+    assert.deepEqual(dash.scale.domain, series.map((s) => s.label));
+    assert.deepEqual(dash.scale.range[0], [1, 0], "the first series is solid");
+    assert.equal(new Set(dash.scale.range.map((d) => d.join(","))).size, series.length, "no two series share a dash");
+    const [plain] = memorySpec(series, { align: false, width: 600, height: 300, title: "m" }).layer as Layer[];
+    assert.equal(plain.encoding.strokeDash, undefined);
+  });
+
   test("without align: wall-clock time; memory in the unit that suits it", () => {
     const spec = memorySpec(series, { align: false, width: 600, height: 300, title: "m" });
     const rows = rowsOf(spec);

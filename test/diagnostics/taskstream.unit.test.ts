@@ -9,6 +9,7 @@ import { threadId } from "node:worker_threads";
 import { TaskStreamCollector, TaskStreamTable, getTaskStream, get, now, withCallbacks } from "../../src";
 import { PHASE_COLORS, streamRows, taskStreamSpec } from "../../src/kernel/diagnostics/taskstream";
 import { DETAIL_LIMIT, binCount } from "../../src/protocol/plot/bins";
+import { recentTaskStream } from "../../src/protocol/plot/taskstream-window";
 import type { TaskStreamRecord } from "../../src/protocol/records";
 import { add, boom, busy } from "./tasks";
 
@@ -165,5 +166,58 @@ describe("the task-stream plot", () => {
   test("keys with HTML in them are plain data (the views show text)", () => {
     const spec = specOf(TaskStreamTable.fromRecords([record(EVIL, "w", 1, [{ action: "compute", start: 0, stop: 1 }])]));
     assert.equal(spec.data.values[0].key, EVIL);
+  });
+});
+
+describe("the live task stream's rolling window (Dask's dashboard TaskStream)", () => {
+  /** `n` tasks of `prefix` back to back on two threads from `start`, each `ms` long. */
+  const burst = (prefix: string, n: number, start: number, ms: number): TaskStreamRecord[] =>
+    Array.from({ length: n }, (_, i) => {
+      const begin = start + Math.floor(i / 2) * (ms / 1000);
+      return {
+        key: `('${prefix}-${i}')`,
+        prefix,
+        worker: "tcp://127.0.0.1:1",
+        thread: i % 2,
+        status: "OK" as const,
+        nbytes: 8,
+        type: "number",
+        startstops: [{ action: "compute" as const, start: begin, stop: begin + ms / 1000 }],
+      };
+    });
+  const names = (records: readonly TaskStreamRecord[]): Record<string, number> => {
+    const counts: Record<string, number> = {};
+    for (const record of records) counts[record.prefix] = (counts[record.prefix] ?? 0) + 1;
+    return counts;
+  };
+
+  // Port of distributed/dashboard/tests/test_scheduler_bokeh.py::test_task_stream_clear_interval
+  test("test_task_stream_clear_interval: work after a short pause joins the window; after a long one it starts a new window", () => {
+    const inc = burst("inc", 10, 1000, 1);
+    const dec = burst("dec", 10, 1000.01 + 0.01, 1);
+    assert.deepEqual(names(recentTaskStream([...inc, ...dec], { clearInterval: 0.2 })), { inc: 10, dec: 10 });
+    const later = burst("inc", 10, 1000.02 + 0.3 + 0.01, 1).map((record, i) => ({ ...record, key: `('inc-${10 + i}')` }));
+    const shown = recentTaskStream([...inc, ...dec, ...later], { clearInterval: 0.2 });
+    assert.deepEqual(names(shown), { inc: 10 });
+    assert.deepEqual(shown, later);
+  });
+
+  test("the default clear interval is Dask's 20 s: a 5 s pause keeps the window, a minute's pause after a short run starts a new one", () => {
+    const first = burst("load", 20, 1000, 100);
+    const soon = burst("qr", 20, 1002 + 5, 100);
+    assert.deepEqual(names(recentTaskStream([...first, ...soon])), { load: 20, qr: 20 });
+    const much = burst("again", 20, 1002 + 60, 100);
+    assert.deepEqual(names(recentTaskStream([...first, ...soon, ...much])), { again: 20 });
+    // Dense old work wider than the pause stays: a 25 s pause after 30 s of work on every thread.
+    const long = burst("long", 600, 1000, 100);
+    const after = burst("after", 4, 1030 + 25, 100);
+    assert.deepEqual(names(recentTaskStream([...long, ...after])), { long: 600, after: 4 });
+  });
+
+  test("records keep their order; none, or a bad interval, are handled", () => {
+    assert.deepEqual(recentTaskStream([]), []);
+    const shuffled = [...burst("b", 4, 1001, 10), ...burst("a", 4, 1000, 10)];
+    assert.deepEqual(recentTaskStream(shuffled), shuffled);
+    assert.throws(() => recentTaskStream(shuffled, { clearInterval: -1 }), /clearInterval must be a number of seconds ≥ 0, got -1/);
   });
 });

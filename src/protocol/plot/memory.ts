@@ -27,6 +27,12 @@ function thin(points: MemorySeries["points"], limit: number): MemorySeries["poin
   return kept;
 }
 
+/**
+ * Aligned series share an origin, and runs of the same work lie on top of one another: each line
+ * gets its own dash (the first solid, drawn below the others), so an earlier series shows through.
+ */
+const ALIGNED_DASHES: readonly (readonly number[])[] = [[1, 0], [7, 3], [2, 3], [9, 3, 2, 3], [4, 4], [1, 4]];
+
 export interface MemorySpecOptions {
   /** Start every series at 0 s (compare runs); false: wall-clock time. */
   readonly align: boolean;
@@ -66,7 +72,15 @@ export function memorySpec(series: readonly MemorySeries[], options: MemorySpecO
       {
         params: [{ name: "zoom", select: { type: "interval", encodings: ["x"] }, bind: "scales" }],
         mark: { type: "line", strokeWidth: 2 },
-        encoding: { x, y, color, detail: { field: "label" } },
+        encoding: {
+          x,
+          y,
+          color,
+          detail: { field: "label" },
+          ...(options.align && {
+            strokeDash: { field: "label", type: "nominal", title: "Label", scale: { domain: color.scale.domain, range: series.map((_, i) => ALIGNED_DASHES[i % ALIGNED_DASHES.length]) } },
+          }),
+        },
       },
       {
         mark: { type: "point", filled: true, size: 18 },

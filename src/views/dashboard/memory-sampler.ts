@@ -6,10 +6,7 @@ import { memorySpec } from "../../protocol/plot/memory";
 import type { MemorySample } from "../../protocol/records";
 import { element, textElement } from "../dom";
 import type { PanelContext, SectionView } from "./kinds";
-import { PanelPlot } from "./panel-plot";
-
-/** Room the plot leaves for its axis labels and legend. */
-const LABELS_PX = 240;
+import { PANEL_SPEC_WIDTH, PanelPlot } from "./panel-plot";
 
 /** Records back into series, in the order labels first appear (the sampler's order). */
 export function seriesOf(samples: readonly MemorySample[]): MemorySeries[] {
@@ -35,7 +32,7 @@ export function mountMemorySamplerPanel(container: HTMLElement, samples: readonl
   alignLabel.append(textElement("span", "", " start every series at 0 s"));
   let latest = samples;
   let series: MemorySeries[] = [];
-  const plot = new PanelPlot(root, "tsdask-memory-sampler", LABELS_PX, (width) => memorySpec(series, { align: align.checked, width, height: 260, title: "" }));
+  const plot = new PanelPlot(root, "tsdask-memory-sampler", () => memorySpec(series, { align: align.checked, width: PANEL_SPEC_WIDTH, height: 260, title: "" }));
 
   const draw = (): void => {
     series = seriesOf(latest);

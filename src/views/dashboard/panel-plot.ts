@@ -1,44 +1,32 @@
-// A live Vega-Lite plot filling its panel's width: drawn from a spec builder given the width, and
-// drawn again when the panel is resized by more than a few pixels. Its few expressions run
-// interpreted: the standalone page's Content-Security-Policy forbids eval.
+// A live Vega-Lite plot filling its panel: drawn from a spec builder, laid out by the plot view to
+// the panel's width and height, and again whenever the panel is dragged or resized. Its few
+// expressions run interpreted: the standalone page's Content-Security-Policy forbids eval.
 import { PROTOCOL_VERSION } from "../../protocol";
 import type { VegaLiteSpec } from "../../protocol/plot/vega";
 import { PlotView } from "../plot";
 
-const MIN_PLOT_PX = 240;
-/** A resize smaller than this keeps the plot as drawn. */
-const RESIZE_PX = 24;
+/**
+ * The width specs are built for. The view lays the plot out to its panel; the spec's width stays
+ * the same so that a resize never changes the plot's shape (which would draw it anew, losing zoom).
+ */
+export const PANEL_SPEC_WIDTH = 800;
 
 export class PanelPlot {
-  private readonly plot = new PlotView({ interpretExpressions: true });
-  private readonly resize: ResizeObserver;
-  private drawnWidth = 0;
+  private readonly plot = new PlotView({ interpretExpressions: true, fit: "both" });
 
-  /** `reservedPx`: room the plot leaves beside its drawing area for axis labels and the legend. */
   constructor(
-    private readonly container: HTMLElement,
+    container: HTMLElement,
     private readonly id: string,
-    private readonly reservedPx: number,
-    private readonly spec: (width: number) => VegaLiteSpec,
+    private readonly spec: () => VegaLiteSpec,
   ) {
     container.append(this.plot.node);
-    this.resize = new ResizeObserver(() => {
-      if (Math.abs(this.width() - this.drawnWidth) > RESIZE_PX) this.draw();
-    });
-    this.resize.observe(container);
   }
 
   draw(): void {
-    this.drawnWidth = this.width();
-    void this.plot.render({ version: PROTOCOL_VERSION, kind: "plot", id: this.id, seq: 0, spec: this.spec(this.drawnWidth) });
+    void this.plot.render({ version: PROTOCOL_VERSION, kind: "plot", id: this.id, seq: 0, spec: this.spec() });
   }
 
   dispose(): void {
-    this.resize.disconnect();
     this.plot.dispose();
-  }
-
-  private width(): number {
-    return Math.max(MIN_PLOT_PX, (this.container.clientWidth || 1000) - this.reservedPx);
   }
 }

@@ -166,6 +166,8 @@ export class ClusterFeed {
     const threads = scheduler.state.threads;
     return {
       metrics: scheduler.cumulativeWorkerMetrics(),
+      // The panel's span filter and its idle ("N/A") row come from the spans, as in the notebook's panel.
+      spans: scheduler.spans(),
       source: {
         description: `${this.cluster.description}, ${workers} worker${workers === 1 ? "" : "s"}, ${threads} thread${threads === 1 ? "" : "s"}`,
         // Workers send each other data only where they hold it (not through a shared store).
