@@ -85,11 +85,7 @@ describe("in-memory cluster: placement", () => {
   });
 
   // Port of distributed/tests/test_scheduler.py::test_decide_worker_with_many_independent_leaves
-  // Our decideWorker also weighs the least busy worker (a stand-in for work stealing), so a leaf
-  // leaves its input's holder once that holder is busier by more than 8 bytes' transfer time;
-  // Dask's decide_worker considers only the holders. Reported, not changed here (no behaviour
-  // changes in this refactor): the test stays, failing as a todo, until placement follows Dask.
-  test("test_decide_worker_with_many_independent_leaves: each leaf's dependent runs where its input is", { todo: "placement weighs the idlest worker against tiny transfers (51 of 100 hits)" }, async () => {
+  test("test_decide_worker_with_many_independent_leaves: each leaf's dependent runs where its input is", async () => {
     const { cluster, client } = await start();
     // Dask scatters evens to a and odds to b; here each root is computed on the worker that takes it.
     const roots = client.map(inc, Array.from({ length: 100 }, (_, i) => i));

@@ -214,10 +214,11 @@ export abstract class TaskPlacement extends TaskTable {
   }
 
   /**
-   * Dask's decide_worker with its worker_objective: among the workers holding an input (and the
-   * least busy worker, standing in for Dask's idle-worker fast path) that the task may run on, the
-   * one where it would start soonest: bytes to fetch / bandwidth + occupancy / threads; ties to
-   * fewer tasks, then less data. Undefined: no running worker may take it (it waits for one).
+   * Dask's decide_worker with its worker_objective: among the workers holding an input that the
+   * task may run on (or, when none does, every worker it may run on), the one where it would start
+   * soonest: bytes to fetch / bandwidth + occupancy / threads; ties to fewer tasks, then less data.
+   * A busy holder keeps the task; work stealing moves it if another worker idles meanwhile.
+   * Undefined: no running worker may take it (it waits for one).
    */
   protected decideWorker(slot: number): WorkerState | undefined {
     const allowed = this.allowedWorkers(slot);
@@ -241,11 +242,7 @@ export abstract class TaskPlacement extends TaskTable {
       if (first !== undefined) consider(first);
       for (const ws of this.replicas.get(dep) ?? EMPTY_WORKERS) consider(ws);
     }
-    let idlest: WorkerState | undefined;
-    for (const ws of allowed ?? this.workers.values()) {
-      if (ws.status === "running" && (idlest === undefined || ws.occupancy / ws.nthreads < idlest.occupancy / idlest.nthreads)) idlest = ws;
-    }
-    if (idlest !== undefined) consider(idlest);
+    if (best === undefined) for (const ws of allowed ?? this.workers.values()) consider(ws);
     return best;
   }
 
