@@ -968,7 +968,7 @@ export class ClusterState {
         dependencies[i] = { key: this.keys[dep], nbytes: 0, whoHas: NO_ADDRESSES, local: ws !== undefined };
       }
     }
-    return {
+    const message: ComputeTaskMessage = {
       op: "compute-task",
       key: this.keys[slot],
       name: this.names[slot],
@@ -978,6 +978,8 @@ export class ClusterState {
       priority: this.priority[slot],
       spanId: this.spanOf(slot),
     };
+    // A result a client holds comes back with its report when small: its gather needs no round trip.
+    return this.placement === "locality" && this.wants[slot] > 0 ? { ...message, returnsResult: true } : message;
   }
 
   private addressesOf(slot: number): readonly WorkerAddress[] {
