@@ -115,6 +115,29 @@ describe("LocalCluster and Client", () => {
     assert.equal(await inc(inc(1)).compute(), 3);
   });
 
+  test("small results come back with their tasks' reports: get and a Future ask no worker again; a big one is gathered", async () => {
+    const transport = cluster.scheduler.transport;
+    const gathered: string[] = [];
+    const gather = transport.gather!.bind(transport);
+    transport.gather = (worker, keys) => {
+      gathered.push(...keys);
+      return gather(worker, keys);
+    };
+    try {
+      const dsk = { a: [inc, 1], b: [ramp, 4, 1, false], big: [ramp, 100_000, 0, false], c: [add, "a", 10] };
+      const [c, b, big] = (await get(dsk, ["c", "b", "big"], { scheduler: client })) as [number, Float64Array, Float64Array];
+      assert.equal(c, 12);
+      assert.deepEqual(b, Float64Array.of(1, 2, 3, 4));
+      assert.equal(big.length, 100_000);
+      const future = client.submit(inc, 41);
+      assert.equal(await future.result(), 42);
+      future.release();
+      assert.deepEqual(gathered, ["big"], "only the 800 kB result was fetched from its worker");
+    } finally {
+      transport.gather = gather;
+    }
+  });
+
   test("a task error reaches the caller as with the local schedulers", async () => {
     await assert.rejects(get({ x: [fail, "bad input"] }, "x"), (error: Error & { code?: string }) => {
       assert.ok(error instanceof RangeError);
@@ -165,7 +188,10 @@ describe("LocalCluster and Client", () => {
     assert.deepEqual(cluster.processes.map((worker) => worker.pid), pids, "every worker process is the one that was there");
     assert.ok(pids.every(alive));
     assert.equal(cluster.scheduler.taskStream.index, before + 1, "only the valid input ran");
-    assert.equal(await client.submit(slowInc, 41, 1).result(), 42, "the cluster still computes");
+    // Released here rather than left to the garbage collector: later tests wait for an empty scheduler.
+    const still = client.submit(slowInc, 41, 1);
+    assert.equal(await still.result(), 42, "the cluster still computes");
+    still.release();
   });
 
   test("a result that cannot be copied fails its task with TaskTransferError naming the part; the worker survives", async () => {
@@ -178,7 +204,9 @@ describe("LocalCluster and Client", () => {
     });
     future.release();
     assert.deepEqual(cluster.processes.map((worker) => worker.pid), pids);
-    assert.equal(await client.submit(slowInc, 1, 1).result(), 2);
+    const next = client.submit(slowInc, 1, 1);
+    assert.equal(await next.result(), 2);
+    next.release();
   });
 
   test("Futures: submit, map, gather, a Future as an argument, status and key", async () => {

@@ -182,6 +182,30 @@ describe("cluster scheduler state", () => {
     assert.equal(state.stateCounts().queued, n - 4 - given);
   });
 
+  test("a queue of tiny root tasks shorter than the workers' room is shared out evenly, chains with their roots", () => {
+    const state = newState();
+    state.addWorker(registration("a"), 0);
+    state.addWorker(registration("b"), 0);
+    sent(state);
+    // A first computation makes the prefix known as tiny, so each worker has room for hundreds.
+    state.submit(graph({ "warm-0": [], "warm-1": [], "warm-2": [], "warm-3": [], "warm-4": [] }, ["warm-0"]));
+    const first = sent(state);
+    for (const [name, messages] of Object.entries(first)) {
+      state.handle(`unix://${name}`, computeTasks(messages).map((t) => finished(t.key, 8, 1, 1.000001)), 1);
+    }
+    sent(state);
+    // 400 chains of 2 (Dask's 400×2 independent): 400 root tasks, one group.
+    const edges: Record<string, string[]> = {};
+    for (let i = 0; i < 400; i++) edges[`warm-root${i}`] = [];
+    for (let i = 0; i < 400; i++) edges[`warm-next${i}`] = [`warm-root${i}`];
+    state.submit(graph(edges, Object.keys(edges).slice(400)));
+    const out = sent(state);
+    const roots = (name: string): number => computeTasks(out[name]).filter((t) => t.key.startsWith("warm-root")).length;
+    assert.deepEqual([roots("a"), roots("b")], [200, 200], "each worker starts with half the roots, not one worker with all of them");
+    assert.equal(computeTasks(out.a).length + computeTasks(out.b).length, 800, "each chain's next task follows its root");
+    assert.equal(state.queuedCount, 0);
+  });
+
   test("a root task's big results hold the queue back to a share of the memory limit", () => {
     const state = newState();
     state.addWorker(registration("a", 1, 1000), 0);

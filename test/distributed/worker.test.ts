@@ -108,6 +108,24 @@ describe("cluster worker process", () => {
     assert.ok(phase(erred.startstops, "compute") !== undefined);
   });
 
+  test("a small result a client wants comes with its task's report; big or unasked ones stay for gather", async () => {
+    const worker = await scheduler.spawn({ nthreads: 1 });
+    defineAll(worker);
+    const wanted = (message: ComputeTaskMessage): ComputeTaskMessage => ({ ...message, returnsResult: true });
+    worker.send(
+      wanted(task("small", call("ramp", lit(4), lit(1), lit(false)))),
+      wanted(task("nothing", call("inc", lit(-1)))),
+      wanted(task("big", call("ramp", lit(100_000), lit(0), lit(false)))),
+      task("unasked", call("inc", lit(1))),
+    );
+    const [small, nothing, big, unasked] = await Promise.all(["small", "nothing", "big", "unasked"].map((key) => worker.next("task-finished", (m) => m.key === key)));
+    assert.deepEqual(small.value, Float64Array.of(1, 2, 3, 4), "a typed array travels intact");
+    assert.ok("value" in nothing && nothing.value === 0);
+    assert.equal("value" in big, false, "800 kB is left to gather");
+    assert.equal("value" in unasked, false);
+    assert.deepEqual((await worker.gather(["small", "big"])).missing, [], "the worker still holds what it reported");
+  });
+
   test("free-keys drops results and stops a running task, freeing its thread", async () => {
     const worker = await scheduler.spawn({ nthreads: 1 });
     defineAll(worker);

@@ -57,6 +57,7 @@ export function encodeBatch(messages: readonly Message[]): Buffer[] {
       if (!mayHoldBinary && hasObjectLiteral(message.task)) mayHoldBinary = true;
     } else if (message.op === "task-finished") {
       packTaskFinished(message, flat);
+      if (!mayHoldBinary && typeof message.value === "object" && message.value !== null) mayHoldBinary = true;
     } else {
       flat.push(AS_IS, message);
       if (!PLAIN.has(message.op)) mayHoldBinary = true;
@@ -82,14 +83,14 @@ export function decodeBatch(value: unknown): Message[] {
 
 function packComputeTask(message: ComputeTaskMessage, flat: unknown[]): void {
   const { dependencies } = message;
-  flat.push(COMPUTE_TASK, message.key, message.name, message.prefix, message.task, message.priority, message.spanId, dependencies.length);
+  flat.push(COMPUTE_TASK, message.key, message.name, message.prefix, message.task, message.priority, message.spanId, message.returnsResult === true, dependencies.length);
   for (const dependency of dependencies) flat.push(dependency.key, dependency.nbytes, dependency.whoHas, dependency.local);
 }
 
 function unpackComputeTask(flat: readonly unknown[], at: number, into: Message[]): number {
-  const count = flat[at + 6] as number;
+  const count = flat[at + 7] as number;
   const dependencies = new Array<DependencyInfo>(count);
-  let i = at + 7;
+  let i = at + 8;
   for (let d = 0; d < count; d++, i += 4) {
     const local = flat[i + 3] as boolean | undefined;
     const key = flat[i] as string;
@@ -97,7 +98,7 @@ function unpackComputeTask(flat: readonly unknown[], at: number, into: Message[]
     const whoHas = flat[i + 2] as string[];
     dependencies[d] = local === undefined ? { key, nbytes, whoHas } : { key, nbytes, whoHas, local };
   }
-  into.push({
+  const message: ComputeTaskMessage = {
     op: "compute-task",
     key: flat[at] as string,
     name: flat[at + 1] as string,
@@ -106,20 +107,22 @@ function unpackComputeTask(flat: readonly unknown[], at: number, into: Message[]
     dependencies,
     priority: flat[at + 4] as number,
     spanId: flat[at + 5] as string,
-  });
+  };
+  into.push(flat[at + 6] === true ? { ...message, returnsResult: true } : message);
   return i;
 }
 
 function packTaskFinished(message: TaskFinishedMessage, flat: unknown[]): void {
   const { startstops } = message;
-  flat.push(TASK_FINISHED, message.key, message.nbytes, message.type, message.thread, startstops.length);
+  const withValue = "value" in message;
+  flat.push(TASK_FINISHED, message.key, message.nbytes, message.type, message.thread, withValue, withValue ? message.value : undefined, startstops.length);
   for (const startstop of startstops) flat.push(startstop.action, startstop.start, startstop.stop, startstop.source);
 }
 
 function unpackTaskFinished(flat: readonly unknown[], at: number, into: Message[]): number {
-  const count = flat[at + 4] as number;
+  const count = flat[at + 6] as number;
   const startstops = new Array<StartStop>(count);
-  let i = at + 5;
+  let i = at + 7;
   for (let s = 0; s < count; s++, i += 4) {
     const source = flat[i + 3] as string | undefined;
     const action = flat[i] as StartStop["action"];
@@ -127,7 +130,8 @@ function unpackTaskFinished(flat: readonly unknown[], at: number, into: Message[
     const stop = flat[i + 2] as number;
     startstops[s] = source === undefined ? { action, start, stop } : { action, start, stop, source };
   }
-  into.push({ op: "task-finished", key: flat[at] as string, nbytes: flat[at + 1] as number, type: flat[at + 2] as string, thread: flat[at + 3] as number, startstops });
+  const message: TaskFinishedMessage = { op: "task-finished", key: flat[at] as string, nbytes: flat[at + 1] as number, type: flat[at + 2] as string, thread: flat[at + 3] as number, startstops };
+  into.push(flat[at + 4] === true ? { ...message, value: flat[at + 5] } : message);
   return i;
 }
 

@@ -49,7 +49,15 @@ export interface ComputeTaskMessage {
   /** Lower runs first (the graph's static order, then submission order). */
   readonly priority: number;
   readonly spanId: string;
+  /**
+   * A client wants this result: a worker sends it with the task's report when it is small
+   * (RETURNED_RESULT_BYTES), so gathering it needs no further round trip.
+   */
+  readonly returnsResult?: true;
 }
+
+/** Results up to this size travel with their task-finished report when the compute-task asks (returnsResult). */
+export const RETURNED_RESULT_BYTES = 64 * 1024;
 
 export interface DefineFunctionsMessage {
   readonly op: "define-functions";
@@ -172,6 +180,8 @@ export interface TaskFinishedMessage {
   readonly thread: number;
   /** On the scheduler's clock (the worker applies its offset estimate). */
   readonly startstops: readonly StartStop[];
+  /** The result itself, when present: the compute-task asked for it (returnsResult) and it is small. */
+  readonly value?: unknown;
   /**
    * The task's own fine performance metrics, with span ids, from workers that report them with
    * each task rather than with their heartbeats (Redis workers): counted as a heartbeat's digests.

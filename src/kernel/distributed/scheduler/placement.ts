@@ -180,13 +180,18 @@ export abstract class TaskPlacement extends TaskTable {
       }
       return;
     }
+    const first = this.nextQueued();
+    if (first < 0) return;
+    const perThread = this.queuedShare(first);
+    // Each worker takes one run per call: with a short queue, the first would otherwise take all.
+    const served = new Set<WorkerState>();
     for (;;) {
       const head = this.nextQueued();
       if (head < 0) return;
       let best: WorkerState | undefined;
       let bestRoom = 0;
       for (const ws of this.workers.values()) {
-        if (ws.status !== "running") continue;
+        if (ws.status !== "running" || served.has(ws)) continue;
         const room = this.rootSlots(ws, head) - ws.runnable;
         if (room > bestRoom || (room === bestRoom && best !== undefined && ws.occupancy < best.occupancy)) {
           best = ws;
@@ -194,14 +199,33 @@ export abstract class TaskPlacement extends TaskTable {
         }
       }
       if (best === undefined) return;
+      served.add(best);
       // Consecutive root tasks often feed the same reduction: keep them together.
-      for (let given = 0; given < bestRoom; given++) {
+      const run = Math.min(bestRoom, perThread * best.nthreads);
+      for (let given = 0; given < run; given++) {
         const slot = this.nextQueued();
         if (slot < 0) return;
         this.rootQueue.pop();
         this.sendTask(slot, best, false);
       }
     }
+  }
+
+  /**
+   * Queued root tasks each thread with room takes now: all it has room for, or, when the queue
+   * is shorter than the room the workers have (tiny tasks, known to be quick, get up to a
+   * thousand slots a thread), an even share, so every worker starts at once.
+   */
+  private queuedShare(head: number): number {
+    let room = 0;
+    let threads = 0;
+    for (const ws of this.workers.values()) {
+      const free = ws.status === "running" ? this.rootSlots(ws, head) - ws.runnable : 0;
+      if (free <= 0) continue;
+      room += free;
+      threads += ws.nthreads;
+    }
+    return this.rootQueue.size >= room || threads === 0 ? Infinity : Math.ceil(this.rootQueue.size / threads);
   }
 
   /** The queue's head, dropping entries that left the queued state meanwhile; -1 if empty. */
@@ -369,7 +393,7 @@ export abstract class TaskPlacement extends TaskTable {
         dependencies[i] = { key: this.keys[dep], nbytes: 0, whoHas: NO_ADDRESSES, local: ws !== undefined };
       }
     }
-    return {
+    const message: ComputeTaskMessage = {
       op: "compute-task",
       key: this.keys[slot],
       name: this.names[slot],
@@ -379,6 +403,8 @@ export abstract class TaskPlacement extends TaskTable {
       priority: this.priority[slot],
       spanId: this.spanOf(slot),
     };
+    // A result a client holds comes back with its report when small: its gather needs no round trip.
+    return this.placement === "locality" && this.wants[slot] > 0 ? { ...message, returnsResult: true } : message;
   }
 
   protected enqueue(slot: number): void {

@@ -93,6 +93,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   readonly clients = new Set<string>();
   /** Dask's totals since the scheduler started, for its Prometheus metrics. */
   readonly totals = { workersAdded: 0, workersRemoved: 0, clientsAdded: 0, clientsRemoved: 0 };
+  /** Results that came with their task's report (small ones a client holds), until gathered or let go. */
+  private readonly returned = new ReturnedResults();
 
   constructor(
     readonly transport: Transport,
@@ -255,6 +257,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   unwant(slot: number): void {
     if (this.closed) return;
+    this.returned.drop(this.state.keyOf(slot));
     this.state.unwant(slot);
     this.scheduleFlush();
   }
@@ -284,7 +287,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       const gatherFrom = (worker: WorkerAddress, workerKeys: readonly string[]): Promise<Pick<GatherReplyMessage, "values" | "missing"> | Error> =>
         transport.gather!(worker, workerKeys).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
       const values = new Map<string, unknown>();
-      let wanted = [...keys];
+      let wanted: string[] = [];
+      for (const key of keys) {
+        const slot = this.state.slotOf(key);
+        if (slot !== undefined && this.state.stateOf(slot) === "memory" && this.returned.take(key, values)) continue;
+        wanted.push(key);
+      }
       for (let attempt = 0; wanted.length > 0; attempt++) {
         if (attempt >= GATHER_ATTEMPTS) throw new Error(`Cannot gather ${wanted.length} key(s) (first: ${this.describeKey(wanted[0])}): no worker holds them`);
         const byWorker = new Map<WorkerAddress, string[]>();
@@ -459,8 +467,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           this.requests.delete(message.requestId);
           request.settle(message);
         }
-      } else if (forState !== undefined) {
-        forState.push(message);
+      } else {
+        if (message.op === "task-finished" && "value" in message) this.returned.add(message.key, message.value, message.nbytes);
+        forState?.push(message);
       }
     }
     this.state.handle(worker, forState ?? messages, now());
@@ -621,4 +630,40 @@ function graphUpdate(graph: GraphSubmission, slots: Int32Array, state: ClusterSt
     priority.set(tasks[entry], [submission, order]);
   });
   return { client: graph.client ?? "unknown", keys: new Set(graph.wanted.map((entry) => tasks[entry])), tasks, priority };
+}
+
+/** Returned results the scheduler keeps at most (bytes, count); the oldest go first (gather then reads them from their worker). */
+const RETURNED_KEPT_BYTES = 64 * 1024 * 1024;
+const RETURNED_KEPT_COUNT = 100_000;
+
+/** Results that travelled with their reports, by key, oldest first. */
+class ReturnedResults {
+  private readonly results = new Map<string, { readonly value: unknown; readonly nbytes: number }>();
+  private bytes = 0;
+
+  add(key: string, value: unknown, nbytes: number): void {
+    this.drop(key);
+    this.results.set(key, { value, nbytes });
+    this.bytes += nbytes;
+    for (const [oldest] of this.results) {
+      if (this.bytes <= RETURNED_KEPT_BYTES && this.results.size <= RETURNED_KEPT_COUNT) break;
+      this.drop(oldest);
+    }
+  }
+
+  /** Moves `key`'s result into `into`; false when there is none. */
+  take(key: string, into: Map<string, unknown>): boolean {
+    const result = this.results.get(key);
+    if (result === undefined) return false;
+    into.set(key, result.value);
+    this.drop(key);
+    return true;
+  }
+
+  drop(key: string): void {
+    const result = this.results.get(key);
+    if (result === undefined) return;
+    this.results.delete(key);
+    this.bytes -= result.nbytes;
+  }
 }

@@ -11,24 +11,26 @@ import { formatBytes } from "../../../protocol/format";
 import { now as machineNow } from "../../clock";
 import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { resolveFunction } from "../../execution/functions";
+import { findUncloneable } from "../../execution/transfer";
 import { packError } from "../../execution/wire";
 import type { StartStop, WorkerLogLine, WorkerStatus } from "../../../protocol/records";
 import { checkProfilingOptions } from "../../profiling/hub";
 import { decodeBatch, encodeBatches } from "../batches";
 import { Connection, listen } from "../comm";
 import { encodeValue } from "../frames";
-import type {
-  FromWorker,
-  GatherMessage,
-  GatherReplyMessage,
-  GetDataRequest,
-  HeartbeatReplyMessage,
-  ProfileRequestMessage,
-  RunMessage,
-  ToWorker,
-  WorkerAddress,
-  WorkerMetrics,
-  WorkerStartConfig,
+import {
+  type FromWorker,
+  type GatherMessage,
+  type GatherReplyMessage,
+  type GetDataRequest,
+  type HeartbeatReplyMessage,
+  type ProfileRequestMessage,
+  RETURNED_RESULT_BYTES,
+  type RunMessage,
+  type ToWorker,
+  type WorkerAddress,
+  type WorkerMetrics,
+  type WorkerStartConfig,
 } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "./clock";
 import { Digests, InstructionLedger, ExecuteLedger } from "./digests";
@@ -73,6 +75,8 @@ export class Worker {
   private outbox: FromWorker[] = [];
   private flushScheduled = false;
   private readonly feed: EventFeed;
+  /** Keys whose compute-task asked for the result with the report (returnsResult), until reported or freed. */
+  private readonly returnsResult = new Set<string>();
   private status: WorkerStatus = "running";
   private heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
   /** Worker-clock time of the heartbeat awaiting its reply. */
@@ -162,12 +166,14 @@ export class Worker {
   private onSchedulerMessage(message: ToWorker): void {
     switch (message.op) {
       case "compute-task":
+        if (message.returnsResult === true) this.returnsResult.add(message.key);
         this.apply({ type: "compute-task", message });
         return;
       case "define-functions":
         this.runner.defineFunctions(message.functions);
         return;
       case "free-keys":
+        for (const key of message.keys) this.returnsResult.delete(key);
         this.apply({ type: "free-keys", keys: message.keys });
         return;
       case "steal-request":
@@ -448,10 +454,20 @@ export class Worker {
 
   /** Queues a message; the queue goes out as one batch at the end of this event-loop turn. */
   private send(message: FromWorker): void {
-    this.outbox.push(message);
+    this.outbox.push(message.op === "task-finished" && this.returnsResult.delete(message.key) ? this.withResult(message) : message);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(this.flushNow);
+  }
+
+  /**
+   * A task's report with its result, when that is small, in memory and can be written (a spilled
+   * or unwritable one is left to gather, which reads it back or reports it missing).
+   */
+  private withResult(report: Extract<FromWorker, { op: "task-finished" }>): FromWorker {
+    if (report.nbytes > RETURNED_RESULT_BYTES || !this.store.has(report.key) || this.store.isSpilled(report.key)) return report;
+    const value = this.store.get(report.key);
+    return findUncloneable(value) === undefined ? { ...report, value } : report;
   }
 
   private readonly flushNow = (): void => this.flush();
