@@ -38,6 +38,8 @@ export interface WorkerTask {
   run: WireTask | undefined;
   /** The scheduler asked this worker to compute it and has not freed it. */
   wanted: boolean;
+  /** Its compute-task asked for the result with the report (a client holds it; see ComputeTaskMessage.returnsResult). */
+  returnsResult: boolean;
   /** The scheduler believes this worker holds it (told by task-finished or add-keys, until free-keys). */
   held: boolean;
   dependencies: readonly WorkerTask[];
@@ -226,6 +228,7 @@ export class WorkerStateMachine {
     task.prefix = message.prefix;
     task.spanId = message.spanId;
     task.wanted = true;
+    task.returnsResult = message.returnsResult === true;
     switch (task.state) {
       case "memory":
         // Fetched here already (or computed twice): report it as done.
@@ -675,6 +678,7 @@ export class WorkerStateMachine {
         state: "missing",
         run: undefined,
         wanted: false,
+        returnsResult: false,
         held: false,
         dependencies: NO_TASKS,
         dependents: EMPTY_TASKS,

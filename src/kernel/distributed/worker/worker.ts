@@ -75,8 +75,6 @@ export class Worker {
   private outbox: FromWorker[] = [];
   private flushScheduled = false;
   private readonly feed: EventFeed;
-  /** Keys whose compute-task asked for the result with the report (returnsResult), until reported or freed. */
-  private readonly returnsResult = new Set<string>();
   private status: WorkerStatus = "running";
   private heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
   /** Worker-clock time of the heartbeat awaiting its reply. */
@@ -166,14 +164,12 @@ export class Worker {
   private onSchedulerMessage(message: ToWorker): void {
     switch (message.op) {
       case "compute-task":
-        if (message.returnsResult === true) this.returnsResult.add(message.key);
         this.apply({ type: "compute-task", message });
         return;
       case "define-functions":
         this.runner.defineFunctions(message.functions);
         return;
       case "free-keys":
-        for (const key of message.keys) this.returnsResult.delete(key);
         this.apply({ type: "free-keys", keys: message.keys });
         return;
       case "steal-request":
@@ -454,7 +450,8 @@ export class Worker {
 
   /** Queues a message; the queue goes out as one batch at the end of this event-loop turn. */
   private send(message: FromWorker): void {
-    this.outbox.push(message.op === "task-finished" && this.returnsResult.delete(message.key) ? this.withResult(message) : message);
+    const withResult = message.op === "task-finished" && this.state.tasks.get(message.key)?.returnsResult === true;
+    this.outbox.push(withResult ? this.withResult(message) : message);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(this.flushNow);
