@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ClusterState, type GraphSubmission, type TaskFailure, type TaskListener } from "../../src/kernel/distributed/scheduler/state";
 import { TaskStreamRing } from "../../src/kernel/distributed/scheduler/task-stream";
-import { keyId } from "../../src/kernel/graph/keys";
+import { formatKey, keyFromId, keyId } from "../../src/kernel/graph/keys";
 import type { ComputeTaskMessage, FromWorker, RegisterMessage, ToWorker, WorkerMetrics } from "../../src/kernel/distributed/messages";
 import type { TaskStreamRecord } from "../../src/protocol/records";
 
@@ -22,7 +22,8 @@ function graph(edges: Record<string, readonly string[]>, wanted?: readonly strin
   });
   return {
     keys,
-    names: keys.map((key) => `'${key}'`),
+    // The scheduler's contract: a key's name is its repr (the task stream's str(key) reads it).
+    names: keys.map((key) => formatKey(keyFromId(key))),
     prefixes: keys.map((key) => key.split("-")[0]),
     groups: keys.map((key) => key.split("-")[0]),
     tasks: keys.map((key) => ["call", 0, ...edges[key].map((dep) => ["ref", dep] as const)] as const),

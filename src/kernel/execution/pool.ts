@@ -426,7 +426,7 @@ export class WorkerPool {
     }
     worker.batch = batch;
     worker.reported = 0;
-    if (this.profiles.active) this.profiles.tasksSent(worker.transport, batch.map((entry) => entry.job.key));
+    if (this.profiles.active) this.profiles.tasksSent(worker.transport, batch.map((entry) => entry.job));
   }
 
   onMessage(worker: PoolWorker, message: WorkerMessage): void {

@@ -8,6 +8,11 @@ import { foldThreadProfile } from "./fold";
 import { type ProfileSource, type ProfilingOptions, profiling } from "./hub";
 import type { ProfileMessage, ProfilerControl } from "./messages";
 
+/** A task handed to a pool worker: its key, worked out when asked for. */
+export interface SentTask {
+  readonly key: Key;
+}
+
 /** A pool worker as seen from here. */
 export interface ProfiledWorker {
   readonly workerId: number;
@@ -17,8 +22,11 @@ export interface ProfiledWorker {
 /** One start-to-stop stretch of a worker's sampling; the worker numbers its tasks from 0 in each. */
 interface Session {
   readonly cycle: number;
-  /** Keys of the worker's tasks numbered `first` on. */
-  keys: Key[];
+  /**
+   * The worker's tasks numbered `first` on. Their keys are read only for the tasks a sample
+   * lands in: a cluster worker's key is parsed back from its id, too dear for every task.
+   */
+  tasks: SentTask[];
   first: number;
   /** Still sampling: a stop was not yet sent. */
   on: boolean;
@@ -80,10 +88,10 @@ export class PoolProfiles implements ProfileSource {
     if (this.options !== undefined) this.startWorker(worker);
   }
 
-  /** `keys` were just posted to `worker`, in the order it will run them. */
-  tasksSent(worker: ProfiledWorker, keys: readonly Key[]): void {
+  /** `tasks` were just posted to `worker`, in the order it will run them. */
+  tasksSent(worker: ProfiledWorker, tasks: readonly SentTask[]): void {
     const current = this.sessions.get(worker)?.at(-1);
-    if (current?.on) for (const key of keys) current.keys.push(key);
+    if (current?.on) for (const task of tasks) current.tasks.push(task);
   }
 
   onMessage(worker: ProfiledWorker, message: ProfileMessage): void {
@@ -94,9 +102,9 @@ export class PoolProfiles implements ProfileSource {
       const windows = foldThreadProfile(profile, {
         cycle: session.cycle,
         source: String(worker.workerId),
-        keyOf: (task) => session.keys[task - session.first],
+        keyOf: (task) => session.tasks[task - session.first]?.key,
       });
-      session.keys = session.keys.slice(Math.max(0, profile.openTask - session.first));
+      session.tasks = session.tasks.slice(Math.max(0, profile.openTask - session.first));
       session.first = Math.max(session.first, profile.openTask);
       profiling.add(windows);
     }
@@ -115,7 +123,7 @@ export class PoolProfiles implements ProfileSource {
     if (sessions === undefined) this.sessions.set(worker, (sessions = []));
     if (sessions.at(-1)?.on) return;
     const { interval, cycle } = this.options!;
-    sessions.push({ cycle, keys: [], first: 0, on: true });
+    sessions.push({ cycle, tasks: [], first: 0, on: true });
     worker.post({ type: "profiler", action: "start", interval, cycle });
   }
 

@@ -18,14 +18,16 @@ export function groupOf(key: Key, prefix: string): string {
 
 /** Shared one-element id lists: most tasks call one function. */
 const singleIds: number[][] = [];
-function idsList(ids: number[]): readonly number[] {
-  if (ids.length !== 1) return ids;
-  return (singleIds[ids[0]] ??= [ids[0]]);
-}
+const NO_IDS: readonly number[] = [];
 
 /** Builds wire tasks, collecting the function ids each one calls. */
 export class WireBuilder {
-  private ids: number[] = [];
+  /**
+   * The functions the task being built calls: the first alone while it is the only one, so the
+   * common task (one function) allocates no list of its own.
+   */
+  private firstId = -1;
+  private moreIds: number[] | undefined;
 
   constructor(
     private readonly functions: FunctionTable,
@@ -34,12 +36,21 @@ export class WireBuilder {
 
   /** The wire form of `expr` (task `key`); `functionIds` afterwards lists the functions it calls. */
   build(expr: Expr, key: Key): WireTask {
-    this.ids = [];
+    this.firstId = -1;
+    this.moreIds = undefined;
     return this.wire(expr, key);
   }
 
   get functionIds(): readonly number[] {
-    return idsList(this.ids);
+    if (this.moreIds !== undefined) return this.moreIds;
+    return this.firstId < 0 ? NO_IDS : (singleIds[this.firstId] ??= [this.firstId]);
+  }
+
+  private called(id: number): void {
+    if (this.firstId < 0) this.firstId = id;
+    else if (this.moreIds === undefined) {
+      if (id !== this.firstId) this.moreIds = [this.firstId, id];
+    } else if (!this.moreIds.includes(id)) this.moreIds.push(id);
   }
 
   private wire(expr: Expr, key: Key): WireTask {
@@ -51,16 +62,18 @@ export class WireBuilder {
         return ["ref", this.refOf(expr.index)];
       case "call": {
         const id = this.functions.idFor(expr.fn, key);
-        if (!this.ids.includes(id)) this.ids.push(id);
+        this.called(id);
         const wire: unknown[] = ["call", id];
-        expr.args.forEach((arg, i) => {
-          if (arg.kind !== "literal") {
+        const { args } = expr;
+        for (let i = 0; i < args.length; i++) {
+          const arg = args[i];
+          if (arg.kind === "literal") {
+            checkSendable(arg.value, key, i + 1);
+            wire.push(["lit", arg.value]);
+          } else {
             wire.push(this.wire(arg, key));
-            return;
           }
-          checkSendable(arg.value, key, i + 1);
-          wire.push(["lit", arg.value]);
-        });
+        }
         return wire as unknown as WireTask;
       }
       case "list": {
@@ -115,8 +128,6 @@ export function planSubmission(plan: Plan, keyIds: readonly string[], functions:
     wanted,
   };
 }
-
-const NO_IDS: readonly number[] = [];
 
 /**
  * Refuses, before anything is sent, a literal of task `key` (its argument number `argument`,

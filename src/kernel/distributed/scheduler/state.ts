@@ -437,7 +437,7 @@ export class ClusterState extends WorkStealing {
     if (slot === undefined || this.state[slot] !== PROCESSING) return;
     if (report.digests !== undefined) this.addDigests(report.digests);
     this.taskStream.push({
-      key: taskStreamKey(this.keys[slot]),
+      key: taskStreamKey(this.keys[slot], this.names[slot]),
       prefix: this.prefixes[slot],
       worker: ws.address,
       thread: report.thread,
@@ -660,7 +660,7 @@ export class ClusterState extends WorkStealing {
 
   private streamRecord(slot: number, ws: WorkerState, report: TaskFinishedMessage): TaskStreamRecord {
     return {
-      key: taskStreamKey(this.keys[slot]),
+      key: taskStreamKey(this.keys[slot], this.names[slot]),
       prefix: this.prefixes[slot],
       worker: ws.address,
       thread: report.thread,

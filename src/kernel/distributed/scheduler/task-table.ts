@@ -40,7 +40,7 @@ const SPAN_STATE = Uint8Array.from(STATE_NAMES, (name) => SPAN_STATES.indexOf(na
 export interface GraphSubmission {
   /** Key ids (graph/keys.ts `keyId`). */
   readonly keys: readonly string[];
-  /** Dask's repr of each key, for records and messages. */
+  /** Dask's repr of each key (graph/keys.ts `formatKey`), for records and messages. */
   readonly names: readonly string[];
   readonly prefixes: readonly string[];
   /** Dask's task group (key_split_group): tuple keys' first element, else the prefix. */

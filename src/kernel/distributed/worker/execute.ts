@@ -123,16 +123,26 @@ export class TaskRunner extends AdaptiveBatching {
 
   /** The task's expression as the pool's threads take it; `fnIds` gets the pool ids of the functions it calls. */
   private toPoolExpr(task: WireTask, request: TaskRequest, fnIds: number[]): WireExpr {
-    return mapWireTask<WireExpr, number>(task, request, {
-      fn: (id) => this.functionIds.get(id),
-      value: (value) => (Array.isArray(value) ? [LITERAL, value] : value),
-      call: (poolId, args) => {
-        fnIds.push(poolId);
-        return [CALL, poolId, ...args];
-      },
-      list: (items) => [LIST, ...items],
-    });
+    this.calledIds = fnIds;
+    return mapWireTask<WireExpr, number>(task, request, this.poolExpr);
   }
+
+  /** Where `poolExpr` collects the functions of the task being rebuilt. */
+  private calledIds: number[] = [];
+  /** Rebuilds a task for the pool (one builder for every task: a worker rebuilds thousands a second). */
+  private readonly poolExpr: WireTaskBuilder<WireExpr, number> = {
+    fn: (id) => this.functionIds.get(id),
+    value: (value) => (Array.isArray(value) ? [LITERAL, value] : value),
+    call: (poolId, args) => {
+      this.calledIds.push(poolId);
+      args.unshift(CALL, poolId);
+      return args;
+    },
+    list: (items) => {
+      items.unshift(LIST);
+      return items;
+    },
+  };
 
   private toRun(outcome: TaskOutcome, submitted: number): TaskRun {
     const arrived = machineNow();
