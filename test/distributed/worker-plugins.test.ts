@@ -12,7 +12,7 @@ import { fail } from "../fixtures/cluster-client-tasks";
 import { inc } from "../fixtures/tasks";
 import { MyPlugin, identity, pluginRecords } from "../fixtures/worker-plugins";
 import { withCluster } from "../helpers/cluster";
-import { captureStderr } from "../helpers/stderr";
+import { captureStderr, capturingStderr } from "../helpers/stderr";
 import { waitFor } from "../helpers/wait";
 
 const dir = mkdtempSync(join(tmpdir(), "tsdask-worker-plugins-"));
@@ -53,6 +53,38 @@ describe("worker plugins on a LocalCluster", () => {
       const lines = readFileSync(statusFile, "utf8").trim().split("\n");
       assert.deepEqual(lines.filter((l) => l.startsWith("setup")).length, 2);
       assert.equal(lines.filter((l) => l.startsWith("teardown")).length, 1);
+    }));
+
+  // Port of distributed/diagnostics/tests/test_worker_plugin.py::test_create_with_client as Dask
+  // writes it: gen_cluster(nthreads=[]) registers the plugin while the cluster has no worker.
+  test("test_create_with_client, no worker yet: the plugin is registered, and set up by the first worker to join", () =>
+    withCluster({ nWorkers: 0 }, async (cluster, client) => {
+      class CountsSetups extends WorkerPlugin {
+        constructor(readonly label: string) {
+          super();
+        }
+        override setup(): void {
+          (globalThis as Record<string, unknown>).setUpBy = this.label;
+        }
+      }
+      const outside = 42;
+      class UsesOuterName extends WorkerPlugin {
+        override setup(): void {
+          (globalThis as Record<string, unknown>).value = outside;
+        }
+      }
+      await client.registerPlugin(new MyPlugin(123));
+      await client.registerPlugin(new CountsSetups("early"), { name: "counts" });
+      // Its methods can only be checked once a worker says what globals it has: refused then, and reported.
+      await client.registerPlugin(new UsesOuterName(), { name: "outer" });
+      assert.deepEqual([...client.scheduler.workerPlugins.keys()], ["MyPlugin", "counts", "outer"]);
+      const stderr = await capturingStderr(() => cluster.scale(1));
+      const [mine] = Object.values(await records(client));
+      assert.equal(mine.MyPlugin.status, "setup");
+      assert.equal(mine.MyPlugin.data, 123);
+      assert.deepEqual(Object.values(await client.run(() => (globalThis as Record<string, unknown>).setUpBy)), ["early"]);
+      assert.deepEqual([...client.scheduler.workerPlugins.keys()], ["MyPlugin", "counts"]);
+      assert.match(stderr, /worker plugin "outer" cannot travel to the workers and was dropped: .*uses "outside"/);
     }));
 
   // Port of distributed/diagnostics/tests/test_worker_plugin.py::test_remove_with_client and ::test_remove_with_client_raises
@@ -192,7 +224,9 @@ describe("worker plugins on a LocalCluster", () => {
       await client.registerPlugin(new NonIdempotentPlugin("first"));
       await client.registerPlugin(new NonIdempotentPlugin("second"));
       assert.deepEqual(Object.values(await client.run(() => (globalThis as Record<string, unknown>).nonIdempotentInstance)), ["second"]);
-      assert.equal(client.scheduler.workerPlugins.get("nonidempotentplugin")!.data.instance, "second");
+      const registered = client.scheduler.workerPlugins.get("nonidempotentplugin");
+      assert.ok(registered !== undefined && "data" in registered, "shipped: a worker is there");
+      assert.equal(registered.data.instance, "second");
     }));
 
   // Ports of distributed/diagnostics/tests/test_worker_plugin.py::test_register_plugin_with_broken_setup_to_existing_workers_raises,

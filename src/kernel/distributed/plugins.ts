@@ -3,12 +3,12 @@
 // scheduler's process — the notebook's — so it may close over anything there; and `WorkerPlugin`,
 // which travels to every worker by the task-function rules and runs there.
 
-import { type FunctionTable, moduleExportOf } from "../execution/ship";
+import { type FunctionShipper, type FunctionTable, moduleExportOf } from "../execution/ship";
 import type { FnSpec } from "../execution/wire";
 import type { Key } from "../graph/keys";
 import type { ShippedWorkerPlugin, WorkerAddress } from "./messages";
 import type { WorkerView } from "./worker/view";
-import type { GraphUpdate, SchedulerPluginHooks, TransitionInfo } from "./scheduler/plugins";
+import type { GraphUpdate, PendingWorkerPlugin, SchedulerPluginHooks, TransitionInfo } from "./scheduler/plugins";
 import type { Scheduler } from "./scheduler/scheduler";
 import type { TaskStateName } from "./scheduler/state";
 
@@ -65,10 +65,12 @@ export abstract class WorkerPlugin {
 
 const WORKER_HOOKS = ["setup", "teardown", "transition"] as const;
 
-/** `plugin` as it travels to workers; throws naming the plugin and the part that cannot travel. */
-export function shipWorkerPlugin(plugin: WorkerPlugin, name: string, idempotent: boolean, functions: FunctionTable): ShippedWorkerPlugin {
-  const shipper = functions.shipper;
-  if (shipper === undefined) throw new Error(`Cannot ship worker plugin "${name}": no worker has started yet`);
+/**
+ * `plugin` as it travels to workers; throws naming the plugin and the part that cannot travel.
+ * Before any worker joined, its methods wait for the first (see PendingWorkerPlugin); its data
+ * is checked now all the same.
+ */
+export function shipWorkerPlugin(plugin: WorkerPlugin, name: string, idempotent: boolean, functions: FunctionTable): ShippedWorkerPlugin | PendingWorkerPlugin {
   const data: Record<string, unknown> = {};
   for (const [property, value] of Object.entries(plugin)) {
     try {
@@ -80,10 +82,14 @@ export function shipWorkerPlugin(plugin: WorkerPlugin, name: string, idempotent:
   }
   const exportedClass = moduleExportOf(plugin.constructor as (...args: never[]) => unknown);
   if (exportedClass !== undefined) return { name, idempotent, data, build: { kind: "class", class: exportedClass } };
-  const methods: Partial<Record<(typeof WORKER_HOOKS)[number], FnSpec>> = {};
-  for (const hook of WORKER_HOOKS) {
-    const method = plugin[hook] as unknown;
-    if (typeof method === "function") methods[hook] = shipper.methodSpec(method as (...args: never[]) => unknown, `worker plugin ${name}`);
-  }
-  return { name, idempotent, data, build: { kind: "methods", methods } };
+  const shipMethods = (shipper: FunctionShipper): ShippedWorkerPlugin => {
+    const methods: Partial<Record<(typeof WORKER_HOOKS)[number], FnSpec>> = {};
+    for (const hook of WORKER_HOOKS) {
+      const method = plugin[hook] as unknown;
+      if (typeof method === "function") methods[hook] = shipper.methodSpec(method as (...args: never[]) => unknown, `worker plugin ${name}`);
+    }
+    return { name, idempotent, data, build: { kind: "methods", methods } };
+  };
+  const shipper = functions.shipper;
+  return shipper === undefined ? { name, idempotent, ship: shipMethods } : shipMethods(shipper);
 }

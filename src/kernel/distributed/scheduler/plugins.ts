@@ -8,9 +8,21 @@
 import type { StartStop } from "../../../protocol/records";
 import { type Key, keyFromId } from "../../graph/keys";
 import { unpackError } from "../../execution/wire";
-import type { TaskErredMessage, TaskFinishedMessage, WorkerAddress } from "../messages";
+import type { FunctionShipper } from "../../execution/ship";
+import type { ShippedWorkerPlugin, TaskErredMessage, TaskFinishedMessage, WorkerAddress } from "../messages";
 import type { ClusterState, TaskStateName } from "./state";
 import type { WorkerState } from "./workers";
+
+/**
+ * A worker plugin registered before any worker joined: its methods are shipped when the first one
+ * does, as only a worker can say which globals shipped code may use (Dask registers a plugin on
+ * a cluster with no workers and sets it up on each that joins).
+ */
+export interface PendingWorkerPlugin {
+  readonly name: string;
+  readonly idempotent: boolean;
+  ship(shipper: FunctionShipper): ShippedWorkerPlugin;
+}
 
 /** What Dask passes as a transition's keyword arguments, where a worker's report caused it. */
 export interface TransitionInfo {

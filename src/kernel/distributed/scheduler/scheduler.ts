@@ -22,7 +22,7 @@ import { DEFAULT_PROFILING } from "../../profiling/hub";
 import { type ProfileWindow, unpackProfile } from "../../../protocol/profile";
 import { FunctionTable } from "../../execution/ship";
 import { type Key, keyFromId } from "../../graph/keys";
-import { type GraphUpdate, SchedulerPlugins } from "./plugins";
+import { type GraphUpdate, type PendingWorkerPlugin, SchedulerPlugins } from "./plugins";
 import { ClusterState, type GraphSubmission, type SchedulerOptions, type TaskListener } from "./state";
 import type { CollectOptions, TaskStreamRing } from "./task-stream";
 import type { Transport, TransportEvents } from "./transport";
@@ -87,8 +87,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private stealingTimer: NodeJS.Timeout | undefined;
   /** Scheduler plugins (Dask's SchedulerPlugin), by name: see ./plugins. */
   readonly plugins: SchedulerPlugins<Scheduler>;
-  /** Worker plugins by name (Dask's worker_plugins): every worker runs them, those joining later too. */
-  readonly workerPlugins = new Map<string, ShippedWorkerPlugin>();
+  /**
+   * Worker plugins by name (Dask's worker_plugins): every worker runs them, those joining later
+   * too. Pending ones were registered before any worker joined and are shipped when one does.
+   */
+  readonly workerPlugins = new Map<string, ShippedWorkerPlugin | PendingWorkerPlugin>();
   /** The ids of the clients connected now (Dask's `clients`). */
   readonly clients = new Set<string>();
   /** Dask's totals since the scheduler started, for its Prometheus metrics. */
@@ -362,10 +365,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    * later add it when they register. An idempotent plugin under a taken name changes nothing. The
    * first setup error of a worker there now is thrown (the plugin stays registered, as in Dask).
    */
-  async addWorkerPlugin(plugin: ShippedWorkerPlugin): Promise<void> {
+  async addWorkerPlugin(plugin: ShippedWorkerPlugin | PendingWorkerPlugin): Promise<void> {
     this.checkOpen();
     if (this.workerPlugins.has(plugin.name) && plugin.idempotent) return;
     this.workerPlugins.set(plugin.name, plugin);
+    // A pending plugin: no worker has joined yet, so there is nobody to ask.
+    if ("ship" in plugin) return;
     await this.requestEveryWorker((requestId) => ({ op: "plugin-add", requestId, plugin }));
   }
 
@@ -448,7 +453,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const ws = this.state.addWorker(registration, now());
     this.totals.workersAdded++;
     // Its plugins before its first tasks. Nobody waits for the replies: a failing setup is the worker's to log, as in Dask.
-    const plugins = [...this.workerPlugins.values()].map((plugin): ToWorker => ({ op: "plugin-add", requestId: 0, plugin }));
+    const plugins = this.shippedWorkerPlugins().map((plugin): ToWorker => ({ op: "plugin-add", requestId: 0, plugin }));
     if (plugins.length > 0) this.transport.send(ws.address, plugins);
     this.flush();
     this.tell("worker-joined", ws);
@@ -477,6 +482,32 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (this.syncs.size > 0) this.checkSyncs();
     // One check per batch while nobody listens; the dashboard listens while it is shown.
     if (this.listenerCount("heartbeat") > 0) this.reportHeartbeats(worker, messages);
+  }
+
+  /**
+   * The worker plugins, shipped: pending ones (registered before any worker joined) are shipped
+   * once a worker said which globals shipped code may use. One that cannot travel is dropped and
+   * reported, as a setup failing on a joining worker is in Dask: nobody is waiting to be told.
+   */
+  private shippedWorkerPlugins(): ShippedWorkerPlugin[] {
+    const shipper = this.functions.shipper;
+    const shipped: ShippedWorkerPlugin[] = [];
+    for (const [name, plugin] of this.workerPlugins) {
+      if (!("ship" in plugin)) {
+        shipped.push(plugin);
+        continue;
+      }
+      if (shipper === undefined) continue;
+      try {
+        const ready = plugin.ship(shipper);
+        this.workerPlugins.set(name, ready);
+        shipped.push(ready);
+      } catch (error) {
+        this.workerPlugins.delete(name);
+        process.stderr.write(`tsdask: worker plugin ${JSON.stringify(name)} cannot travel to the workers and was dropped: ${(error as Error).message}\n`);
+      }
+    }
+    return shipped;
   }
 
   /** Metrics syncs whose workers have all sent their heartbeats (or left) are done. */
