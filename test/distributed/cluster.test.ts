@@ -515,7 +515,7 @@ describe("LocalCluster faults", () => {
     await withCluster({ nWorkers: 2, threadsPerWorker: 1, name: "killer" }, async (cluster, client) => {
     await assert.rejects(get({ poison: [killOwnProcess] }, "poison", { scheduler: client }), (error: KilledWorkerError) => {
       assert.ok(error instanceof KilledWorkerError);
-      assert.equal(error.key, "'poison'");
+      assert.equal(error.key, "poison", "the key itself, as Dask's KilledWorker.task");
       assert.equal(error.failures, 4, "Dask's allowed-failures = 3: the fourth death fails it");
       assert.match(error.message, /'poison'/);
       return true;
