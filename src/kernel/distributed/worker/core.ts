@@ -26,7 +26,7 @@ import { WorkerLog, startLines } from "./logs";
 import { WorkerPlugins } from "./plugins";
 import { WorkerProfiler } from "./profile";
 import { TransferStats } from "./transfers";
-import { type WorkerMemoryView, type WorkerView, recordedSources, workerView } from "./view";
+import { type ViewSource, type WorkerMemoryView, type WorkerView, recordedSources, workerView } from "./view";
 
 /** Who the worker is, as its view and start lines give it. */
 export interface WorkerIdentity {
@@ -42,25 +42,18 @@ export interface WorkerIdentity {
 /** The bytes a worker's results take besides the process's memory. */
 export type HeldBytes = Omit<WorkerMemoryView, "process">;
 
-/** What only the worker's transport knows, read live whenever the view or a heartbeat asks. */
-export interface WorkerHoldings {
-  /** Keys held in memory (least recently used first) and on disk. */
-  layout(): { memory: string[]; disk: string[] };
-  has(key: string): boolean;
-  get(key: string): unknown;
-  nbytes(key: string): number | undefined;
-  held(): HeldBytes;
-  /** Task counts by state (Dask's names: executing, ready, fetching…). */
-  tasks(): Record<string, number>;
-  /** Tasks run to an outcome since the worker started (Dask's executed_count). */
-  executedCount(): number;
-}
+/**
+ * What only the worker's transport knows, read live whenever the view or a heartbeat asks: the
+ * data it holds (keys in memory, least recently used first, and on disk), the bytes its results
+ * take, its task counts by state (Dask's names) and the tasks it ran to an outcome.
+ */
+export type WorkerHoldings = Pick<ViewSource, "layout" | "has" | "get" | "nbytes" | "tasks" | "executedCount"> & { held(): HeldBytes };
 
 export interface WorkerCoreOptions {
   readonly identity: WorkerIdentity;
   /** The worker's clock; the transport teaches it the scheduler's (heartbeat replies, Redis's TIME). */
   readonly clock: WorkerClock;
-  /** The statistical profiler's options (checked by the caller); false: no profiler. */
+  /** The statistical profiler's options (checked by the caller); undefined: Dask's defaults; false: no profiler. */
   readonly profile: ProfilingOptions | false | undefined;
   readonly holdings: WorkerHoldings;
   /**
@@ -92,36 +85,26 @@ class CpuMeter {
 }
 
 export class WorkerCore {
-  readonly identity: WorkerIdentity;
   readonly clock: WorkerClock;
   /** Fine performance metrics since the worker started (Dask's digests_total). */
   readonly digests = new Digests();
   /** What it received and sent, and its bandwidth estimates. */
   readonly transfers = new TransferStats();
   /** Its recent log lines, for `client.run` and the performance report's Worker Logs tab. */
-  readonly logs = new WorkerLog();
+  private readonly logs = new WorkerLog();
   /** What `client.run` functions and plugins see of the worker. */
   readonly view: WorkerView;
   readonly plugins: WorkerPlugins;
   status: WorkerStatus = "running";
-  private readonly holdings: WorkerHoldings;
   private readonly profiler: WorkerProfiler;
   private readonly cpu = new CpuMeter();
-  private readonly print: (line: string) => void;
-  private readonly warningPrefix: string;
-  private readonly digestsInHeartbeats: boolean;
 
-  constructor(options: WorkerCoreOptions) {
-    this.identity = options.identity;
+  constructor(private readonly options: WorkerCoreOptions) {
     this.clock = options.clock;
-    this.holdings = options.holdings;
-    this.print = options.print;
-    this.warningPrefix = options.warningPrefix ?? "";
-    this.digestsInHeartbeats = options.digestsInHeartbeats;
     this.view = this.makeView();
     this.plugins = new WorkerPlugins(this.view, (line) => this.warn(line), options.watchTransitions ?? (() => {}));
     // Last: it starts sampling threads, which close() stops.
-    this.profiler = new WorkerProfiler(this.identity.address, this.clock, options.profile);
+    this.profiler = new WorkerProfiler(options.identity.address, this.clock, options.profile);
   }
 
   // ---- Its log ---------------------------------------------------------------------------------
@@ -133,14 +116,15 @@ export class WorkerCore {
 
   /** Trouble the worker met and went on from: kept as a warning, and printed. */
   warn(text: string): void {
-    const line = this.warningPrefix + text;
+    const line = (this.options.warningPrefix ?? "") + text;
     this.note("WARNING", line);
-    this.print(line);
+    this.options.print(line);
   }
 
   /** Keeps what a worker logs as it starts (Dask's "Start worker at: …" block). */
   noteStart(): void {
-    for (const line of startLines(this.identity, this.identity.address)) this.note("INFO", line);
+    const { identity } = this.options;
+    for (const line of startLines(identity, identity.address)) this.note("INFO", line);
   }
 
   // ---- Times -----------------------------------------------------------------------------------
@@ -173,7 +157,7 @@ export class WorkerCore {
 
   /** The reply to send instead of a run's value that the transport cannot encode (`error` says why). */
   unsendable(requestId: number, error: unknown): RunReplyMessage {
-    const reason = new Error(`The run function's result cannot be sent back from worker ${this.identity.address}: ${(error as Error).message}`);
+    const reason = new Error(`The run function's result cannot be sent back from worker ${this.options.identity.address}: ${(error as Error).message}`);
     return { op: "run-reply", requestId, ok: false, error: packError(reason) };
   }
 
@@ -200,14 +184,15 @@ export class WorkerCore {
 
   /** What a heartbeat reports (Dask's Worker.get_metrics); the transfers and digests since the previous one are taken. */
   heartbeatMetrics(): WorkerMetrics {
-    const held = this.holdings.held();
+    const { holdings, digestsInHeartbeats } = this.options;
+    const held = holdings.held();
     return {
       cpu: this.cpu.read(),
       memory: process.memoryUsage.rss(),
       managedBytes: held.managed,
       spilledBytes: { memory: held.spilled, disk: held.spilledFileBytes },
-      taskCounts: this.holdings.tasks(),
-      digests: this.digestsInHeartbeats ? this.digests.takeSinceHeartbeat() : [],
+      taskCounts: holdings.tasks(),
+      digests: digestsInHeartbeats ? this.digests.takeSinceHeartbeat() : [],
       ...this.transfers.takeHeartbeat(),
     };
   }
@@ -220,7 +205,7 @@ export class WorkerCore {
   }
 
   private makeView(): WorkerView {
-    const { identity, holdings } = this;
+    const { identity, holdings } = this.options;
     return workerView({
       ...identity,
       localDirectory: identity.localDirectory ?? "",

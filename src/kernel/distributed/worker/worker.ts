@@ -2,7 +2,8 @@
 // messages and the outcomes of its tasks and fetches to the state machine (./state), and carries
 // out what the state machine decides — tasks on threads (./execute), fetches from peers
 // (./peers), data in the store with spilling (./store). It serves peers' get-data requests,
-// heartbeats with its metrics, watches its memory, and removes its folder when it closes.
+// heartbeats with its metrics, watches its memory, and removes its folder when it closes. What
+// any worker has around its tasks (records, profiler, plugins, the view) is ./core's.
 
 import { mkdirSync, rmSync } from "node:fs";
 import type { Server } from "node:net";
