@@ -66,7 +66,10 @@ describe("WorkerCore: the live view", () => {
     core.digests.add(["gather-dep", "network", "seconds"], 0.5);
     assert.deepEqual(view.digestsTotal, [{ context: "gather-dep", activity: "network", unit: "seconds", value: 0.5 }]);
     core.transfers.received({ start: 1, stop: 2, who: "redis", keys: { x: 8 }, wireBytes: 8, types: ["number"] });
-    assert.equal(view.incomingTransferLog.length, 1);
+    core.transfers.sent({ start: 2, stop: 3, who: "redis", keys: { y: 16 }, wireBytes: 16, types: ["number"] });
+    assert.deepEqual([view.incomingTransferLog.length, view.outgoingTransferLog.length], [1, 1]);
+    assert.deepEqual(view.digestsTotalTuples, [[["gather-dep", "network", "seconds"], 0.5]]);
+    assert.equal(view.bandwidth, core.transfers.bandwidth);
     core.clock.observe(100, 100, 130);
     assert.equal(view.clockOffset, -30);
   });
@@ -231,6 +234,8 @@ describe("WorkerCore: times on the scheduler's clock", () => {
     core.clock.observe(2000, 2000, 1980);
     assert.deepEqual(core.computePhase(run({})), { action: "compute", start: 985, stop: 987 });
     assert.deepEqual(core.phase("disk-read", 2000, 2001), { action: "disk-read", start: 1980, stop: 1981 });
+    assert.equal(core.view.simulatedClockOffset, 5);
+    assert.equal(core.view.clockOffset, 20);
   });
 
   test("a run that never reached a thread, or whose thread died, has no compute phase", () => {

@@ -26,7 +26,7 @@ import { WorkerLog, startLines } from "./logs";
 import { WorkerPlugins } from "./plugins";
 import { WorkerProfiler } from "./profile";
 import { TransferStats } from "./transfers";
-import { type ViewSource, type WorkerMemoryView, type WorkerView, recordedSources, workerView } from "./view";
+import { type ViewSource, type WorkerMemoryView, type WorkerView, workerView } from "./view";
 
 /** Who the worker is, as its view and start lines give it. */
 export interface WorkerIdentity {
@@ -217,7 +217,13 @@ export class WorkerCore {
       memory: () => ({ process: process.memoryUsage.rss(), ...holdings.held() }),
       tasks: () => holdings.tasks(),
       executedCount: () => holdings.executedCount(),
-      ...recordedSources({ clock: this.clock, digests: this.digests, transfers: this.transfers }),
+      incoming: () => this.transfers.incoming.entries(),
+      outgoing: () => this.transfers.outgoing.entries(),
+      bandwidth: () => this.transfers.bandwidth,
+      digests: () => this.digests.records(),
+      digestTuples: () => this.digests.tuples(),
+      clockOffset: () => this.clock.offset,
+      simulatedClockOffset: this.clock.simulatedOffset,
       logs: () => this.logs.lines(),
     });
   }
