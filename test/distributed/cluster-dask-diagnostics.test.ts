@@ -66,9 +66,11 @@ describe("Dask's diagnostics tests on a LocalCluster of 2 workers × 1 thread", 
   // Port of distributed/diagnostics/tests/test_task_stream.py::test_collect (on the cluster: Dask's
   // relative times and counts against the scheduler's own ring)
   test("test_collect: start, relative start, count, stop with count, start with count", async () => {
+    // Workers' times reach us through an estimated clock offset (on a loaded machine, tens of ms
+    // off soon after start): gaps keep the previous test's last tasks from looking as if they
+    // ended after `start`, and this test's first from looking as if it started before it.
+    await pause(0.1);
     const start = now();
-    // Workers' times reach us through an estimated clock offset (a few ms off at worst): a gap
-    // keeps this test's first task from looking as if it started before `start`.
     await pause(0.1);
     const futures = client.map(inc, range(100, 110));
     await client.gather(futures);

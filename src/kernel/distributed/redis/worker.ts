@@ -2,9 +2,10 @@
 // serves every client connected to that Redis through the client's BullMQ task queue (a job per
 // thread, more when tasks are tiny), reads each task's inputs from the client's store, runs the
 // task on its threads, stores the result and completes the job with the task's outcome (which
-// BullMQ hands to the client in the job's "completed" event), then leaves. Its threads are
-// sampled by the statistical profiler a LocalCluster worker uses (../worker/profile), whose
-// windows it sends to a client that asks on its request channel.
+// BullMQ hands to the client in the job's "completed" event), then leaves. Around its tasks it
+// has the runtime a LocalCluster worker has (../worker/core): its clock, records, statistical
+// profiler, plugins and the view `client.run` functions see; it answers a client that asks on
+// its request channel.
 //
 // A job that a dead worker held is taken over by another worker once BullMQ's lock on it lapses
 // (`lockDuration`) and a stalled check runs (`stalledInterval`): seconds, not BullMQ's default
@@ -17,25 +18,21 @@ import type { Socket } from "node:net";
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import { type Job, Worker as QueueWorker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { MetricRecord, StartStop, TransferLogEntry, WorkerStatus } from "../../../protocol/records";
+import type { MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
 import { now } from "../../clock";
 import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { DEFAULT_PROFILING, type ProfilingOptions, checkProfilingOptions } from "../../profiling/hub";
 import { formatKey, keyFromId } from "../../graph/keys";
-import { resolveFunction } from "../../execution/functions";
 import { packError } from "../../execution/wire";
 import { decodeValue } from "../frames";
-import type { PluginAddMessage, PluginRemoveMessage, RunMessage, RunReplyMessage, ShippedWorkerPlugin, WireTask, WorkerMetrics } from "../messages";
-import { WorkerPlugins } from "../worker/plugins";
+import type { RunMessage, RunReplyMessage, ShippedWorkerPlugin, WireTask } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import type { Metric } from "../../metrics/context-meter";
-import { WorkerLog, startLines } from "../worker/logs";
-import { Digests, InstructionLedger } from "../worker/digests";
+import { WorkerCore } from "../worker/core";
+import { InstructionLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "./inline";
-import { WorkerProfiler } from "../worker/profile";
-import { TransferStats, keySizes } from "../worker/transfers";
-import { type WorkerView, recordedSources, workerView } from "../worker/view";
+import { keySizes } from "../worker/transfers";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, redisTargetOf } from "./address";
 import { connectRedis } from "./connection";
@@ -161,7 +158,6 @@ export class RedisWorker {
   private readonly gate: FunctionGate;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private seq = 0;
-  private status: WorkerStatus = "running";
   private closing: Promise<void> | undefined;
   private refreshing: Promise<void> = Promise.resolve();
   /** The heartbeat in flight: leaving waits for it, or it would register the worker again. */
@@ -173,22 +169,17 @@ export class RedisWorker {
   private fetching = 0;
   /** The socket whose writes holdWrites holds until the next turn of the event loop. */
   private heldSocket: Socket | undefined;
-  /** Reads of inputs from Redis (incoming, peer "redis") and writes of results to it (outgoing). */
-  private readonly transfers = new TransferStats();
-  /** Fine performance metrics since the worker started (each task's also travel with its outcome). */
-  private readonly digests = new Digests();
   private readonly held = new HeldValues();
-  /** Its recent log lines, for `client.run` and the performance report's Worker Logs tab. */
-  private readonly logs = new WorkerLog();
   /** Tiny tasks run on this thread (see ./inline), which prefixes qualify. */
   private readonly inline = new InlineRunner();
   private readonly inlinePolicy = new InlinePolicy();
-  /** What `client.run` functions see of this worker. */
-  private readonly view: WorkerView;
-  /** Worker plugins; a Redis worker has no task state machine, so their transition hook is not called. */
-  private readonly plugins: WorkerPlugins;
-  private lastCpu = process.cpuUsage();
-  private lastBeat = now();
+  /**
+   * Its clock, records, profiler, plugins and the view `client.run` functions see. Its transfer
+   * logs hold reads of inputs from Redis (incoming, peer "redis") and writes of results to it
+   * (outgoing); each task's digests also travel with its outcome. A Redis worker has no task state
+   * machine, so its plugins' transition hook is not called.
+   */
+  private readonly core: WorkerCore;
 
   private constructor(
     private readonly options: Settings,
@@ -200,19 +191,33 @@ export class RedisWorker {
     private readonly registration: WorkerRegistration,
     /** This worker's clock, and its estimate of the Redis server's (the cluster's reference). */
     private readonly clock: WorkerClock,
-    /** Samples the task threads (compute) and the main thread (administrative), answers profile requests. */
-    private readonly profiler: WorkerProfiler,
+    /** The statistical profiler's options: it samples the task threads (compute) and the main thread (administrative). */
+    profile: ProfilingOptions | false,
     /** Where its log lines are printed (the `log` option, else stderr). */
-    private readonly print: (line: string) => void,
+    print: (line: string) => void,
   ) {
     this.name = name;
     this.target = target;
-    // Results live in Redis: no folder of its own to name.
-    const started = { name, nthreads: options.nthreads, memoryLimit: options.memoryLimit };
-    for (const line of startLines(started, name)) this.logs.add({ time: clock.schedulerNow(), level: "INFO", message: line });
     this.gate = new FunctionGate({ worker: name, host: hostname(), allowSource: options.allowSource, moduleRoots: options.moduleRoots });
-    this.view = this.makeView();
-    this.plugins = new WorkerPlugins(this.view, (line) => this.log(`tsdask worker ${name}: ${line}`), () => {});
+    this.core = new WorkerCore({
+      // Results live in Redis: no folder of its own, no data held here.
+      identity: { address: name, name, nthreads: options.nthreads, memoryLimit: options.memoryLimit, localDirectory: undefined },
+      clock,
+      profile,
+      holdings: {
+        layout: () => ({ memory: [], disk: [] }),
+        has: () => false,
+        get: () => undefined,
+        nbytes: () => undefined,
+        held: () => ({ managed: this.held.total, spilled: 0, spilledFileBytes: 0 }),
+        tasks: () => this.taskCounts(),
+        executedCount: () => this.executed,
+      },
+      digestsInHeartbeats: false,
+      print,
+      warningPrefix: `tsdask worker ${name}: `,
+    });
+    this.core.noteStart();
   }
 
   /** Connects, starts the threads and registers; a clear error if Redis cannot be reached or the name is taken. */
@@ -257,7 +262,7 @@ export class RedisWorker {
     const redis = await connectRedis(target, connectOptions);
     let subscriber: Redis | undefined;
     let runner: TaskRunner | undefined;
-    let profiler: WorkerProfiler | undefined;
+    let worker: RedisWorker | undefined;
     try {
       subscriber = await connectRedis(target, connectOptions);
       runner = new TaskRunner(settings.nthreads);
@@ -278,12 +283,11 @@ export class RedisWorker {
         settings.ttl * 1000,
       );
       await registration.register();
-      profiler = new WorkerProfiler(name, clock, profiling);
-      const worker = new RedisWorker(settings, name, target, redis, subscriber, runner, registration, clock, profiler, log);
+      worker = new RedisWorker(settings, name, target, redis, subscriber, runner, registration, clock, profiling, log);
       await worker.begin();
       return worker;
     } catch (error) {
-      profiler?.close();
+      worker?.core.close();
       runner?.close();
       subscriber?.disconnect();
       redis.disconnect();
@@ -295,11 +299,11 @@ export class RedisWorker {
     // Errors of the connections are reconnections in progress; a lost Redis shows in the log once per outage.
     let down = false;
     this.redis.on("error", (error: Error) => {
-      if (!down) this.log(`tsdask worker ${this.name}: Redis at ${this.target.display} unreachable (${error.message}); retrying`);
+      if (!down) this.core.warn(`Redis at ${this.target.display} unreachable (${error.message}); retrying`);
       down = true;
     });
     this.redis.on("ready", () => {
-      if (down) this.log(`tsdask worker ${this.name}: reconnected to ${this.target.display}`);
+      if (down) this.core.warn(`reconnected to ${this.target.display}`);
       down = false;
     });
     this.subscriber.on("error", () => {});
@@ -317,13 +321,13 @@ export class RedisWorker {
       this.refreshClients();
     }, this.options.heartbeatInterval * 1000);
     // What anyone who can write to this Redis can make it run, for the operator to check.
-    this.log(
+    this.core.warn(
       this.options.allowSource
-        ? `tsdask worker ${this.name}: runs any function, shipped source included (--allow-source)`
-        : `tsdask worker ${this.name}: runs exports of modules under ${this.options.moduleRoots.join(", ")} (node_modules below them excepted; --module-root adds a folder) and side-effect-free built-ins`,
+        ? "runs any function, shipped source included (--allow-source)"
+        : `runs exports of modules under ${this.options.moduleRoots.join(", ")} (node_modules below them excepted; --module-root adds a folder) and side-effect-free built-ins`,
     );
-    this.log(
-      `tsdask worker ${this.name}: serving ${this.target.display} with ${this.options.nthreads} thread(s)` +
+    this.core.warn(
+      `serving ${this.target.display} with ${this.options.nthreads} thread(s)` +
         (this.options.allowSource ? " (shipped source allowed)" : ""),
     );
   }
@@ -333,7 +337,7 @@ export class RedisWorker {
   /** Serves clients that joined, stops serving those that left, sweeps those that died. One pass at a time. */
   private refreshClients(): void {
     this.refreshing = this.refreshing.then(() => this.refreshClientsNow()).catch((error: unknown) => {
-      if (this.closing === undefined) this.log(`tsdask worker ${this.name}: cannot read the client registry: ${(error as Error).message}`);
+      if (this.closing === undefined) this.core.warn(`cannot read the client registry: ${(error as Error).message}`);
     });
   }
 
@@ -356,7 +360,7 @@ export class RedisWorker {
         // Registered, but none of its connections open for a while: it died without closing.
         this.missingSince.delete(id);
         live.delete(id);
-        this.log(`tsdask worker ${this.name}: client ${id} is gone without closing; removing its data`);
+        this.core.warn(`client ${id} is gone without closing; removing its data`);
         await unregisterClient(this.redis, id);
         if (!this.served.has(id)) await sweepNamespace(this.redis, new Namespace(id));
       }
@@ -384,7 +388,7 @@ export class RedisWorker {
     // Failures decided by BullMQ rather than by a task (a job that stalled too often) reach the
     // client as the job's "failed" event.
     queue.on("error", (error) => {
-      if (this.closing === undefined) this.log(`tsdask worker ${this.name}: task queue of client ${clientId}: ${error.message}`);
+      if (this.closing === undefined) this.core.warn(`task queue of client ${clientId}: ${error.message}`);
     });
     const served: ServedClient = { namespace, store, queue, backlog: false };
     queue.on("drained", () => {
@@ -509,7 +513,7 @@ export class RedisWorker {
       gather.add("network", fetchedAt - received, "seconds");
       gather.add("deserialize", decodedAt - fetchedAt, "seconds");
       metrics.push(...this.digest(["gather-dep"], gather.finalize()));
-      transfer = this.transfers.received({
+      transfer = this.core.transfers.received({
         start: this.toRedis(received),
         stop: this.toRedis(decodedAt),
         who: "redis",
@@ -528,7 +532,7 @@ export class RedisWorker {
 
     const functions = this.gate.admit(data.functions, `task ${data.name}`);
     if (functions instanceof WorkerCannotRunError) {
-      this.log(`tsdask worker ${this.name}: refused ${functions.message}`);
+      this.core.warn(`refused ${functions.message}`);
       return { entry: { ...base, status: "erred", error: packError(functions), thread: 0, startstops, metrics: [...metrics, ...executeMetrics("failed")] }, publication: "none" };
     }
     // A tiny task runs here rather than on a thread while it is the only one (a chain's step);
@@ -553,7 +557,8 @@ export class RedisWorker {
     if (run.ranOnThread) this.inlinePolicy.ran(data.prefix, run.end - run.start);
     const thread = Math.max(0, run.thread);
     // A task whose thread died before reporting has no compute phase to show.
-    if (run.ranOnThread) startstops.push({ action: "compute", start: this.toRedis(this.clock.fromMachine(run.start)), stop: this.toRedis(this.clock.fromMachine(run.end)) });
+    const compute = this.core.computePhase(run);
+    if (compute !== undefined) startstops.push(compute);
     if (!run.ok) {
       return { entry: { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...executeMetrics("failed")] }, publication: "none" };
     }
@@ -566,7 +571,7 @@ export class RedisWorker {
     const { info, frames, issued, result } = store.publish(data.key, run.value, jobNumber);
     const serialized = this.clock.now();
     execute.add("serialize", serialized - serializing, "seconds");
-    this.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: keySizes([[data.name, info.nbytes]]), wireBytes: info.nbytes, types: [info.type] });
+    this.core.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: keySizes([[data.name, info.nbytes]]), wireBytes: info.nbytes, types: [info.type] });
     const entry: OutcomeEntry = {
       ...base,
       status: "finished",
@@ -583,7 +588,7 @@ export class RedisWorker {
     // they leave in one write (holdWrites), and the store publishes a first run's value (./store).
     // A re-run needs the answer: its earlier run's value may be there, and stays.
     if (issued && !rerun) {
-      result.catch((error: Error) => this.log(`tsdask worker ${this.name}: cannot store the result of ${data.name}: ${error.message}`));
+      result.catch((error: Error) => this.core.warn(`cannot store the result of ${data.name}: ${error.message}`));
       return { entry, publication: "published" };
     }
     return { entry, publication: (await result) === "exists" ? "existed" : "published" };
@@ -609,7 +614,7 @@ export class RedisWorker {
 
   /** Digests `metrics` under `prefix` here (for `client.run`), and returns them as records for the task's outcome. */
   private digest(prefix: readonly ["execute", string, string] | readonly ["gather-dep"], metrics: readonly Metric[]): MetricRecord[] {
-    this.digests.addAll(prefix, metrics);
+    this.core.digests.addAll(prefix, metrics);
     if (prefix[0] === "execute") {
       const [context, span, taskPrefix] = prefix;
       return metrics.map(([activity, value, unit]) => ({ context, span, prefix: taskPrefix, activity, unit, value }));
@@ -630,92 +635,51 @@ export class RedisWorker {
     try {
       request = JSON.parse(text) as WorkerRequest;
     } catch {
-      this.log(`tsdask worker ${this.name}: an unreadable request on its channel was ignored`);
+      this.core.warn("an unreadable request on its channel was ignored");
       return;
     }
     const { message } = request;
     const reply =
       message.op === "profile"
-        ? await this.profiler.reply(message, (line) => this.log(`tsdask worker ${this.name}: ${line}`))
+        ? await this.core.profileReply(message)
         : message.op === "run"
           ? await this.run(message)
-          : await this.pluginRequest(message);
+          : await this.core.pluginReply(message, (plugin) => this.admitPlugin(plugin));
     const store = this.served.get(request.client)?.store ?? new RedisStore(this.redis, new Namespace(request.client), { partSize: this.options.partSize });
     let encoded: Buffer;
     try {
       encoded = encodeReply({ status: "reply", worker: this.name, reply } satisfies ReplyEntry);
     } catch (error) {
-      const unsendable = new Error(`The run function's result cannot be sent back from worker ${this.name}: ${(error as Error).message}`);
-      encoded = encodeReply({ status: "reply", worker: this.name, reply: { op: "run-reply", requestId: reply.requestId, ok: false, error: packError(unsendable) } });
+      encoded = encodeReply({ status: "reply", worker: this.name, reply: this.core.unsendable(reply.requestId, error) });
     }
-    await store.pushReply(encoded).catch((error: Error) => this.log(`tsdask worker ${this.name}: cannot answer client ${request.client}: ${error.message}`));
+    await store.pushReply(encoded).catch((error: Error) => this.core.warn(`cannot answer client ${request.client}: ${error.message}`));
   }
 
   /** Runs a `client.run` function with this worker's view, if this worker allows the function. */
   private async run(message: RunMessage): Promise<RunReplyMessage> {
     const functions = this.gate.admit([[0, message.fn]], "client.run");
     if (functions instanceof WorkerCannotRunError) {
-      this.log(`tsdask worker ${this.name}: refused ${functions.message}`);
+      this.core.warn(`refused ${functions.message}`);
       return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(functions) };
     }
-    try {
-      const value = await resolveFunction(functions[0][1])(...(message.args ?? []), this.view);
-      return { op: "run-reply", requestId: message.requestId, ok: true, value };
-    } catch (error) {
-      return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(error) };
-    }
+    return this.core.run(message, functions[0][1]);
   }
 
-  /** Adds or removes a worker plugin; its code passes the gate first, as a task's does. */
-  private async pluginRequest(message: PluginAddMessage | PluginRemoveMessage): Promise<RunReplyMessage> {
-    try {
-      if (message.op === "plugin-remove") await this.plugins.remove(message.name);
-      else await this.plugins.add(this.admitPlugin(message.plugin));
-      return { op: "run-reply", requestId: message.requestId, ok: true };
-    } catch (error) {
-      return { op: "run-reply", requestId: message.requestId, ok: false, error: packError(error) };
-    }
-  }
-
-  /** `plugin` with its code as the gate admits it; throws the gate's refusal (logged) naming the plugin. */
+  /**
+   * `plugin` with its code as the gate admits it (a plugin's code passes the gate as a task's
+   * does); throws the gate's refusal (logged) naming the plugin.
+   */
   private admitPlugin(plugin: ShippedWorkerPlugin): ShippedWorkerPlugin {
     const { build } = plugin;
     const hooks = build.kind === "class" ? [] : (Object.keys(build.methods) as (keyof typeof build.methods)[]);
     const specs = build.kind === "class" ? [build.class] : hooks.map((hook) => build.methods[hook]!);
     const admitted = this.gate.admit(specs.map((spec, i) => [i, spec]), `worker plugin ${plugin.name}`);
     if (admitted instanceof WorkerCannotRunError) {
-      this.log(`tsdask worker ${this.name}: refused ${admitted.message}`);
+      this.core.warn(`refused ${admitted.message}`);
       throw admitted;
     }
     if (build.kind === "class") return { ...plugin, build: { kind: "class", class: admitted[0][1] } };
     return { ...plugin, build: { kind: "methods", methods: Object.fromEntries(hooks.map((hook, i) => [hook, admitted[i][1]])) } };
-  }
-
-  private makeView(): WorkerView {
-    return workerView({
-      address: this.name,
-      name: this.name,
-      nthreads: this.options.nthreads,
-      memoryLimit: this.options.memoryLimit,
-      // Results live in Redis, not here: no folder of its own, no data held.
-      localDirectory: "",
-      status: () => this.status,
-      layout: () => ({ memory: [], disk: [] }),
-      has: () => false,
-      get: () => undefined,
-      nbytes: () => undefined,
-      memory: () => ({ process: process.memoryUsage.rss(), managed: this.held.total, spilled: 0, spilledFileBytes: 0 }),
-      tasks: () => this.taskCounts(),
-      executedCount: () => this.executed,
-      ...recordedSources({ clock: this.clock, digests: this.digests, transfers: this.transfers }),
-      logs: () => this.logs.lines(),
-    });
-  }
-
-  /** Keeps the line (what it reports is a warning: trouble it met and how it went on) and prints it. */
-  private log(line: string): void {
-    this.logs.add({ time: this.clock.schedulerNow(), level: "WARNING", message: line });
-    this.print(line);
   }
 
   /** Tasks handed to the runner beyond one per thread wait there for a thread: Dask's "ready", not "executing". */
@@ -729,22 +693,8 @@ export class RedisWorker {
   private async heartbeat(): Promise<void> {
     try {
       await observeRedisTime(this.redis, this.clock);
-      const time = now();
-      const cpu = process.cpuUsage(this.lastCpu);
-      const elapsed = Math.max(1e-3, time - this.lastBeat);
-      this.lastCpu = process.cpuUsage();
-      this.lastBeat = time;
-      const metrics: WorkerMetrics = {
-        cpu: ((cpu.user + cpu.system) / 1e6 / elapsed) * 100,
-        memory: process.memoryUsage.rss(),
-        managedBytes: this.held.total,
-        spilledBytes: { memory: 0, disk: 0 },
-        taskCounts: this.taskCounts(),
-        // Each task's digests travel with its outcome, so the client has them as soon as its result.
-        digests: [],
-        ...this.transfers.takeHeartbeat(),
-      };
-      await this.registration.beat({ time: this.clock.schedulerNow(), seq: ++this.seq, status: this.status, clockOffset: this.clock.offset, metrics });
+      const metrics = this.core.heartbeatMetrics();
+      await this.registration.beat({ time: this.clock.schedulerNow(), seq: ++this.seq, status: this.core.status, clockOffset: this.clock.offset, metrics });
     } catch (error) {
       // Redis unreachable: the connection's reconnection is logged; the next beat tries again.
       void error;
@@ -758,17 +708,17 @@ export class RedisWorker {
   }
 
   private async closeNow(): Promise<void> {
-    this.status = "closing";
-    await this.plugins.teardownAll();
+    this.core.status = "closing";
+    await this.core.plugins.teardownAll();
     clearInterval(this.heartbeatTimer);
     await this.beating;
     await this.refreshing;
     await Promise.all([...this.served.keys()].map((id) => this.stopServing(id, false)));
     await this.registration.leave().catch(() => {});
-    this.profiler.close();
+    this.core.close();
     this.runner.close();
-    this.status = "closed";
+    this.core.status = "closed";
     await Promise.all([this.subscriber.quit().catch(() => {}), this.redis.quit().catch(() => {})]);
-    this.log(`tsdask worker ${this.name}: closed`);
+    this.core.warn("closed");
   }
 }

@@ -5,9 +5,7 @@
 import type { Key } from "../../graph/keys";
 import { keyFromId, keyId } from "../../graph/keys";
 import type { MetricRecord, TransferLogEntry, WorkerLogLine, WorkerStatus } from "../../../protocol/records";
-import type { WorkerClock } from "./clock";
-import type { DigestKey, Digests } from "./digests";
-import type { TransferStats } from "./transfers";
+import type { DigestKey } from "./digests";
 
 export interface WorkerDataView {
   /** Keys of the results held, in memory or spilled. */
@@ -91,26 +89,6 @@ export interface ViewSource {
   clockOffset(): number;
   simulatedClockOffset: number;
   logs(): WorkerLogLine[];
-}
-
-/** What every worker records the same way, whatever carries its tasks: its clock, its digests, its transfer logs. */
-export interface WorkerRecords {
-  readonly clock: WorkerClock;
-  readonly digests: Digests;
-  readonly transfers: TransferStats;
-}
-
-/** The view's sources that come from a worker's records: the same for a LocalCluster worker and a Redis one. */
-export function recordedSources({ clock, digests, transfers }: WorkerRecords): Pick<ViewSource, "incoming" | "outgoing" | "bandwidth" | "digests" | "digestTuples" | "clockOffset" | "simulatedClockOffset"> {
-  return {
-    incoming: () => transfers.incoming.entries(),
-    outgoing: () => transfers.outgoing.entries(),
-    bandwidth: () => transfers.bandwidth,
-    digests: () => digests.records(),
-    digestTuples: () => digests.tuples(),
-    clockOffset: () => clock.offset,
-    simulatedClockOffset: clock.simulatedOffset,
-  };
 }
 
 export function workerView(source: ViewSource): WorkerView {

@@ -2,7 +2,8 @@
 // messages and the outcomes of its tasks and fetches to the state machine (./state), and carries
 // out what the state machine decides — tasks on threads (./execute), fetches from peers
 // (./peers), data in the store with spilling (./store). It serves peers' get-data requests,
-// heartbeats with its metrics, watches its memory, and removes its folder when it closes.
+// heartbeats with its metrics, watches its memory, and removes its folder when it closes. What
+// any worker has around its tasks (records, profiler, plugins, the view) is ./core's.
 
 import { mkdirSync, rmSync } from "node:fs";
 import type { Server } from "node:net";
@@ -10,10 +11,8 @@ import { hostname } from "node:os";
 import { formatBytes } from "../../../protocol/format";
 import { now as machineNow } from "../../clock";
 import { nbytes as sizeOf } from "../../metrics/nbytes";
-import { resolveFunction } from "../../execution/functions";
 import { findUncloneable } from "../../execution/transfer";
-import { packError } from "../../execution/wire";
-import type { StartStop, WorkerLogLine, WorkerStatus } from "../../../protocol/records";
+import type { StartStop, WorkerStatus } from "../../../protocol/records";
 import { checkProfilingOptions } from "../../profiling/hub";
 import { decodeBatch, encodeBatches } from "../batches";
 import { Connection, listen } from "../comm";
@@ -24,27 +23,22 @@ import {
   type GatherReplyMessage,
   type GetDataRequest,
   type HeartbeatReplyMessage,
-  type ProfileRequestMessage,
   RETURNED_RESULT_BYTES,
   type RunMessage,
   type ToWorker,
   type WorkerAddress,
-  type WorkerMetrics,
   type WorkerStartConfig,
 } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "./clock";
-import { Digests, InstructionLedger, ExecuteLedger } from "./digests";
+import { WorkerCore } from "./core";
+import { InstructionLedger, ExecuteLedger } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
 import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
-import { WorkerLog, computeFailedLine, memoryLine, startLines } from "./logs";
+import { computeFailedLine, memoryLine } from "./logs";
 import { keyRepr, typeName } from "./names";
 import { type FetchResult, PeerClient, sendMetered, serveGetData } from "./peers";
-import { WorkerProfiler } from "./profile";
-import { WorkerPlugins } from "./plugins";
 import { EventFeed, WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
-import { TransferStats } from "./transfers";
-import { type WorkerView, recordedSources, workerView } from "./view";
 
 /** Seconds between heartbeats until the scheduler's first reply says otherwise (Dask: 0.5 s for small clusters). */
 const DEFAULT_HEARTBEAT_INTERVAL = 0.5;
@@ -53,21 +47,16 @@ const GC_PROBE_MS = 1000;
 
 export class Worker {
   readonly address: WorkerAddress;
-  readonly view: WorkerView;
+  /** Its clock, records, profiler, plugins and view: what any worker has around its tasks. */
+  private readonly core: WorkerCore;
   private readonly clock: WorkerClock;
   private readonly state: WorkerStateMachine;
   private readonly store: DataStore;
   private readonly peers = new PeerClient();
-  private readonly digests = new Digests();
   /** TSDASK_METRICS=off: tasks digest nothing (to measure what metrics cost, bench/cluster-fpm.ts). */
   private readonly metricsOn = process.env.TSDASK_METRICS !== "off";
-  private readonly transfers = new TransferStats();
-  /** Its recent log lines, for `client.run` and the performance report's Worker Logs tab. */
-  private readonly logs = new WorkerLog();
   private readonly thresholds: MemoryThresholds;
   private readonly runner: TaskRunner;
-  private readonly profiler: WorkerProfiler;
-  private readonly plugins: WorkerPlugins;
   private readonly running = new Map<string, RunningTask>();
   private server: Server | undefined;
   private scheduler: Connection | undefined;
@@ -75,14 +64,12 @@ export class Worker {
   private outbox: FromWorker[] = [];
   private flushScheduled = false;
   private readonly feed: EventFeed;
-  private status: WorkerStatus = "running";
   private heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
   /** Worker-clock time of the heartbeat awaiting its reply. */
   private heartbeatSentAt: number | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private monitorTimer: NodeJS.Timeout | undefined;
   private lastCollection = 0;
-  private lastCpu = { usage: process.cpuUsage(), at: performance.now() };
   private closing: Promise<void> | undefined;
   /** Told when the worker has closed, once it has started. */
   private onClosed: (reason: string) => void = () => {};
@@ -113,7 +100,7 @@ export class Worker {
         now: worker.heartbeatSentAt,
         memory: process.memoryUsage.rss(),
       });
-      for (const line of startLines(config, worker.address)) worker.note("INFO", line);
+      worker.core.noteStart();
       worker.monitorTimer = setInterval(() => worker.monitorMemory(), MONITOR_INTERVAL_MS);
       worker.monitorTimer.unref();
       worker.onClosed = onClosed;
@@ -140,13 +127,27 @@ export class Worker {
       this.state,
       (instruction) => this.carryOut(instruction),
       () => (this.state.slots = this.runner.capacity),
-      () => this.state.recordTransitions && this.plugins.transitions(this.state.takeTransitions()),
+      () => this.state.recordTransitions && this.core.plugins.transitions(this.state.takeTransitions()),
     );
-    this.view = this.makeView();
-    this.plugins = new WorkerPlugins(this.view, (line) => this.log(line), (on) => (this.state.recordTransitions = on));
     // Last: nothing above may fail once threads exist.
     this.runner = new TaskRunner(config.nthreads, this.metricsOn);
-    this.profiler = new WorkerProfiler(this.address, this.clock, config.profile);
+    this.core = new WorkerCore({
+      identity: { address: this.address, name: config.name, nthreads: config.nthreads, memoryLimit: config.memoryLimit, localDirectory: config.localDirectory },
+      clock: this.clock,
+      profile: config.profile,
+      holdings: {
+        layout: () => this.store.layout(),
+        has: (key) => this.store.has(key),
+        get: (key) => this.store.get(key),
+        nbytes: (key) => this.store.nbytesOf(key),
+        held: () => ({ managed: this.store.managedBytes, spilled: this.store.spilledBytes, spilledFileBytes: this.store.spilledDiskBytes }),
+        tasks: () => this.state.taskCounts(),
+        executedCount: () => this.state.executedCount,
+      },
+      digestsInHeartbeats: true,
+      print: (text) => process.stderr.write(`tsdask worker ${config.name} (${this.address}): ${text}\n`),
+      watchTransitions: (on) => (this.state.recordTransitions = on),
+    });
   }
 
   // ---- Messages from the scheduler -------------------------------------------------------------
@@ -156,7 +157,7 @@ export class Worker {
       try {
         this.onSchedulerMessage(message);
       } catch (error) {
-        this.log(`failed to handle a ${JSON.stringify(message?.op)} message: ${(error as Error).stack ?? error}`);
+        this.core.warn(`failed to handle a ${JSON.stringify(message?.op)} message: ${(error as Error).stack ?? error}`);
       }
     }
   }
@@ -179,13 +180,11 @@ export class Worker {
         void this.runFunction(message);
         return;
       case "profile":
-        void this.sendProfile(message);
+        void this.core.profileReply(message).then((reply) => this.send(reply));
         return;
       case "plugin-add":
-        void this.answer(message.requestId, () => this.plugins.add(message.plugin));
-        return;
       case "plugin-remove":
-        void this.answer(message.requestId, () => this.plugins.remove(message.name));
+        void this.core.pluginReply(message).then((reply) => this.send(reply));
         return;
       case "heartbeat-reply":
         this.onHeartbeatReply(message);
@@ -194,7 +193,7 @@ export class Worker {
         void this.close(`the scheduler asked it to (${message.reason})`);
         return;
       default:
-        this.log(`ignored a message with unknown op ${JSON.stringify((message as { op?: unknown }).op)}`);
+        this.core.warn(`ignored a message with unknown op ${JSON.stringify((message as { op?: unknown }).op)}`);
     }
   }
 
@@ -278,10 +277,9 @@ export class Worker {
     const task = this.state.tasks.get(key);
     const cancelled = task?.state === "cancelled";
     const startstops: StartStop[] = [];
-    if (diskRead !== undefined) startstops.push(this.phase("disk-read", diskRead.start, diskRead.stop));
-    if (run.ranOnThread) {
-      startstops.push(this.phase("compute", this.clock.fromMachine(run.start), this.clock.fromMachine(run.end)));
-    }
+    if (diskRead !== undefined) startstops.push(this.core.phase("disk-read", diskRead.start, diskRead.stop));
+    const compute = this.core.computePhase(run);
+    if (compute !== undefined) startstops.push(compute);
     let event: WorkerEvent;
     let landedBytes = 0;
     if (run.ok) {
@@ -291,25 +289,21 @@ export class Worker {
       if (keep) {
         const start = this.clock.now();
         this.store.put(key, run.value, nbytes, resultType, account);
-        if (this.store.isSpilled(key)) startstops.push(this.phase("disk-write", start, this.clock.now()));
+        if (this.store.isSpilled(key)) startstops.push(this.core.phase("disk-write", start, this.clock.now()));
         landedBytes = nbytes;
       }
       event = { type: "execute-success", key, nbytes, resultType, thread: run.thread, startstops };
     } else {
       event = { type: "execute-failure", key, error: run.error!, thread: run.thread, startstops };
       // Dask's worker logs every failed task (its key and exception, both the user's text).
-      this.note("WARNING", computeFailedLine(key, run.error!));
+      this.core.note("WARNING", computeFailedLine(key, run.error!));
     }
     // Digested before the state machine hears of it: the next task it starts is not this one's time.
     if (account !== undefined) {
       const elapsed = machineNow() - opened - run.queued;
-      this.digests.addTask(spanId, prefix, account, run.metrics, elapsed, cancelled ? "cancelled" : run.ok ? undefined : "failed");
+      this.core.digests.addTask(spanId, prefix, account, run.metrics, elapsed, cancelled ? "cancelled" : run.ok ? undefined : "failed");
     }
     this.afterLanding(landedBytes, () => this.apply(event));
-  }
-
-  private phase(action: StartStop["action"], start: number, stop: number): StartStop {
-    return { action, start: this.clock.toScheduler(start), stop: this.clock.toScheduler(stop) };
   }
 
   // ---- Fetching from peers -----------------------------------------------------------------------
@@ -320,7 +314,7 @@ export class Worker {
     try {
       result = await this.peers.getData(worker, keys, this.address);
     } catch {
-      this.digests.addAll(["gather-dep"], ledger.finalize("failed"));
+      this.core.digests.addAll(["gather-dep"], ledger.finalize("failed"));
       if (this.closing === undefined) this.apply({ type: "gather-dep-failure", worker, keys });
       return;
     }
@@ -346,7 +340,7 @@ export class Worker {
     }
     const start = this.clock.toScheduler(this.clock.fromMachine(result.start));
     const stop = this.clock.toScheduler(this.clock.fromMachine(result.stop));
-    if (received.length > 0) this.transfers.received({ start, stop, who: worker, keys: sizes, wireBytes: result.wireBytes, types: [...types] });
+    if (received.length > 0) this.core.transfers.received({ start, stop, who: worker, keys: sizes, wireBytes: result.wireBytes, types: [...types] });
     // The reply is decoded once all its bytes are in, at the end of the fetch: that stretch is the grey "deserialize".
     const decoded = Math.max(start, stop - result.deserializeSeconds);
     const transfer: StartStop[] = [{ action: "transfer", start, stop: decoded, source: worker }];
@@ -355,7 +349,7 @@ export class Worker {
     // As Dask's: judged once the state machine has taken the values: a fetch none of whose keys
     // it kept (all released on the way) is "cancelled", one that brought none "missing".
     const kept = received.some(({ key }) => this.state.tasks.get(key)?.state === "memory");
-    this.digests.addAll(["gather-dep"], ledger.finalize(kept ? undefined : received.length > 0 ? "cancelled" : "missing"));
+    this.core.digests.addAll(["gather-dep"], ledger.finalize(kept ? undefined : received.length > 0 ? "cancelled" : "missing"));
   }
 
   // ---- Serving peers and the client --------------------------------------------------------------
@@ -368,7 +362,7 @@ export class Worker {
       try {
         this.onPeerMessage(message as GetDataRequest | GatherMessage, connection);
       } catch (error) {
-        this.log(`failed to serve a peer: ${(error as Error).stack ?? error}`);
+        this.core.warn(`failed to serve a peer: ${(error as Error).stack ?? error}`);
         connection.destroy();
       }
     });
@@ -377,7 +371,7 @@ export class Worker {
   private onPeerMessage(message: GetDataRequest | GatherMessage, connection: Connection): void {
     switch (message?.op) {
       case "get-data":
-        serveGetData(message, connection, { store: this.store, digests: this.digests, transfers: this.transfers, clock: this.clock });
+        serveGetData(message, connection, { store: this.store, digests: this.core.digests, transfers: this.core.transfers, clock: this.clock });
         return;
       case "gather":
         this.replyToGather(message, connection);
@@ -398,7 +392,7 @@ export class Worker {
       try {
         return encodeValue(reply);
       } catch (error) {
-        this.log(`cannot send gathered values: ${(error as Error).message}`);
+        this.core.warn(`cannot send gathered values: ${(error as Error).message}`);
         return encodeValue({ ...reply, values: {}, missing: [...reply.missing, ...Object.keys(reply.values)] });
       }
     }, meter);
@@ -415,35 +409,16 @@ export class Worker {
     return { op: "gather-reply", values, missing };
   }
 
+  /** Runs a `client.run` function; a value the scheduler connection cannot carry is answered as an error. */
   private async runFunction(message: RunMessage): Promise<void> {
-    let reply: FromWorker;
+    const reply = await this.core.run(message);
     try {
-      const fn = resolveFunction(message.fn);
-      const value = await fn(...(message.args ?? []), this.view);
-      try {
-        encodeValue(value);
-      } catch (error) {
-        throw new Error(`The run function's result cannot be sent back from worker ${this.address}: ${(error as Error).message}`);
-      }
-      reply = { op: "run-reply", requestId: message.requestId, ok: true, value };
+      if (reply.ok) encodeValue(reply.value);
     } catch (error) {
-      reply = { op: "run-reply", requestId: message.requestId, ok: false, error: packError(error) };
+      this.send(this.core.unsendable(message.requestId, error));
+      return;
     }
     this.send(reply);
-  }
-
-  /** Runs a plugin request and answers it as a run-reply: ok, or the error it threw. */
-  private async answer(requestId: number, request: () => Promise<void>): Promise<void> {
-    try {
-      await request();
-      this.send({ op: "run-reply", requestId, ok: true });
-    } catch (error) {
-      this.send({ op: "run-reply", requestId, ok: false, error: packError(error) });
-    }
-  }
-
-  private async sendProfile(message: ProfileRequestMessage): Promise<void> {
-    this.send(await this.profiler.reply(message, (line) => this.log(line)));
   }
 
   // ---- Sending to the scheduler ------------------------------------------------------------------
@@ -485,7 +460,7 @@ export class Worker {
     if (this.heartbeatSentAt !== undefined || this.closing !== undefined) return;
     const now = this.clock.now();
     this.heartbeatSentAt = now;
-    this.send({ op: "heartbeat", now, clockOffset: this.clock.offset, metrics: this.metrics() });
+    this.send({ op: "heartbeat", now, clockOffset: this.clock.offset, metrics: this.core.heartbeatMetrics() });
   }
 
   private onHeartbeatReply(reply: HeartbeatReplyMessage): void {
@@ -498,24 +473,6 @@ export class Worker {
     const wait = Math.max(0, (sent ?? received) + this.heartbeatInterval - received);
     this.heartbeatTimer = setTimeout(() => this.sendHeartbeat(), wait * 1000);
     this.heartbeatTimer.unref();
-  }
-
-  /** What a heartbeat reports (Dask's Worker.get_metrics). */
-  private metrics(): WorkerMetrics {
-    const usage = process.cpuUsage();
-    const at = performance.now();
-    const cpuMs = (usage.user - this.lastCpu.usage.user + usage.system - this.lastCpu.usage.system) / 1000;
-    const cpu = at > this.lastCpu.at ? (100 * cpuMs) / (at - this.lastCpu.at) : 0;
-    this.lastCpu = { usage, at };
-    return {
-      cpu,
-      memory: process.memoryUsage.rss(),
-      managedBytes: this.store.managedBytes,
-      spilledBytes: { memory: this.store.spilledBytes, disk: this.store.spilledDiskBytes },
-      taskCounts: this.state.taskCounts(),
-      digests: this.digests.takeSinceHeartbeat(),
-      ...this.transfers.takeHeartbeat(),
-    };
   }
 
   /**
@@ -534,7 +491,7 @@ export class Worker {
   /** Pauses the worker if its process memory is past `pause` (the monitor resumes it). */
   private pauseIfOver(): void {
     const limit = this.config.memoryLimit;
-    if (!(limit > 0 && Number.isFinite(limit)) || this.closing !== undefined || this.status !== "running") return;
+    if (!(limit > 0 && Number.isFinite(limit)) || this.closing !== undefined || this.core.status !== "running") return;
     if (decideMemory(process.memoryUsage.rss(), limit, this.thresholds).paused) this.setStatus("paused");
   }
 
@@ -542,7 +499,7 @@ export class Worker {
   private monitorMemory(): void {
     const limit = this.config.memoryLimit;
     if (!(limit > 0 && Number.isFinite(limit)) || this.closing !== undefined) return;
-    const paused = this.status === "paused";
+    const paused = this.core.status === "paused";
     let rss = process.memoryUsage.rss();
     let decision = decideMemory(rss, limit, this.thresholds);
     if ((decision.spillBytes > 0 || decision.paused) && performance.now() - this.lastCollection > GC_PROBE_MS) {
@@ -560,7 +517,7 @@ export class Worker {
         spilled += bytes;
       }
       if (spilled > 0) {
-        this.note("INFO", memoryLine(`Spilled ${formatBytes(spilled)} to disk`, rss, limit));
+        this.core.note("INFO", memoryLine(`Spilled ${formatBytes(spilled)} to disk`, rss, limit));
         // Spilled values give their memory back at once, unless they had been lent out: the store
         // then asks for a collection.
         if (this.store.awaitsCollection) this.collect();
@@ -577,17 +534,17 @@ export class Worker {
   }
 
   private setStatus(status: WorkerStatus): void {
-    if (status === "paused" || (status === "running" && this.status === "paused")) {
-      this.note("INFO", memoryLine(status === "paused" ? "Pausing worker" : "Resuming worker", process.memoryUsage.rss(), this.config.memoryLimit));
+    if (status === "paused" || (status === "running" && this.core.status === "paused")) {
+      this.core.note("INFO", memoryLine(status === "paused" ? "Pausing worker" : "Resuming worker", process.memoryUsage.rss(), this.config.memoryLimit));
     }
-    this.status = status;
+    this.core.status = status;
     this.send({ op: "worker-status-change", status });
     if (status === "paused") this.apply({ type: "pause" });
     else if (status === "running") this.apply({ type: "unpause" });
   }
 
   private meter(context: "get-data" | "memory-monitor"): StoreMeter {
-    return { add: (activity, value, unit) => this.digests.add([context, activity, unit], value) };
+    return { add: (activity, value, unit) => this.core.digests.add([context, activity, unit], value) };
   }
 
   // ---- Closing -----------------------------------------------------------------------------------
@@ -602,15 +559,15 @@ export class Worker {
   }
 
   private async shutDown(reason: string): Promise<void> {
-    await this.plugins.teardownAll();
+    await this.core.plugins.teardownAll();
     if (this.scheduler !== undefined && !this.scheduler.closed) {
       this.send({ op: "worker-status-change", status: "closing" });
       this.flush();
     }
-    this.status = "closing";
+    this.core.status = "closing";
     clearTimeout(this.heartbeatTimer);
     clearInterval(this.monitorTimer);
-    this.profiler.close();
+    this.core.close();
     this.runner.close();
     this.peers.close();
     for (const connection of this.peerConnections) connection.destroy();
@@ -619,44 +576,8 @@ export class Worker {
     this.store.close();
     rmSync(this.config.localDirectory, { recursive: true, force: true });
     this.scheduler?.close();
-    this.status = "closed";
+    this.core.status = "closed";
     this.onClosed(reason);
-  }
-
-  /** Keeps a line in the worker's log (what `client.run` and the report's Worker Logs tab read), not printed. */
-  private note(level: WorkerLogLine["level"], text: string): void {
-    this.logs.add({ time: this.clock.schedulerNow(), level, message: text });
-  }
-
-  /** Trouble the worker met and went on from: kept, and printed to stderr (the notebook's). */
-  private log(text: string): void {
-    this.note("WARNING", text);
-    process.stderr.write(`tsdask worker ${this.config.name} (${this.address}): ${text}\n`);
-  }
-
-  private makeView(): WorkerView {
-    return workerView({
-      address: this.address,
-      name: this.config.name,
-      nthreads: this.config.nthreads,
-      memoryLimit: this.config.memoryLimit,
-      localDirectory: this.config.localDirectory,
-      status: () => this.status,
-      layout: () => this.store.layout(),
-      has: (key) => this.store.has(key),
-      get: (key) => this.store.get(key),
-      nbytes: (key) => this.store.nbytesOf(key),
-      memory: () => ({
-        process: process.memoryUsage.rss(),
-        managed: this.store.managedBytes,
-        spilled: this.store.spilledBytes,
-        spilledFileBytes: this.store.spilledDiskBytes,
-      }),
-      tasks: () => this.state.taskCounts(),
-      executedCount: () => this.state.executedCount,
-      ...recordedSources({ clock: this.clock, digests: this.digests, transfers: this.transfers }),
-      logs: () => this.logs.lines(),
-    });
   }
 }
 
