@@ -1,5 +1,7 @@
 // A message connection over a Unix domain socket, for LocalCluster (the scheduler in the client's
-// process ↔ its workers, and worker ↔ worker for peer data). Each message is one value in frames
+// process ↔ its workers, and worker ↔ worker for peer data), or over TCP, optionally under TLS,
+// to a Redis worker's data listener (./comm-listen), which first wants the handshake of
+// ./handshake. Each message is one value in frames
 // (./frames): a header of 32-bit lengths — the number of parts, then each part's length (top bit:
 // a shared-memory block) — and the parts. Parts are written as they are (typed-array contents go
 // to the socket uncopied) and each received part lands in memory of its own, shared memory for
@@ -8,13 +10,33 @@
 
 import { EventEmitter } from "node:events";
 import { chmodSync } from "node:fs";
-import { type Server, type Socket, createConnection, createServer } from "node:net";
+import { type Server, type Socket, createConnection, createServer, isIP } from "node:net";
+import { type ConnectionOptions as TlsOptions, connect as connectTls } from "node:tls";
+import { type CommAddress, formatCommAddress } from "./comm-address";
+import { PeerHandshake, type PeerSecret } from "./handshake";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "./frames";
 
 /** Anything longer is a corrupt stream, not a message (1 M parts). */
 const MAX_PARTS = 1 << 20;
 /** Where the connecting side reads headers and small parts. */
 const SCRATCH_BYTES = 64 * 1024;
+/** Seconds a connection may take to be set up: TCP, TLS and the handshake (a frozen peer does not hold a fetch forever). */
+export const CONNECT_TIMEOUT = 10;
+
+/** What a peer shows a data listener: the client it acts for, and that client's secret. */
+export interface PeerCredentials {
+  readonly clientId: string;
+  readonly secret: PeerSecret;
+}
+
+export interface ConnectOptions {
+  /** For tls:// addresses: the CA that signed the listener's certificate, say; merged over Node's defaults. */
+  readonly tls?: TlsOptions;
+  /** Required by tcp:// and tls:// listeners (see ./handshake); unix:// ones take none. */
+  readonly credentials?: PeerCredentials;
+  /** Seconds (default CONNECT_TIMEOUT). */
+  readonly timeout?: number;
+}
 
 export interface ConnectionEvents {
   /** A message arrived; `bytes` is its size on the wire, `decodeSeconds` the time its frames took to decode. */
@@ -48,18 +70,62 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     });
   }
 
-  /** Connects to a listening socket; rejects with an error naming the path. */
+  /** Connects to a listening socket file; rejects with an error naming the path. */
   static connect(path: string): Promise<Connection> {
+    return Connection.connectTo({ scheme: "unix", path });
+  }
+
+  /**
+   * Connects to `address`, with the handshake when `options.credentials` are given; rejects with
+   * an error naming the address (the path, for unix://).
+   */
+  static connectTo(address: CommAddress, options: ConnectOptions = {}): Promise<Connection> {
+    const shown = address.scheme === "unix" ? address.path : formatCommAddress(address);
     return new Promise((resolve, reject) => {
       const reader = new MessageReader();
-      // Node reads into the memory the reader names: message parts land where they will stay, uncopied.
-      const onread = { buffer: () => reader.nextBuffer(), callback: (n: number, buffer: Uint8Array) => reader.received(n, buffer) };
-      const socket = createConnection({ path, onread });
-      const onError = (error: Error): void => reject(new Error(`Cannot connect to ${path}: ${error.message}`, { cause: error }));
-      socket.once("error", onError);
-      socket.once("connect", () => {
+      const handshake = options.credentials === undefined ? undefined : new PeerHandshake(options.credentials.clientId, options.credentials.secret);
+      let handshaking = handshake !== undefined;
+      const handshakeBuffer = new Uint8Array(256);
+      let socket: Socket;
+      const fail = (reason: string, cause?: Error): void => {
+        clearTimeout(timer);
+        socket.destroy();
+        reject(new Error(`Cannot connect to ${shown}: ${reason}`, { cause }));
+      };
+      const accepted = (): void => {
+        clearTimeout(timer);
         socket.off("error", onError);
+        socket.off("close", onClose);
         resolve(new Connection(socket, reader));
+      };
+      // Node reads into the memory the reader names: message parts land where they will stay, uncopied.
+      // The handshake's few bytes come first, into a buffer of their own.
+      const onread = {
+        buffer: () => (handshaking ? handshakeBuffer : reader.nextBuffer()),
+        callback: (n: number, buffer: Uint8Array) => {
+          if (!handshaking) return reader.received(n, buffer);
+          const step = handshake!.receive(Buffer.from(buffer.subarray(0, n)));
+          if (step.kind === "send") socket.write(step.bytes);
+          else if (step.kind === "fail") fail(`the listener failed the handshake: ${step.reason}`);
+          else if (step.kind === "accepted") {
+            handshaking = false;
+            accepted();
+          }
+          return true;
+        },
+      };
+      if (address.scheme === "unix") socket = createConnection({ path: address.path, onread });
+      else if (address.scheme === "tcp") socket = createConnection({ host: address.host, port: address.port, onread });
+      // Server names are host names (RFC 6066): an address is checked against the certificate's IP entries.
+      // (Node's tls.connect takes onread as net.connect does; its types leave it out.)
+      else socket = connectTls({ host: address.host, port: address.port, ...(isIP(address.host) === 0 ? { servername: address.host } : {}), ...options.tls, onread } as TlsOptions);
+      const onError = (error: Error): void => fail(error.message, error);
+      const onClose = (): void => fail(handshaking ? "the listener closed the connection during the handshake (does this peer know the cluster's secret?)" : "closed");
+      socket.once("error", onError);
+      socket.once("close", onClose);
+      const timer = setTimeout(() => fail(`not connected within ${options.timeout ?? CONNECT_TIMEOUT} s`), (options.timeout ?? CONNECT_TIMEOUT) * 1000);
+      socket.once(address.scheme === "tls" ? "secureConnect" : "connect", () => {
+        if (!handshaking) accepted();
       });
     });
   }

@@ -1,9 +1,11 @@
 // Peer data: asking other workers for keys (one connection per peer, kept open) and answering
 // their get-data requests from the data store. Values travel as frames (../frames), so typed
-// arrays and shared memory cross the socket as raw bytes.
+// arrays and shared memory cross the socket as raw bytes. LocalCluster workers are at unix://
+// socket files; Redis workers at tcp:// or tls:// addresses, which want credentials (../handshake).
 
 import { now as machineSeconds } from "../../clock";
-import { Connection } from "../comm";
+import { type ConnectOptions, Connection } from "../comm";
+import { type CommAddress, parseCommAddress } from "../comm-address";
 import { encodeValue } from "../frames";
 import type { GetDataReply, GetDataRequest, WorkerAddress } from "../messages";
 import type { WorkerClock } from "./clock";
@@ -12,10 +14,9 @@ import type { DataStore, StoreMeter } from "./store";
 import type { TransferStats } from "./transfers";
 import { keyRepr } from "./names";
 
-/** The socket path of a LocalCluster worker's address (`unix://<path>`). */
-export function socketPath(address: WorkerAddress): string {
-  if (!address.startsWith("unix://")) throw new Error(`Worker address ${JSON.stringify(address)} is not a unix:// address`);
-  return address.slice("unix://".length);
+/** Where a worker's data listener is: `unix://PATH`, `tcp://HOST:PORT` or `tls://HOST:PORT`. */
+export function dataAddressOf(address: WorkerAddress): CommAddress {
+  return parseCommAddress(address);
 }
 
 export interface FetchResult {
@@ -50,6 +51,9 @@ export interface Reply {
  * ../comm): peers fetching inputs and the scheduler gathering results both use it.
  */
 export class PeerClient {
+  /** `options`: the credentials and TLS settings tcp:// and tls:// listeners want. */
+  constructor(private readonly options: Omit<ConnectOptions, "timeout"> = {}) {}
+
   private readonly connections = new Map<WorkerAddress, Promise<Connection>>();
   private readonly waiters = new Map<Connection, Waiter[]>();
   private closed = false;
@@ -93,13 +97,16 @@ export class PeerClient {
     if (this.closed) return Promise.reject(new Error("The connections to workers are closed"));
     let connecting = this.connections.get(worker);
     if (connecting === undefined) {
-      connecting = Connection.connect(socketPath(worker)).then(
-        (connection) => this.adopt(worker, connection),
-        (error: Error) => {
-          this.connections.delete(worker);
-          throw new Error(`Cannot reach worker ${worker}: ${error.message}`, { cause: error });
-        },
-      );
+      // A malformed address rejects as an unreachable worker does, naming it.
+      connecting = Promise.resolve()
+        .then(() => Connection.connectTo(dataAddressOf(worker), this.options))
+        .then(
+          (connection) => this.adopt(worker, connection),
+          (error: Error) => {
+            this.connections.delete(worker);
+            throw new Error(`Cannot reach worker ${worker}: ${error.message}`, { cause: error });
+          },
+        );
       this.connections.set(worker, connecting);
     }
     return connecting;
@@ -137,9 +144,12 @@ function describe(value: unknown): string {
   }
 }
 
+/** What serving get-data reads of the values a worker holds. */
+export type HeldValues = Pick<DataStore, "has" | "get" | "nbytesOf" | "typeOf">;
+
 /** What serving a peer needs of the worker. */
 export interface DataServerContext {
-  readonly store: DataStore;
+  readonly store: HeldValues;
   readonly digests: Digests;
   readonly transfers: TransferStats;
   readonly clock: WorkerClock;
