@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import bytes from "bytes-iec";
 import { type ProfilingOptions, checkProfilingOptions } from "../kernel/profiling/hub";
 import { PASSWORD_VARIABLE, type RedisTarget, parseRedisUrl, redisTargetOf } from "../kernel/distributed/redis/address";
-import { RedisAddressError, RedisConnectError } from "../kernel/distributed/redis/errors";
+import { DataListenerError, DataListenerOptionError, RedisAddressError, RedisConnectError } from "../kernel/distributed/redis/errors";
 import { WorkerNameTakenError } from "../kernel/distributed/redis/registry";
 import { RedisWorker } from "../kernel/distributed/redis/worker";
 import { UsageError } from "./install";
@@ -16,7 +16,8 @@ import { UsageError } from "./install";
 export const WORKER_USAGE = [
   "  tsdask worker redis://[user@]host:port[/db] [--name NAME] [--nthreads N]",
   '                [--password-file FILE] [--memory-limit "4 GiB"] [--module-root DIR]... [--allow-source]',
-  '                [--tls-ca FILE]',
+  '                [--tls-ca FILE] [--listen tcp://HOST:PORT | --no-listen] [--contact-address HOST:PORT]',
+  '                [--tls-cert FILE --tls-key FILE]',
   '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--allowed-failures N]',
   '                [--part-size "64 MiB"]',
   "                [--profile-interval SECONDS] [--profile-cycle SECONDS] [--no-profile]",
@@ -27,7 +28,11 @@ export const WORKER_USAGE = [
   "                              (Math.*, JSON.parse...); --module-root DIR (repeatable) allows",
   "                              the modules under DIR too; --allow-source runs any function,",
   "                              source text too: anyone who can write to that Redis can then",
-  "                              run any code here",
+  "                              run any code here;",
+  "                              peers fetch data from it at --listen (default: a free port on the",
+  "                              interface that reaches Redis; tls:// with --tls-cert and --tls-key,",
+  "                              --tls-ca also checks peers' certificates) once they prove they know",
+  "                              their client's secret in Redis; --no-listen: no data listener",
 ].join("\n");
 
 function positiveNumber(option: string, text: string | undefined): number | undefined {
@@ -48,6 +53,12 @@ export interface WorkerCommandOptions {
   /** Folders whose modules' exports may run besides the project's and tsdask's (--module-root, repeatable). */
   readonly moduleRoots?: readonly string[];
   readonly tlsCa?: string;
+  /** The data listener's address (--listen), or false (--no-listen); default: on, a free port. */
+  readonly listen?: string | false;
+  readonly contactAddress?: string;
+  /** The data listener's certificate and key files (PEM): peers connect with TLS. */
+  readonly tlsCert?: string;
+  readonly tlsKey?: string;
   readonly lockDuration?: number;
   readonly stalledInterval?: number;
   /** Times a task may be on a worker that died before it is given up (Dask's allowed-failures). */
@@ -72,6 +83,11 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
         "allow-source": { type: "boolean", default: false },
         "module-root": { type: "string", multiple: true },
         "tls-ca": { type: "string" },
+        listen: { type: "string" },
+        "no-listen": { type: "boolean", default: false },
+        "contact-address": { type: "string" },
+        "tls-cert": { type: "string" },
+        "tls-key": { type: "string" },
         "lock-duration": { type: "string" },
         "stalled-interval": { type: "string" },
         "allowed-failures": { type: "string" },
@@ -112,6 +128,8 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
       throw new UsageError(`--profile-interval, --profile-cycle: ${(error as Error).message}`);
     }
   }
+  if (values["no-listen"] === true && values.listen !== undefined) throw new UsageError("--no-listen turns the data listener off: leave out --listen");
+  if ((values["tls-cert"] === undefined) !== (values["tls-key"] === undefined)) throw new UsageError("--tls-cert and --tls-key go together: the data listener needs its certificate and its key");
   const moduleRoots = values["module-root"];
   for (const folder of moduleRoots ?? []) {
     if (statSync(folder, { throwIfNoEntry: false })?.isDirectory() !== true) throw new UsageError(`--module-root needs a folder that exists, got ${JSON.stringify(folder)}`);
@@ -124,6 +142,9 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
     memoryLimit: size("memory-limit"),
     allowSource: values["allow-source"] ?? false,
     tlsCa: values["tls-ca"],
+    ...(values["no-listen"] === true ? { listen: false } : values.listen === undefined ? {} : { listen: values.listen }),
+    ...(values["contact-address"] === undefined ? {} : { contactAddress: values["contact-address"] }),
+    ...(values["tls-cert"] === undefined ? {} : { tlsCert: values["tls-cert"], tlsKey: values["tls-key"] }),
     lockDuration: positiveNumber("lock-duration", values["lock-duration"]),
     stalledInterval: positiveNumber("stalled-interval", values["stalled-interval"]),
     allowedFailures,
@@ -165,6 +186,15 @@ function readPasswordFile(path: string): string {
   return password;
 }
 
+/** The contents of the file an option names; a file that cannot be read is a usage error naming both. */
+function readOptionFile(option: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    throw new UsageError(`--${option} ${JSON.stringify(path)} cannot be read: ${(error as Error).message}`);
+  }
+}
+
 /**
  * Makes `ps` show this process's command with the address without its password. Linux shows
  * the new title in /proc/PID/cmdline too, but only from here on: `ps` showed the password while
@@ -188,16 +218,26 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
       memoryLimit: options.memoryLimit,
       allowSource: options.allowSource,
       moduleRoots: options.moduleRoots,
-      tls: options.tlsCa === undefined ? undefined : { ca: readFileSync(options.tlsCa) },
+      tls: options.tlsCa === undefined ? undefined : { ca: readOptionFile("tls-ca", options.tlsCa) },
       lockDuration: options.lockDuration,
       stalledInterval: options.stalledInterval,
       maxStalledCount: options.allowedFailures,
       partSize: options.partSize,
       profile: options.profile,
+      listen: options.listen,
+      contactAddress: options.contactAddress,
+      peerTls: options.tlsCert === undefined ? undefined : { cert: readOptionFile("tls-cert", options.tlsCert), key: readOptionFile("tls-key", options.tlsKey!) },
     });
   } catch (error) {
     // Redis unreachable, a wrong password, a name in use: the message says it all.
-    if (error instanceof RedisConnectError || error instanceof WorkerNameTakenError || error instanceof RedisAddressError || error instanceof PasswordFileError) {
+    if (
+      error instanceof RedisConnectError ||
+      error instanceof WorkerNameTakenError ||
+      error instanceof RedisAddressError ||
+      error instanceof PasswordFileError ||
+      error instanceof DataListenerOptionError ||
+      error instanceof DataListenerError
+    ) {
       process.stderr.write(`tsdask worker: ${error.message}\n`);
       process.exitCode = 1;
       return;

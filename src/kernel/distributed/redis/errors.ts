@@ -38,3 +38,13 @@ export class RedisDataLostError extends Error {
     super(`Redis at ${server} lost this client's data (it restarted empty, or was flushed): ${lost.length === 0 ? "no results were held" : `lost ${shown}${more}`}`);
   }
 }
+
+/** A worker's data listener options contradict each other or name a bad address: names the option. */
+export class DataListenerOptionError extends TypeError {
+  override name = "DataListenerOptionError";
+}
+
+/** A worker's data listener could not listen (the port is taken, the host is not this machine's): names the address. */
+export class DataListenerError extends Error {
+  override name = "DataListenerError";
+}

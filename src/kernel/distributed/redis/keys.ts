@@ -56,6 +56,14 @@ export class Namespace {
     return `${this.prefix}:replies`;
   }
 
+  /**
+   * STRING: the client's peer secret (random, written once with its registration): a worker's
+   * data listener serves only peers that prove they know it (see ../handshake).
+   */
+  get peerSecret(): string {
+    return `${this.prefix}:peer-secret`;
+  }
+
   /** BullMQ's prefix for the client's task queue: its keys are `<prefix>:tasks:…`. */
   get queuePrefix(): string {
     return this.prefix;

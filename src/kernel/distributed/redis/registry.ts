@@ -16,7 +16,8 @@
 import type { Redis } from "ioredis";
 import type { WorkerStatus } from "../../../protocol/records";
 import type { RegisterMessage, WorkerMetrics } from "../messages";
-import { registry } from "./keys";
+import { PeerSecret } from "../handshake";
+import { Namespace, registry } from "./keys";
 
 /** A worker's registration: what it tells the scheduler when it joins (its name is its address), and more. */
 export type WorkerInfo = Pick<RegisterMessage, "name" | "host" | "pid" | "nthreads" | "memoryLimit" | "globals"> & {
@@ -24,6 +25,8 @@ export type WorkerInfo = Pick<RegisterMessage, "name" | "host" | "pid" | "nthrea
   readonly allowSource: boolean;
   /** When it registered, on the Redis clock (epoch seconds). */
   readonly started: number;
+  /** Where its data listener is, as peers are told (tcp:// or tls://); absent when it does not listen (--no-listen). */
+  readonly dataAddress?: string;
 };
 
 export interface WorkerBeat {
@@ -113,10 +116,12 @@ export interface ClientDescription {
   readonly pid: number;
 }
 
+/** Registers the client, with the secret its workers' peers show each other (kept if it exists). */
 export async function registerClient(redis: Redis, clientId: string, description: ClientDescription): Promise<void> {
   await redis
     .multi()
     .set(registry.client(clientId), JSON.stringify(description))
+    .set(new Namespace(clientId).peerSecret, PeerSecret.generate(), "NX")
     .sadd(registry.clients, clientId)
     .publish(registry.announcements, `client-joined ${clientId}`)
     .exec();

@@ -36,6 +36,7 @@ import { keySizes } from "../worker/transfers";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, redisTargetOf } from "./address";
 import { connectRedis } from "./connection";
+import { DataListener, type DataListenOptions, NOTHING_HELD, planDataListener, redisInterfaceOf } from "./data-listener";
 import { FunctionGate, WorkerCannotRunError, defaultModuleRoots, resolveModuleRoots } from "./functions";
 import {
   CARRIED_VALUE_BYTES,
@@ -55,7 +56,7 @@ import { checkOptionUnits } from "./options";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
 import { DEFAULT_PART_SIZE, type StoredFrames, RedisStore, sweepNamespace } from "./store";
 
-export interface RedisWorkerOptions {
+export interface RedisWorkerOptions extends DataListenOptions {
   /**
    * `redis://[user:password@]host:port[/db]` or `rediss://…` (without a password in it, the one
    * in TSDASK_REDIS_PASSWORD is used), or a target read from one.
@@ -103,7 +104,7 @@ export interface RedisWorkerOptions {
   readonly log?: (line: string) => void;
 }
 
-type Settings = Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url" | "clockOffset" | "profile">> & { readonly tls?: TlsOptions };
+type Settings = Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url" | "clockOffset" | "profile" | keyof DataListenOptions>> & { readonly tls?: TlsOptions };
 
 /** A client whose task queue this worker serves. */
 interface ServedClient {
@@ -195,6 +196,8 @@ export class RedisWorker {
     profile: ProfilingOptions | false,
     /** Where its log lines are printed (the `log` option, else stderr). */
     print: (line: string) => void,
+    /** Where peers fetch values it holds; undefined with --no-listen. */
+    private readonly listener: DataListener | undefined,
   ) {
     this.name = name;
     this.target = target;
@@ -218,6 +221,7 @@ export class RedisWorker {
       warningPrefix: `tsdask worker ${name}: `,
     });
     this.core.noteStart();
+    listener?.attach({ held: () => NOTHING_HELD, digests: this.core.digests, transfers: this.core.transfers, clock, log: (line) => this.core.warn(line) });
   }
 
   /** Connects, starts the threads and registers; a clear error if Redis cannot be reached or the name is taken. */
@@ -263,7 +267,11 @@ export class RedisWorker {
     let subscriber: Redis | undefined;
     let runner: TaskRunner | undefined;
     let worker: RedisWorker | undefined;
+    let listener: DataListener | undefined;
     try {
+      const redisInterface = redisInterfaceOf(redis);
+      const plan = planDataListener(options, redisInterface);
+      if (plan !== undefined) listener = await DataListener.start(plan, options, redis, redisInterface);
       subscriber = await connectRedis(target, connectOptions);
       runner = new TaskRunner(settings.nthreads);
       const globals = await runner.ready();
@@ -279,15 +287,17 @@ export class RedisWorker {
           globals,
           allowSource: settings.allowSource,
           started: clock.schedulerNow(),
+          ...(listener === undefined ? {} : { dataAddress: listener.address }),
         },
         settings.ttl * 1000,
       );
       await registration.register();
-      worker = new RedisWorker(settings, name, target, redis, subscriber, runner, registration, clock, profiling, log);
+      worker = new RedisWorker(settings, name, target, redis, subscriber, runner, registration, clock, profiling, log, listener);
       await worker.begin();
       return worker;
     } catch (error) {
       worker?.core.close();
+      await listener?.close();
       runner?.close();
       subscriber?.disconnect();
       redis.disconnect();
@@ -715,6 +725,7 @@ export class RedisWorker {
     await this.refreshing;
     await Promise.all([...this.served.keys()].map((id) => this.stopServing(id, false)));
     await this.registration.leave().catch(() => {});
+    await this.listener?.close();
     this.core.close();
     this.runner.close();
     this.core.status = "closed";
