@@ -12,14 +12,12 @@ export class CommAddressError extends Error {
   override name = "CommAddressError";
 }
 
-const EXPECTED = "expected tcp://HOST:PORT, tls://HOST:PORT or unix://PATH";
-
 /** Reads `text`; `allowed` narrows the schemes accepted (a listener option takes no unix:// path, say). */
 export function parseCommAddress(text: string, allowed: readonly CommAddress["scheme"][] = ["unix", "tcp", "tls"]): CommAddress {
-  if (typeof text !== "string") throw new CommAddressError(`A data address must be a string (${EXPECTED}), got ${typeof text}`);
+  const expected = `expected ${allowed.map((name) => (name === "unix" ? "unix://PATH" : `${name}://HOST:PORT`)).join(" or ")}`;
+  if (typeof text !== "string") throw new CommAddressError(`A data address must be a string (${expected}), got ${typeof text}`);
   const shown = JSON.stringify(text);
   const scheme = /^([a-z]+):\/\//.exec(text)?.[1];
-  const expected = `expected ${allowed.map((name) => (name === "unix" ? "unix://PATH" : `${name}://HOST:PORT`)).join(" or ")}`;
   if (scheme === undefined || !(allowed as readonly string[]).includes(scheme)) throw new CommAddressError(`Not a data address: ${shown} (${expected})`);
   const rest = text.slice(scheme.length + 3);
   if (scheme === "unix") {

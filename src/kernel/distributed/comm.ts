@@ -81,6 +81,9 @@ export class Connection extends EventEmitter<ConnectionEvents> {
    */
   static connectTo(address: CommAddress, options: ConnectOptions = {}): Promise<Connection> {
     const shown = address.scheme === "unix" ? address.path : formatCommAddress(address);
+    if (address.scheme !== "unix" && options.credentials === undefined) {
+      return Promise.reject(new Error(`Cannot connect to ${shown}: a network data listener wants a client's credentials (its id and peer secret)`));
+    }
     return new Promise((resolve, reject) => {
       const reader = new MessageReader();
       const handshake = options.credentials === undefined ? undefined : new PeerHandshake(options.credentials.clientId, options.credentials.secret);

@@ -20,6 +20,7 @@ const PROOF_BYTES = 32;
 export const CHALLENGE_BYTES = MAGIC.length + NONCE_BYTES;
 /** Client ids are tsdask namespaces: letters, digits, "_" and "-" (see redis/keys Namespace). */
 const CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const CLIENT_ID_PREFIX = /^[A-Za-z0-9_-]*$/;
 const MAX_RESPONSE_BYTES = 1 + 64 + NONCE_BYTES + PROOF_BYTES;
 
 /**
@@ -81,10 +82,11 @@ export class ListenerHandshake {
     const idLength = this.received[0];
     const expected = 1 + idLength + NONCE_BYTES + PROOF_BYTES;
     if (idLength === 0 || expected > MAX_RESPONSE_BYTES) return { kind: "fail", reason: "it did not answer the handshake" };
-    if (this.received.length < expected) return { kind: "more" };
-    if (this.received.length > expected) return { kind: "fail", reason: "it sent data before it was accepted" };
+    // A client id that cannot be one fails at once, not after waiting for the bytes a response would have.
     const clientId = this.received.subarray(1, 1 + idLength).toString("latin1");
-    if (!CLIENT_ID.test(clientId)) return { kind: "fail", reason: "it did not answer the handshake" };
+    if (!CLIENT_ID_PREFIX.test(clientId)) return { kind: "fail", reason: "it did not answer the handshake" };
+    if (this.received.length < expected) return { kind: "more" };
+    if (this.received.length > expected) return { kind: "fail", reason: "it did not answer the handshake" };
     const peerNonce = this.received.subarray(1 + idLength, 1 + idLength + NONCE_BYTES);
     const proof = this.received.subarray(1 + idLength + NONCE_BYTES);
     this.claimed = true;
