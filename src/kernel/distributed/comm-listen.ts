@@ -44,7 +44,8 @@ export function listenNetwork(address: NetworkAddress, options: NetworkListenerO
   let server: Server;
   if (options.tls === undefined) server = createServer(admit);
   else {
-    server = createTlsServer({ cert: options.tls.cert, key: options.tls.key }, (socket: TLSSocket) => admit(socket));
+    const handshakeTimeout = (options.handshakeTimeout ?? CONNECT_TIMEOUT) * 1000;
+    server = createTlsServer({ cert: options.tls.cert, key: options.tls.key, handshakeTimeout }, (socket: TLSSocket) => admit(socket));
     // A client that is not speaking TLS, or rejects the certificate, never reaches the handshake.
     server.on("tlsClientError", (error: Error, socket: TLSSocket) => options.onRejected(socket.remoteAddress ?? "an unknown address", `TLS failed: ${error.message}`));
   }
