@@ -4,7 +4,6 @@
 // knows its client's secret (a typed array crosses as raw bytes) and leaves no handle behind.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
-import { type Socket, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -13,7 +12,6 @@ import { parseWorkerArgs } from "../../src/cli/worker";
 import { UsageError } from "../../src/cli/install";
 import { CommAddressError, formatCommAddress, parseCommAddress, parseHostPort } from "../../src/kernel/distributed/comm-address";
 import { Connection } from "../../src/kernel/distributed/comm";
-import { encodeValue, framesHeader } from "../../src/kernel/distributed/frames";
 import { type NetworkListener, listenNetwork } from "../../src/kernel/distributed/comm-listen";
 import { CHALLENGE_BYTES, ListenerHandshake, PeerHandshake, PeerSecret } from "../../src/kernel/distributed/handshake";
 import type { GetDataRequest } from "../../src/kernel/distributed/messages";
@@ -24,6 +22,7 @@ import { Digests } from "../../src/kernel/distributed/worker/digests";
 import { PeerClient, serveGetData } from "../../src/kernel/distributed/worker/peers";
 import { DataStore } from "../../src/kernel/distributed/worker/store";
 import { TransferStats } from "../../src/kernel/distributed/worker/transfers";
+import { getDataWithoutHandshake } from "../helpers/net";
 
 const SECRET = new PeerSecret(PeerSecret.generate());
 const OTHER = new PeerSecret(PeerSecret.generate());
@@ -237,15 +236,7 @@ describe("a data listener on loopback TCP", () => {
 
   test("a peer that skips the handshake and sends a get-data frame gets the challenge and nothing else", async () => {
     refusals.length = 0;
-    const socket: Socket = connect(listener.address.port, "127.0.0.1");
-    const received: Buffer[] = [];
-    socket.on("data", (chunk: Buffer) => received.push(chunk));
-    const closed = new Promise((resolve) => socket.once("close", resolve));
-    await new Promise((resolve) => socket.once("connect", resolve));
-    const parts = encodeValue({ op: "get-data", keys: ["x"], who: "intruder" });
-    socket.write(Buffer.concat([framesHeader(parts), ...parts]));
-    await closed;
-    assert.equal(Buffer.concat(received).length, CHALLENGE_BYTES);
+    assert.equal((await getDataWithoutHandshake("127.0.0.1", listener.address.port)).length, CHALLENGE_BYTES);
     await waitUntil(() => refusals.length > 0);
     assert.deepEqual(refusals, [["127.0.0.1", "it did not answer the handshake"]]);
   });

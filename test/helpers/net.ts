@@ -1,5 +1,7 @@
-// Loopback ports for the servers tests start (JupyterLab, redis-server), and a server that never answers.
-import { type AddressInfo, type Socket, createServer } from "node:net";
+// Loopback ports for the servers tests start (JupyterLab, redis-server), a server that never
+// answers, and an intruder at a data listener.
+import { type AddressInfo, type Socket, connect, createServer } from "node:net";
+import { encodeValue, framesHeader } from "../../src/kernel/distributed/frames";
 
 /** A TCP port that was free on 127.0.0.1 a moment ago. */
 export async function freePort(): Promise<number> {
@@ -31,4 +33,23 @@ export async function startSilentServer(): Promise<SilentServer> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Connects to a data listener at `host`:`port` (from `localAddress` when given) and sends a
+ * get-data frame straight away, as a LocalCluster peer would, without any handshake; resolves
+ * with every byte that came back once the listener closed the connection.
+ */
+export async function getDataWithoutHandshake(host: string, port: number, localAddress?: string): Promise<Buffer> {
+  const socket = connect({ host, port, ...(localAddress === undefined ? {} : { localAddress }) });
+  const received: Buffer[] = [];
+  socket.on("data", (chunk: Buffer) => received.push(chunk));
+  // A TLS listener resets the connection.
+  socket.on("error", () => {});
+  const closed = new Promise((resolve) => socket.once("close", resolve));
+  await new Promise((resolve) => socket.once("connect", resolve));
+  const parts = encodeValue({ op: "get-data", keys: ["('x', 0)"], who: "intruder" });
+  socket.write(Buffer.concat([framesHeader(parts), ...parts]));
+  await closed;
+  return Buffer.concat(received);
 }
