@@ -99,6 +99,8 @@ describe("Redis workers listen for peer data", () => {
     assert.deepEqual(linesWith(workers.get("plain")!.output(), "listening for peers"), [`tsdask worker plain: listening for peers at ${address}; they must know their client's secret`]);
     const transport = client.scheduler.transport as RedisTransport;
     await waitFor("the client to read the worker's data address", () => transport.registeredWorkers.some((worker) => worker.info.dataAddress === address));
+    assert.equal(client.workers.get("plain")?.registration.dataAddress, address, "the scheduler's worker list has it");
+    assert.equal(client.workers.get("unlisted")?.registration.dataAddress, undefined);
     const peers = new PeerClient({ credentials: { clientId, secret } });
     try {
       // Nothing stays with a Redis worker yet (its results go to Redis): the key is missing, and said so.

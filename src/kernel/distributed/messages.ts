@@ -168,6 +168,8 @@ export interface RegisterMessage {
   readonly now: number;
   /** Resident set size of the worker process (the cluster's memory is known before the first heartbeat). */
   readonly memory?: number;
+  /** A Redis worker's data listener, where peers fetch what it holds (tcp:// or tls://); absent with --no-listen. A LocalCluster worker's is its address. */
+  readonly dataAddress?: string;
 }
 
 export interface TaskFinishedMessage {

@@ -237,6 +237,7 @@ export class RedisTransport implements Transport {
           memoryLimit: info.memoryLimit,
           globals: info.globals,
           now: this.fromRedis(info.started),
+          ...(info.dataAddress === undefined ? {} : { dataAddress: info.dataAddress }),
         });
       }
       if (worker.beat !== undefined && worker.beat.seq !== known?.beat?.seq) {
