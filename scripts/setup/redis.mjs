@@ -1,4 +1,5 @@
-// Debian's redis-server for the Redis tests and benchmarks: installed with apt when missing.
+// Debian's redis-server for the Redis tests and benchmarks, and openssl, with which they make
+// TLS certificates (rediss://, workers' tls:// data listeners): installed with apt when missing.
 // The tests start their own servers on free loopback ports; the system service the package
 // starts (where systemd runs) is stopped and disabled, so nothing stays listening afterwards.
 // Returns the executable path.
@@ -7,10 +8,12 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const CANDIDATES = ["/usr/bin/redis-server", "/usr/sbin/redis-server", "/usr/local/bin/redis-server"];
+const OPENSSL_CANDIDATES = ["/usr/bin/openssl", "/usr/local/bin/openssl"];
 
 export function ensureRedisServer() {
   const found = CANDIDATES.find((path) => existsSync(path));
-  if (found !== undefined) return found;
+  const missing = [...(found === undefined ? ["redis-server"] : []), ...(OPENSSL_CANDIDATES.some((path) => existsSync(path)) ? [] : ["openssl"])];
+  if (missing.length === 0) return found;
   const asRoot = process.getuid?.() === 0 ? [] : ["sudo", "-n"];
   const privileged = (command, ...args) =>
     execFileSync(asRoot[0] ?? command, [...asRoot.slice(1), ...(asRoot.length > 0 ? [command] : []), ...args], {
@@ -18,7 +21,8 @@ export function ensureRedisServer() {
       env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
     });
   privileged("apt-get", "update", "-qq");
-  privileged("apt-get", "install", "-y", "-qq", "--no-install-recommends", "redis-server");
+  privileged("apt-get", "install", "-y", "-qq", "--no-install-recommends", ...missing);
+  if (found !== undefined) return found;
   // Best effort: without systemd (containers) there is no service to stop.
   spawnSync(asRoot[0] ?? "systemctl", [...asRoot.slice(1), ...(asRoot.length > 0 ? ["systemctl"] : []), "disable", "--now", "redis-server"], {
     stdio: "ignore",
