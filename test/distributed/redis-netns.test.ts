@@ -1,11 +1,17 @@
 // Workers on other "machines": redis-server and two workers each in a network namespace of their
 // own, on a private bridge the test makes; the Client reaches them through its own interface. The
 // inputs and results really cross network interfaces (their byte counters say so), and the
-// results equal the local scheduler's. Where namespaces cannot be made, the test says why.
+// results equal the local scheduler's. Each worker's data listener is on its own interface, where
+// a peer on another host reaches it. Where namespaces cannot be made, the test says why.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { Client, get } from "../../src";
+import { PeerSecret } from "../../src/kernel/distributed/handshake";
+import { Namespace } from "../../src/kernel/distributed/redis/keys";
+import { registeredWorkers } from "../../src/kernel/distributed/redis/registry";
+import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
+import { PeerClient } from "../../src/kernel/distributed/worker/peers";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { add } from "../fixtures/tasks";
 import { type PrivateNetwork, createNetwork, namespacesUnavailable } from "../helpers/netns";
@@ -68,6 +74,26 @@ describe("a Redis cluster across network namespaces", { skip: unavailable }, () 
       assert.deepEqual((await check.keys("*")).filter((key) => !key.startsWith("tsdask:worker")), [], "only the workers' registrations are left");
     } finally {
       check.disconnect();
+    }
+  });
+
+  test("each worker listens for peer data on the interface that reaches Redis; a peer on another host is answered", async () => {
+    const client = await Client.connect(server.url);
+    const redis = new Redis(server.url);
+    const clientId = (client.scheduler.transport as RedisTransport).clientId;
+    const peers = new PeerClient({ credentials: { clientId, secret: new PeerSecret((await redis.get(new Namespace(clientId).peerSecret))!) } });
+    try {
+      const registered = await registeredWorkers(redis);
+      for (const name of ["alpha", "beta"]) {
+        const address = registered.find((worker) => worker.info.name === name)?.info.dataAddress;
+        assert.match(address ?? "", new RegExp(`^tcp://${network.address(name).replace(/\./g, "\\.")}:\\d+$`), `${name}'s data address`);
+        // From this process, on the host side of the bridge.
+        assert.deepEqual((await peers.getData(address!, ["k"], "tcp://192.0.2.1:1")).missing, ["k"]);
+      }
+    } finally {
+      peers.close();
+      redis.disconnect();
+      await client.close();
     }
   });
 });
