@@ -196,6 +196,12 @@ describe("Redis workers listen for peer data", () => {
       assert.deepEqual(Buffer.from(received.buffer, received.byteOffset, received.byteLength), Buffer.from(value.buffer));
       await waitFor("the outgoing transfer to be logged", () => transfers.outgoing.entries().length === 1);
       assert.deepEqual(logged, [`listening for peers at ${listener.address}; they must know their client's secret`]);
+      // An authenticated peer that asks for something other than data is closed, and logged.
+      const other = await Connection.connectTo(parseCommAddress(listener.address), { credentials: { clientId, secret }, tls: { ca: cert } });
+      const closed = new Promise((resolve) => other.once("close", resolve));
+      other.send({ op: "run", fn: "anything" });
+      await closed;
+      assert.equal(logged[1], `closed a data connection for client ${clientId}: it sent "run", not get-data`);
     } finally {
       peers.close();
       await listener.close();

@@ -139,11 +139,17 @@ export class DataListener {
     connection.setKeepsAlive(false);
     connection.on("message", (message) => {
       const request = message as Partial<GetDataRequest> | null;
-      if (request?.op !== "get-data" || !Array.isArray(request.keys)) {
+      if (request?.op !== "get-data" || !Array.isArray(request.keys) || typeof request.who !== "string") {
         host.log(`closed a data connection for client ${clientId}: it sent ${JSON.stringify(request?.op ?? null)}, not get-data`);
         return connection.destroy();
       }
-      serveGetData(request as GetDataRequest, connection, { ...host, store: host.held(clientId) });
+      try {
+        serveGetData(request as GetDataRequest, connection, { ...host, store: host.held(clientId) });
+      } catch (error) {
+        // A value that cannot be sent fails this peer's request, not the worker.
+        host.log(`failed to serve a peer of client ${clientId}: ${(error as Error).message}`);
+        connection.destroy();
+      }
     });
   }
 
