@@ -175,6 +175,10 @@ describe("Redis workers listen for peer data", () => {
       assert.match(result.output, message, args.join(" "));
     }
     assert.ok(!(await registeredWorkers(redis)).some((worker) => worker.info.name === "bad"), "a worker that could not listen did not register");
+    // Checked before connecting: a bad option is named even when Redis cannot be reached.
+    const unreachable = await runWorkerCommand(["redis://127.0.0.1:1", "--listen", "tcp://127.0.0.1"]);
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.output, /^tsdask worker: listen \(--listen\): "tcp:\/\/127.0.0.1" is not HOST:PORT/m);
   });
 
   test("a worker's data listener answers with the values it holds, over TLS, to a peer with the secret from Redis", async () => {
@@ -184,7 +188,7 @@ describe("Redis workers listen for peer data", () => {
     const value = Float64Array.from({ length: 250_000 }, (_, i) => Math.sqrt(i));
     store.put("('x', 0)", value, value.byteLength, "Float64Array");
     const peerTls = { cert, key: readFileSync(join(folder, "peer.key")) };
-    const listener = await DataListener.start(planDataListener({ peerTls }, "127.0.0.1")!, { peerTls }, redis, "127.0.0.1");
+    const listener = await DataListener.start(planDataListener({ peerTls })!, { peerTls }, redis);
     const logged: string[] = [];
     const transfers = new TransferStats();
     listener.attach({ held: (id) => (id === clientId ? store : new DataStore(folder, Infinity)), digests: new Digests(), transfers, clock: new WorkerClock(), log: (line) => logged.push(line) });

@@ -28,17 +28,17 @@ export interface DataListenOptions {
 }
 
 export interface ListenPlan {
-  readonly bind: NetworkAddress;
+  /** Where to listen; no host: the interface that reaches Redis, known once connected. */
+  readonly bind: Omit<NetworkAddress, "host"> & { readonly host: string | undefined };
   /** What peers are told, when given (else the bound address, or the Redis interface for a wildcard host). */
   readonly contact: { readonly host: string; readonly port: number } | undefined;
 }
 
 /**
- * Where to listen, from the options (undefined: do not listen); `redisInterface` is the local
- * address of this worker's connection to Redis. Contradictions are DataListenerOptionErrors
- * (TypeErrors) naming the options.
+ * Where to listen, from the options (undefined: do not listen), checked before anything
+ * connects. Contradictions are DataListenerOptionErrors (TypeErrors) naming the options.
  */
-export function planDataListener(options: DataListenOptions, redisInterface: string): ListenPlan | undefined {
+export function planDataListener(options: DataListenOptions): ListenPlan | undefined {
   const tls = options.peerTls !== undefined;
   if (options.listen === false) {
     if (options.contactAddress !== undefined) throw new DataListenerOptionError("contactAddress (--contact-address) tells peers where the data listener is, but listen is false (--no-listen)");
@@ -46,7 +46,7 @@ export function planDataListener(options: DataListenOptions, redisInterface: str
     return undefined;
   }
   if (options.listen !== undefined && typeof options.listen !== "string") throw new DataListenerOptionError(`listen (--listen) must be tcp://HOST:PORT, tls://HOST:PORT or false, got ${typeof options.listen}`);
-  const bind = options.listen === undefined ? { scheme: tls ? "tls" : "tcp", host: redisInterface, port: 0 } as const : listenAddress(options.listen);
+  const bind = options.listen === undefined ? ({ scheme: tls ? "tls" : "tcp", host: undefined, port: 0 } as const) : listenAddress(options.listen);
   if (bind.scheme === "tls" && !tls) throw new DataListenerOptionError(`listen (--listen) ${options.listen} asks for TLS: give the listener's certificate and key (--tls-cert, --tls-key)`);
   if (bind.scheme === "tcp" && tls) throw new DataListenerOptionError(`listen (--listen) ${options.listen} is plain TCP, but a certificate and key are given (--tls-cert, --tls-key): write tls://${options.listen!.slice("tcp://".length)}`);
   let contact: ListenPlan["contact"];
@@ -71,7 +71,7 @@ function withOptionName<T>(parse: () => T, option: string): T {
 }
 
 /** The local address of `redis`'s socket: the interface that reaches Redis. */
-export function redisInterfaceOf(redis: Redis): string {
+function redisInterfaceOf(redis: Redis): string {
   // ioredis's current socket is `stream` (see RedisTransport.applyKeepAlive).
   const address = (redis as unknown as { stream?: Socket }).stream?.localAddress;
   if (address === undefined) throw new Error("Cannot tell which interface reaches Redis: the connection has no socket");
@@ -103,11 +103,12 @@ export class DataListener {
   ) {}
 
   /** Listens as `plan` says; the secrets of clients are read from `redis`. */
-  static async start(plan: ListenPlan, options: DataListenOptions, redis: Redis, redisInterface: string): Promise<DataListener> {
+  static async start(plan: ListenPlan, options: DataListenOptions, redis: Redis): Promise<DataListener> {
+    const redisInterface = redisInterfaceOf(redis);
     const secrets = new PeerSecrets(redis);
     let self: DataListener | undefined;
     const tls = options.peerTls === undefined ? undefined : { cert: Buffer.from(options.peerTls.cert), key: Buffer.from(options.peerTls.key) };
-    const listener = await listenNetwork(plan.bind, {
+    const listener = await listenNetwork({ ...plan.bind, host: plan.bind.host ?? redisInterface }, {
       tls,
       secretOf: (clientId) => secrets.of(clientId),
       onConnection: (connection, clientId) => self!.serve(connection, clientId),

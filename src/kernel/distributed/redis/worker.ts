@@ -36,7 +36,7 @@ import { keySizes } from "../worker/transfers";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, redisTargetOf } from "./address";
 import { connectRedis } from "./connection";
-import { DataListener, type DataListenOptions, NOTHING_HELD, planDataListener, redisInterfaceOf } from "./data-listener";
+import { DataListener, type DataListenOptions, NOTHING_HELD, planDataListener } from "./data-listener";
 import { FunctionGate, WorkerCannotRunError, defaultModuleRoots, resolveModuleRoots } from "./functions";
 import {
   CARRIED_VALUE_BYTES,
@@ -258,6 +258,7 @@ export class RedisWorker {
       deadClientGrace: options.deadClientGrace ?? Number(process.env.TSDASK_DEAD_CLIENT_GRACE ?? 30),
     };
     if (!(settings.deadClientGrace > 0)) throw new RangeError(`deadClientGrace (TSDASK_DEAD_CLIENT_GRACE) must be a number of seconds > 0, got ${settings.deadClientGrace}`);
+    const plan = planDataListener(options);
     const clock = new WorkerClock(simulatedClockOffset(options.clockOffset));
     const profiling = options.profile === false ? false : checkProfilingOptions(options.profile ?? DEFAULT_PROFILING, "Redis worker profile option");
     const name = options.name ?? `${hostname()}-${process.pid}`;
@@ -269,9 +270,7 @@ export class RedisWorker {
     let worker: RedisWorker | undefined;
     let listener: DataListener | undefined;
     try {
-      const redisInterface = redisInterfaceOf(redis);
-      const plan = planDataListener(options, redisInterface);
-      if (plan !== undefined) listener = await DataListener.start(plan, options, redis, redisInterface);
+      if (plan !== undefined) listener = await DataListener.start(plan, options, redis);
       subscriber = await connectRedis(target, connectOptions);
       runner = new TaskRunner(settings.nthreads);
       const globals = await runner.ready();
