@@ -51,7 +51,7 @@ export interface TransferLogEntry {
   readonly duration: number;
   /** The peer: the worker that sent (incoming log) or asked (outgoing log); "redis" for the Redis transport. */
   readonly who: string;
-  /** Key repr → bytes of that key. */
+  /** Each key as Dask's log holds it (Python's `str(key)`: `x`, `('x', 0)`) → its bytes. */
   readonly keys: Readonly<Record<string, number>>;
   /** Sum of `keys`. */
   readonly total: number;

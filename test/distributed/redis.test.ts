@@ -260,7 +260,7 @@ describe("a Redis cluster through the Client", () => {
     await waitFor("heartbeats with the clock offsets", () => Math.abs((client.scheduler.workers.get("w2")?.clockOffset ?? 0) - 1000) < 0.5, 10);
     const seen = await client.run(describeWorker);
     assert.deepEqual(Object.keys(seen).sort(), ["w1", "w2"]);
-    const reads = Object.values(seen).flatMap((worker) => worker.incoming.filter((entry) => entry.keys.includes("'data'")));
+    const reads = Object.values(seen).flatMap((worker) => worker.incoming.filter((entry) => entry.keys.includes("data")));
     assert.ok(reads.length >= 6, "every read of the data is in a worker's incoming transfer log");
     assert.ok(reads.every((entry) => entry.who === "redis" && entry.total >= 1_600_000));
     assert.ok(Object.values(seen).every((worker) => worker.outgoing > 0), "results written to Redis are in the outgoing logs");

@@ -22,7 +22,6 @@ import type { MetricRecord, StartStop, TransferLogEntry } from "../../../protoco
 import { now } from "../../clock";
 import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { DEFAULT_PROFILING, type ProfilingOptions, checkProfilingOptions } from "../../profiling/hub";
-import { formatKey, keyFromId } from "../../graph/keys";
 import { packError } from "../../execution/wire";
 import { decodeValue } from "../frames";
 import type { RunMessage, RunReplyMessage, ShippedWorkerPlugin, WireTask } from "../messages";
@@ -526,7 +525,7 @@ export class RedisWorker {
         start: this.toRedis(received),
         stop: this.toRedis(decodedAt),
         who: "redis",
-        keys: keySizes([...fetched.sizes].map(([key, size]) => [formatKey(keyFromId(key)), size])),
+        keys: keySizes(fetched.sizes),
         wireBytes: fetched.bytes,
         types: [...new Set(fetched.types.values())],
       });
@@ -580,7 +579,7 @@ export class RedisWorker {
     const { info, frames, issued, result } = store.publish(data.key, run.value, jobNumber);
     const serialized = this.clock.now();
     execute.add("serialize", serialized - serializing, "seconds");
-    this.core.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: keySizes([[data.name, info.nbytes]]), wireBytes: info.nbytes, types: [info.type] });
+    this.core.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: keySizes([[data.key, info.nbytes]]), wireBytes: info.nbytes, types: [info.type] });
     const entry: OutcomeEntry = {
       ...base,
       status: "finished",

@@ -11,8 +11,7 @@ import type { GetDataReply, GetDataRequest, WorkerAddress } from "../messages";
 import type { WorkerClock } from "./clock";
 import type { Digests } from "./digests";
 import type { DataStore, StoreMeter } from "./store";
-import type { TransferStats } from "./transfers";
-import { keyRepr } from "./names";
+import { type TransferStats, keySizes } from "./transfers";
 
 /** Where a worker's data listener is: `unix://PATH`, `tcp://HOST:PORT` or `tls://HOST:PORT`. */
 export function dataAddressOf(address: WorkerAddress): CommAddress {
@@ -165,7 +164,7 @@ export function serveGetData(request: GetDataRequest, connection: Connection, co
   const meter: StoreMeter = { add: (activity, value, unit) => digests.add(["get-data", activity, unit], value) };
   const start = clock.now();
   const values: Record<string, unknown> = {};
-  const sizes: Record<string, number> = {};
+  const sizes: [keyId: string, bytes: number][] = [];
   const types = new Set<string>();
   const missing: string[] = [];
   for (const key of request.keys) {
@@ -174,13 +173,13 @@ export function serveGetData(request: GetDataRequest, connection: Connection, co
       continue;
     }
     values[key] = store.get(key, meter);
-    sizes[keyRepr(key)] = store.nbytesOf(key)!;
+    sizes.push([key, store.nbytesOf(key)!]);
     types.add(store.typeOf(key)!);
   }
   const reply: GetDataReply = { op: "data", values, missing };
   sendMetered(connection, () => encodeValue(reply), meter, (wireBytes) => {
-    if (Object.keys(sizes).length === 0) return;
-    transfers.sent({ start: clock.toScheduler(start), stop: clock.schedulerNow(), who: request.who, keys: sizes, wireBytes, types: [...types] });
+    if (sizes.length === 0) return;
+    transfers.sent({ start: clock.toScheduler(start), stop: clock.schedulerNow(), who: request.who, keys: keySizes(sizes), wireBytes, types: [...types] });
   });
 }
 

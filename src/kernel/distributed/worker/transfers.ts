@@ -3,6 +3,7 @@
 // estimates (overall, per peer, per type) for heartbeats.
 
 import type { TransferLogEntry } from "../../../protocol/records";
+import { keyFromId, keyStr } from "../../graph/keys";
 import type { WorkerAddress, WorkerMetrics } from "../messages";
 
 /** Entries each log keeps (Dask's `admin.low-level-log-length`). */
@@ -25,13 +26,15 @@ export interface TransferRecord {
 }
 
 /**
- * Key repr → bytes as a dictionary object. An object literal with a computed key, or
- * Object.fromEntries, would make V8 a new hidden class for every key ever logged: one per task on
- * a Redis worker, each costing microseconds to make.
+ * A transfer log entry's `keys` from key ids and their bytes: each key as Dask's log holds it,
+ * the key itself — Python's `str(key)` here (`x`, `('x', 0)`), as the task stream names it — so
+ * `keys[future.key]` finds a string key. A dictionary object: an object literal with a computed
+ * key, or Object.fromEntries, would make V8 a new hidden class for every key ever logged (one per
+ * task on a Redis worker, each costing microseconds to make).
  */
-export function keySizes(entries: Iterable<readonly [string, number]>): Record<string, number> {
+export function keySizes(entries: Iterable<readonly [keyId: string, bytes: number]>): Record<string, number> {
   const sizes = Object.create(null) as Record<string, number>;
-  for (const [key, bytes] of entries) sizes[key] = bytes;
+  for (const [id, bytes] of entries) sizes[keyStr(keyFromId(id))] = bytes;
   return sizes;
 }
 

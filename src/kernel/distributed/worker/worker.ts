@@ -36,6 +36,7 @@ import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute
 import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
 import { computeFailedLine, memoryLine } from "./logs";
 import { keyRepr, typeName } from "./names";
+import { keySizes } from "./transfers";
 import { type FetchResult, PeerClient, sendMetered, serveGetData } from "./peers";
 import { EventFeed, WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
@@ -323,14 +324,14 @@ export class Worker {
     ledger.add("network", Math.max(0, result.stop - result.start - result.deserializeSeconds), "seconds");
     ledger.add("deserialize", result.deserializeSeconds, "seconds");
     const received: { key: string; nbytes: number; type: string }[] = [];
-    const sizes: Record<string, number> = {};
+    const sizes: [keyId: string, bytes: number][] = [];
     const types = new Set<string>();
     let landedBytes = 0;
     for (const [key, value] of Object.entries(result.values)) {
       const nbytes = sizeOf(value);
       const type = typeName(value);
       received.push({ key, nbytes, type });
-      sizes[keyRepr(key)] = nbytes;
+      sizes.push([key, nbytes]);
       types.add(type);
       // Only what is still awaited is kept; the rest was released while it travelled.
       if (this.state.tasks.get(key)?.state === "flight") {
@@ -340,7 +341,7 @@ export class Worker {
     }
     const start = this.clock.toScheduler(this.clock.fromMachine(result.start));
     const stop = this.clock.toScheduler(this.clock.fromMachine(result.stop));
-    if (received.length > 0) this.core.transfers.received({ start, stop, who: worker, keys: sizes, wireBytes: result.wireBytes, types: [...types] });
+    if (received.length > 0) this.core.transfers.received({ start, stop, who: worker, keys: keySizes(sizes), wireBytes: result.wireBytes, types: [...types] });
     // The reply is decoded once all its bytes are in, at the end of the fetch: that stretch is the grey "deserialize".
     const decoded = Math.max(start, stop - result.deserializeSeconds);
     const transfer: StartStop[] = [{ action: "transfer", start, stop: decoded, source: worker }];
