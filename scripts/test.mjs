@@ -39,12 +39,25 @@ const RUN_ALONE = [
   "metrics/context-meter.unit.test.js", // ThreadClock splits a sleep from CPU time by the thread's own counter
 ];
 /**
- * Heavy files at a time. Three side by side took the clean-clone test phase from ~17 to 14 min,
- * but each such run saw one browser test miss its deadline (a wheel that never zoomed; a tslab
- * kernel not idle within 60 s after the quick start's last cell). One at a time until those
- * tests wait on events that load cannot delay; each file already makes its own resources.
+ * Heavy files at a time. Two side by side keep both cores busy while one file waits on a kernel,
+ * a server or a browser; the tests wait on events with generous deadlines, so a neighbour only
+ * slows them. (Three gained little more: the suite is mostly CPU-bound on 2 cores.)
  */
-const HEAVY_CONCURRENCY = 1;
+const HEAVY_CONCURRENCY = 2;
+/**
+ * The longest heavy files (minutes, not seconds), started first so that the shorter ones fill
+ * the other slot around them instead of one long file running on alone at the end.
+ */
+const LONGEST_FIRST = [
+  "notebook.test.js", // every user notebook, QR factorisations included
+  "dashboard/cluster-lab.browser.test.js",
+  "distributed/redis.test.js",
+  "browser-quickstart.test.js",
+  "package.test.js",
+  "metrics/panel.lab.test.js",
+  "dashboard/sizing-lab.browser.test.js",
+  "dashboard/lab.browser.test.js",
+];
 
 function exec(command, commandArgs, options = {}) {
   return new Promise((resolve, reject) => {
@@ -121,7 +134,11 @@ const nodeTest = (group, concurrency) =>
 const started = Date.now();
 const alone = files.filter((path) => RUN_ALONE.some((name) => path.endsWith(`/${name}`)));
 const unit = files.filter((path) => UNIT_TEST.test(path) && !alone.includes(path));
-const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path));
+const rank = (path) => {
+  const index = LONGEST_FIRST.findIndex((name) => path === `build/test/${name}`);
+  return index === -1 ? LONGEST_FIRST.length : index;
+};
+const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path)).sort((a, b) => rank(a) - rank(b));
 // Unit files are quick and in-process: two at a time use both cores.
 const codes = [await nodeTest(unit, 2), await nodeTest(heavy, HEAVY_CONCURRENCY), await nodeTest(alone, 1)];
 console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s`);
