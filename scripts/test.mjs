@@ -131,6 +131,40 @@ if (files.length === 0) {
 const nodeTest = (group, concurrency) =>
   group.length === 0 ? 0 : exec(process.execPath, ["--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...group], { env });
 
+/** Runs a command to its end, its stdout and stderr kept together in arrival order. */
+function capture(command, commandArgs) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, commandArgs, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk) => (output += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk) => (output += chunk));
+    child.on("error", reject);
+    child.on("close", (code, signal) => resolve({ code: code ?? (signal === null ? 0 : 1), output }));
+  });
+}
+
+/**
+ * Runs `group` `concurrency` files at a time in the order given (node's own runner starts them in
+ * order of name, which left the longest file to run on alone at the end). Each file's report is
+ * printed whole when it ends, then its wall time, the figure LONGEST_FIRST is ordered by.
+ */
+async function nodeTestInOrder(group, concurrency) {
+  const queue = [...group];
+  let failed = 0;
+  const slot = async () => {
+    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+      const fileStarted = Date.now();
+      const { code, output } = await capture(process.execPath, ["--test", "--test-reporter=spec", file]);
+      process.stdout.write(output);
+      const seconds = ((Date.now() - fileStarted) / 1000).toFixed(0);
+      console.log(`${file}: ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s\n`);
+      if (code !== 0) failed = code;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, slot));
+  return failed;
+}
+
 const started = Date.now();
 const alone = files.filter((path) => RUN_ALONE.some((name) => path.endsWith(`/${name}`)));
 const unit = files.filter((path) => UNIT_TEST.test(path) && !alone.includes(path));
@@ -140,6 +174,6 @@ const rank = (path) => {
 };
 const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path)).sort((a, b) => rank(a) - rank(b));
 // Unit files are quick and in-process: two at a time use both cores.
-const codes = [await nodeTest(unit, 2), await nodeTest(heavy, HEAVY_CONCURRENCY), await nodeTest(alone, 1)];
+const codes = [await nodeTest(unit, 2), await nodeTestInOrder(heavy, HEAVY_CONCURRENCY), await nodeTestInOrder(alone, 1)];
 console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 process.exit(codes.find((code) => code !== 0) ?? 0);
