@@ -39,12 +39,25 @@ const RUN_ALONE = [
   "metrics/context-meter.unit.test.js", // ThreadClock splits a sleep from CPU time by the thread's own counter
 ];
 /**
- * Heavy files at a time. Three side by side took the clean-clone test phase from ~17 to 14 min,
- * but each such run saw one browser test miss its deadline (a wheel that never zoomed; a tslab
- * kernel not idle within 60 s after the quick start's last cell). One at a time until those
- * tests wait on events that load cannot delay; each file already makes its own resources.
+ * Heavy files at a time. Two side by side keep both cores busy while one file waits on a kernel,
+ * a server or a browser; the tests wait on events with generous deadlines, so a neighbour only
+ * slows them. (Three gained little more: the suite is mostly CPU-bound on 2 cores.)
  */
-const HEAVY_CONCURRENCY = 1;
+const HEAVY_CONCURRENCY = 2;
+/**
+ * The longest heavy files (minutes, not seconds), started first so that the shorter ones fill
+ * the other slot around them instead of one long file running on alone at the end.
+ */
+const LONGEST_FIRST = [
+  "notebook.test.js", // every user notebook, QR factorisations included
+  "dashboard/cluster-lab.browser.test.js",
+  "distributed/redis.test.js",
+  "browser-quickstart.test.js",
+  "package.test.js",
+  "metrics/panel.lab.test.js",
+  "dashboard/sizing-lab.browser.test.js",
+  "dashboard/lab.browser.test.js",
+];
 
 function exec(command, commandArgs, options = {}) {
   return new Promise((resolve, reject) => {
@@ -118,11 +131,49 @@ if (files.length === 0) {
 const nodeTest = (group, concurrency) =>
   group.length === 0 ? 0 : exec(process.execPath, ["--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...group], { env });
 
+/** Runs a command to its end, its stdout and stderr kept together in arrival order. */
+function capture(command, commandArgs) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, commandArgs, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk) => (output += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk) => (output += chunk));
+    child.on("error", reject);
+    child.on("close", (code, signal) => resolve({ code: code ?? (signal === null ? 0 : 1), output }));
+  });
+}
+
+/**
+ * Runs `group` `concurrency` files at a time in the order given (node's own runner starts them in
+ * order of name, which left the longest file to run on alone at the end). Each file's report is
+ * printed whole when it ends, then its wall time, the figure LONGEST_FIRST is ordered by.
+ */
+async function nodeTestInOrder(group, concurrency) {
+  const queue = [...group];
+  let failed = 0;
+  const slot = async () => {
+    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+      const fileStarted = Date.now();
+      const { code, output } = await capture(process.execPath, ["--test", "--test-reporter=spec", file]);
+      process.stdout.write(output);
+      const seconds = ((Date.now() - fileStarted) / 1000).toFixed(0);
+      console.log(`${file}: ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s\n`);
+      if (code !== 0) failed = code;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, slot));
+  return failed;
+}
+
 const started = Date.now();
 const alone = files.filter((path) => RUN_ALONE.some((name) => path.endsWith(`/${name}`)));
 const unit = files.filter((path) => UNIT_TEST.test(path) && !alone.includes(path));
-const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path));
+const rank = (path) => {
+  const index = LONGEST_FIRST.findIndex((name) => path === `build/test/${name}`);
+  return index === -1 ? LONGEST_FIRST.length : index;
+};
+const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path)).sort((a, b) => rank(a) - rank(b));
 // Unit files are quick and in-process: two at a time use both cores.
-const codes = [await nodeTest(unit, 2), await nodeTest(heavy, HEAVY_CONCURRENCY), await nodeTest(alone, 1)];
+const codes = [await nodeTest(unit, 2), await nodeTestInOrder(heavy, HEAVY_CONCURRENCY), await nodeTestInOrder(alone, 1)];
 console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 process.exit(codes.find((code) => code !== 0) ?? 0);

@@ -56,12 +56,16 @@ export async function openNotebook(page: Page, path: string): Promise<void> {
   await page.evaluate(() => window.jupyterapp.shell.currentWidget?.context.ready);
 }
 
+/**
+ * Waits for the current notebook's kernel to report idle. The deadline is generous: beside another
+ * test file on 2 cores, a kernel finishing the quick start's cells once took longer than 60 s.
+ */
 export async function waitForIdleKernel(page: Page): Promise<void> {
   await page.evaluate(() => window.jupyterapp.shell.currentWidget?.sessionContext.ready);
   await page.waitForFunction(
     () => window.jupyterapp.shell.currentWidget?.sessionContext.session?.kernel?.status === "idle",
     undefined,
-    { timeout: 60_000 },
+    { timeout: 180_000 },
   );
 }
 
