@@ -132,20 +132,22 @@ export abstract class TaskTable {
   readonly prefixTotals = new PrefixLedger(STATE_NAMES.length);
 
   // ---- The task table: columns indexed by slot -------------------------------------------------
+  // Typed-array columns are typed as written: inferred, TypeScript 5.9 writes `Uint8Array<ArrayBuffer>`
+  // into the .d.ts, which tslab's TypeScript 5.0 cannot read.
   private capacity = 0;
-  protected state = new Uint8Array(0);
+  protected state: Uint8Array = new Uint8Array(0);
   /** Inputs not in memory yet. */
-  protected waitingOn = new Int32Array(0);
+  protected waitingOn: Int32Array = new Int32Array(0);
   /** Dependents waiting, queued or processing: they will need this result. */
-  protected pendingDependents = new Int32Array(0);
+  protected pendingDependents: Int32Array = new Int32Array(0);
   /** Holds by clients (computations, Futures). */
-  protected wants = new Int32Array(0);
-  protected priority = new Float64Array(0);
-  protected nbytes = new Float64Array(0);
+  protected wants: Int32Array = new Int32Array(0);
+  protected priority: Float64Array = new Float64Array(0);
+  protected nbytes: Float64Array = new Float64Array(0);
   /** Workers that died while this task could run on them. */
-  protected suspicious = new Uint8Array(0);
+  protected suspicious: Uint8Array = new Uint8Array(0);
   /** Sent ahead and still waiting on its worker for inputs. */
-  protected waitingLocally = new Uint8Array(0);
+  protected waitingLocally: Uint8Array = new Uint8Array(0);
   protected readonly keys: string[] = [];
   protected readonly names: string[] = [];
   protected readonly prefixes: string[] = [];
