@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { Connection, listen } from "../../src/kernel/distributed/comm";
-import { decodeValue, encodeValue, framesByteLength } from "../../src/kernel/distributed/frames";
+import { Connection, listen } from "../../src/kernel/distributed/comm/connection";
+import { decodeValue, encodeValue, framesByteLength } from "../../src/kernel/distributed/comm/frames";
 
 const roundTrip = (value: unknown, shared?: boolean): unknown => decodeValue(encodeValue(value), { shared });
 

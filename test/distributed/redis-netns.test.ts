@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { Client, get } from "../../src";
-import { PeerSecret } from "../../src/kernel/distributed/handshake";
+import { PeerSecret } from "../../src/kernel/distributed/comm/handshake";
 import { Namespace } from "../../src/kernel/distributed/redis/keys";
 import { registeredWorkers } from "../../src/kernel/distributed/redis/registry";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";

@@ -1,7 +1,7 @@
 // Loopback ports for the servers tests start (JupyterLab, redis-server), a server that never
 // answers, and an intruder at a data listener.
 import { type AddressInfo, type Socket, connect, createServer } from "node:net";
-import { encodeValue, framesHeader } from "../../src/kernel/distributed/frames";
+import { encodeValue, framesHeader } from "../../src/kernel/distributed/comm/frames";
 
 /** A TCP port that was free on 127.0.0.1 a moment ago. */
 export async function freePort(): Promise<number> {

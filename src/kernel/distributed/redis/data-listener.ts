@@ -6,9 +6,9 @@
 
 import type { Socket } from "node:net";
 import type { Redis } from "ioredis";
-import { type NetworkAddress, formatCommAddress, formatHostPort, isWildcardHost, parseCommAddress, parseHostPort } from "../comm-address";
-import type { Connection } from "../comm";
-import { type NetworkListener, listenNetwork } from "../comm-listen";
+import { type NetworkAddress, formatCommAddress, formatHostPort, isWildcardHost, parseCommAddress, parseHostPort } from "../comm/address";
+import type { Connection } from "../comm/connection";
+import { type NetworkListener, listenNetwork } from "../comm/listen";
 import type { GetDataRequest } from "../messages";
 import { type DataServerContext, type HeldValues, serveGetData } from "../worker/peers";
 import { DataListenerError, DataListenerOptionError } from "./errors";

@@ -6,7 +6,7 @@
 import { deserialize, serialize } from "node:v8";
 import type { MetricContext, MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
 import type { FnSpec, PackedError } from "../../execution/wire";
-import { decodeValue, encodeValue, framesByteLength } from "../frames";
+import { decodeValue, encodeValue, framesByteLength } from "../comm/frames";
 import type { PluginAddMessage, PluginRemoveMessage, ProfileReplyMessage, ProfileRequestMessage, RunMessage, RunReplyMessage, WireTask } from "../messages";
 
 /** Task specs up to this size travel inside their job; larger ones are stored and the job names them. */

@@ -4,7 +4,7 @@
 // the data plane no weaker than Redis, and keeps everyone else out of it.
 
 import type { Redis } from "ioredis";
-import { PeerSecret } from "../handshake";
+import { PeerSecret } from "../comm/handshake";
 import { Namespace } from "./keys";
 
 /** Each client's secret, read from Redis once it is first asked for. */

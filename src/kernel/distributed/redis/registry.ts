@@ -16,7 +16,7 @@
 import type { Redis } from "ioredis";
 import type { WorkerStatus } from "../../../protocol/records";
 import type { RegisterMessage, WorkerMetrics } from "../messages";
-import { PeerSecret } from "../handshake";
+import { PeerSecret } from "../comm/handshake";
 import { Namespace, registry } from "./keys";
 
 /** A worker's registration: what it tells the scheduler when it joins (its name is its address), and more. */

@@ -11,7 +11,7 @@
 
 import { randomBytes } from "node:crypto";
 import type { ChainableCommander, Redis } from "ioredis";
-import { decodeValue, encodeValue, framesByteLength } from "../frames";
+import { decodeValue, encodeValue, framesByteLength } from "../comm/frames";
 import type { Namespace } from "./keys";
 
 /** What the client learns about a stored value. */

@@ -23,7 +23,7 @@ import { now } from "../../clock";
 import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { DEFAULT_PROFILING, type ProfilingOptions, checkProfilingOptions } from "../../profiling/hub";
 import { packError } from "../../execution/wire";
-import { decodeValue } from "../frames";
+import { decodeValue } from "../comm/frames";
 import type { RunMessage, RunReplyMessage, ShippedWorkerPlugin, WireTask } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import type { Metric } from "../../metrics/context-meter";

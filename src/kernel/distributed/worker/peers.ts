@@ -1,12 +1,12 @@
 // Peer data: asking other workers for keys (one connection per peer, kept open) and answering
-// their get-data requests from the data store. Values travel as frames (../frames), so typed
+// their get-data requests from the data store. Values travel as frames (../comm/frames), so typed
 // arrays and shared memory cross the socket as raw bytes. LocalCluster workers are at unix://
 // socket files; Redis workers at tcp:// or tls:// addresses, which want credentials (../handshake).
 
 import { now as machineSeconds } from "../../clock";
-import { type ConnectOptions, Connection } from "../comm";
-import { type CommAddress, parseCommAddress } from "../comm-address";
-import { encodeValue } from "../frames";
+import { type ConnectOptions, Connection } from "../comm/connection";
+import { type CommAddress, parseCommAddress } from "../comm/address";
+import { encodeValue } from "../comm/frames";
 import type { GetDataReply, GetDataRequest, WorkerAddress } from "../messages";
 import type { WorkerClock } from "./clock";
 import type { Digests } from "./digests";

@@ -1,13 +1,13 @@
 // A worker's results: kept in memory with their estimated sizes, the least recently used moved
 // to files in the worker's folder when managed memory passes the target (Dask's SpillBuffer),
-// and read back transparently. Files hold the values as frames (../frames): typed arrays and
+// and read back transparently. Files hold the values as frames (../comm/frames): typed arrays and
 // shared memory are written and read as raw bytes. A value spilled or deleted gives its buffers'
 // memory back at once when nobody else can be using it (see Slot.lent).
 
 import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { OWNED_BUFFER_MIN_BYTES, ownedBuffers } from "../../execution/buffers";
-import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../frames";
+import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../comm/frames";
 import { releaseBuffers } from "./memory";
 
 /** Where the store reports the time and bytes its disk work cost (a InstructionLedger, say). */

@@ -14,9 +14,9 @@ import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { findUncloneable } from "../../execution/transfer";
 import type { StartStop, WorkerStatus } from "../../../protocol/records";
 import { checkProfilingOptions } from "../../profiling/hub";
-import { decodeBatch, encodeBatches } from "../batches";
-import { Connection, listen } from "../comm";
-import { encodeValue } from "../frames";
+import { decodeBatch, encodeBatches } from "../comm/batches";
+import { Connection, listen } from "../comm/connection";
+import { encodeValue } from "../comm/frames";
 import {
   type FromWorker,
   type GatherMessage,

@@ -7,8 +7,8 @@
 
 import { serialize } from "node:v8";
 import { encodeValue } from "./frames";
-import type { ComputeTaskMessage, DependencyInfo, FromWorker, TaskFinishedMessage, ToWorker, WireTask } from "./messages";
-import type { StartStop } from "../../protocol/records";
+import type { ComputeTaskMessage, DependencyInfo, FromWorker, TaskFinishedMessage, ToWorker, WireTask } from "../messages";
+import type { StartStop } from "../../../protocol/records";
 
 type Message = ToWorker | FromWorker;
 

@@ -12,7 +12,7 @@ import { EventEmitter } from "node:events";
 import { chmodSync } from "node:fs";
 import { type Server, type Socket, createConnection, createServer, isIP } from "node:net";
 import { type ConnectionOptions as TlsOptions, connect as connectTls } from "node:tls";
-import { type CommAddress, formatCommAddress } from "./comm-address";
+import { type CommAddress, formatCommAddress } from "./address";
 import { PeerHandshake, type PeerSecret } from "./handshake";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "./frames";
 

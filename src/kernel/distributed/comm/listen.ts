@@ -6,8 +6,8 @@
 
 import { type AddressInfo, type Server, type Socket, createServer } from "node:net";
 import { type TLSSocket, createServer as createTlsServer } from "node:tls";
-import { type NetworkAddress, formatCommAddress } from "./comm-address";
-import { CONNECT_TIMEOUT, Connection } from "./comm";
+import { type NetworkAddress, formatCommAddress } from "./address";
+import { CONNECT_TIMEOUT, Connection } from "./connection";
 import { ListenerHandshake, type PeerSecret } from "./handshake";
 
 export interface NetworkListenerOptions {
