@@ -1,12 +1,12 @@
 // A message connection over a Unix domain socket, for LocalCluster (the scheduler in the client's
 // process ↔ its workers, and worker ↔ worker for peer data), or over TCP, optionally under TLS,
-// to a Redis worker's data listener (./comm-listen), which first wants the handshake of
-// ./handshake. Each message is one value in frames
-// (./frames): a header of 32-bit lengths — the number of parts, then each part's length (top bit:
-// a shared-memory block) — and the parts. Parts are written as they are (typed-array contents go
-// to the socket uncopied) and each received part lands in memory of its own, shared memory for
-// shared blocks, ready to back a typed array. On the connecting side the socket reads straight
-// into that memory; a listening side's sockets cannot, and copy from Node's read chunks.
+// to a Redis worker's data listener (./listen), which first wants the handshake of ./handshake.
+// Each message is one value in frames (./frames): a header of 32-bit lengths — the number of
+// parts, then each part's length (top bit: a shared-memory block) — and the parts. Parts are
+// written as they are (typed-array contents go to the socket uncopied) and each received part
+// lands in memory of its own, shared memory for shared blocks, ready to back a typed array. On
+// the connecting side the socket reads straight into that memory; a listening side's sockets
+// cannot, and copy from Node's read chunks.
 
 import { EventEmitter } from "node:events";
 import { chmodSync } from "node:fs";

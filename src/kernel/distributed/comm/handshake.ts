@@ -4,7 +4,7 @@
 //
 //   listener → peer   CHALLENGE  "TSDASKP1" + its nonce (32 random bytes)
 //   peer → listener   RESPONSE   client id (1 byte length + ASCII) + the peer's nonce + proof
-//   listener → peer   ACCEPT     proof of its own; then framed messages flow (see ./comm)
+//   listener → peer   ACCEPT     proof of its own; then framed messages flow (see ./connection)
 //
 // A proof is HMAC-SHA256(secret, role + both nonces + client id): the secret never crosses the
 // wire, a recorded exchange is no use against a fresh nonce, and each side checks the other (a

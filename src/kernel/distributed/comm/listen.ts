@@ -1,6 +1,6 @@
 // A data listener on the network (tcp://, or tls:// with a certificate and key): every connection
 // first passes the handshake of ./handshake, as raw bytes; only then does it become a Connection
-// (./comm) carrying framed messages. A peer that fails it — a wrong or no secret, something
+// (./connection) carrying framed messages. A peer that fails it — a wrong or no secret, something
 // that is not a tsdask peer, a TLS client that cannot agree, silence — is sent nothing, closed
 // and reported to `onRejected` with its remote address.
 

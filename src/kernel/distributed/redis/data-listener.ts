@@ -1,5 +1,5 @@
 // A Redis worker's data listener: where peers ask it for values it holds (Dask's get-data), over
-// TCP or TLS, once they prove they know their client's secret (../handshake, ./peer-secret). It
+// TCP or TLS, once they prove they know their client's secret (../comm/handshake, ./peer-secret). It
 // listens by default, on a free port of the interface this worker reaches Redis through (an
 // address its peers, who reach the same Redis, can likely reach too); the address peers are told
 // goes into the worker's registration (./registry), beside its heartbeat.

@@ -58,7 +58,7 @@ export class Namespace {
 
   /**
    * STRING: the client's peer secret (random, written once with its registration): a worker's
-   * data listener serves only peers that prove they know it (see ../handshake).
+   * data listener serves only peers that prove they know it (see ../comm/handshake).
    */
   get peerSecret(): string {
     return `${this.prefix}:peer-secret`;

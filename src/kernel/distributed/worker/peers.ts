@@ -1,22 +1,17 @@
 // Peer data: asking other workers for keys (one connection per peer, kept open) and answering
 // their get-data requests from the data store. Values travel as frames (../comm/frames), so typed
 // arrays and shared memory cross the socket as raw bytes. LocalCluster workers are at unix://
-// socket files; Redis workers at tcp:// or tls:// addresses, which want credentials (../handshake).
+// socket files; Redis workers at tcp:// or tls:// addresses, which want credentials (../comm/handshake).
 
 import { now as machineSeconds } from "../../clock";
 import { type ConnectOptions, Connection } from "../comm/connection";
-import { type CommAddress, parseCommAddress } from "../comm/address";
+import { parseCommAddress } from "../comm/address";
 import { encodeValue } from "../comm/frames";
 import type { GetDataReply, GetDataRequest, WorkerAddress } from "../messages";
 import type { WorkerClock } from "./clock";
 import type { Digests } from "./digests";
 import type { DataStore, StoreMeter } from "./store";
 import { type TransferStats, keySizes } from "./transfers";
-
-/** Where a worker's data listener is: `unix://PATH`, `tcp://HOST:PORT` or `tls://HOST:PORT`. */
-export function dataAddressOf(address: WorkerAddress): CommAddress {
-  return parseCommAddress(address);
-}
 
 export interface FetchResult {
   readonly values: Readonly<Record<string, unknown>>;
@@ -47,7 +42,7 @@ export interface Reply {
 /**
  * Connections to workers' data listeners, one per worker, opened on first use and dropped when
  * they break. This side connects, so replies are read straight into memory of their own (see
- * ../comm): peers fetching inputs and the scheduler gathering results both use it.
+ * ../comm/connection): peers fetching inputs and the scheduler gathering results both use it.
  */
 export class PeerClient {
   /** `options`: the credentials and TLS settings tcp:// and tls:// listeners want. */
@@ -98,7 +93,7 @@ export class PeerClient {
     if (connecting === undefined) {
       // A malformed address rejects as an unreachable worker does, naming it.
       connecting = Promise.resolve()
-        .then(() => Connection.connectTo(dataAddressOf(worker), this.options))
+        .then(() => Connection.connectTo(parseCommAddress(worker), this.options))
         .then(
           (connection) => this.adopt(worker, connection),
           (error: Error) => {
