@@ -59,6 +59,16 @@ export function keyStr(key: Key): string {
   return typeof key === "string" ? key : formatKey(key);
 }
 
+/**
+ * `keyStr` of the key whose `keyId` is `id` and whose repr (`formatKey`) is `repr`, without
+ * parsing the id back: a string key is its id (unescaped); a number's or tuple's str is its repr.
+ * (The cluster scheduler names every finished task so, and already holds both.)
+ */
+export function keyStrOfId(id: string, repr: string): string {
+  if (id.charCodeAt(0) !== 0) return id;
+  return id[1] === "s" ? id.slice(2) : repr;
+}
+
 const eightHexDigits = /^[0-9a-f]{8}$/;
 const letters = /^[A-Za-z]+$/;
 const md5Like = /^[a-f0-9]{32}$/;

@@ -43,7 +43,8 @@ import {
   type SchedulerOptions,
   WAITING,
 } from "./task-table";
-import { TaskStreamRing, taskStreamKey } from "./task-stream";
+import { keyStrOfId } from "../../graph/keys";
+import { TaskStreamRing } from "./task-stream";
 import { WorkerState } from "./workers";
 
 export type { TaskFailure, TaskListener, TransitionObserver } from "./listeners";
@@ -437,7 +438,7 @@ export class ClusterState extends WorkStealing {
     if (slot === undefined || this.state[slot] !== PROCESSING) return;
     if (report.digests !== undefined) this.addDigests(report.digests);
     this.taskStream.push({
-      key: taskStreamKey(this.keys[slot], this.names[slot]),
+      key: keyStrOfId(this.keys[slot], this.names[slot]),
       prefix: this.prefixes[slot],
       worker: ws.address,
       thread: report.thread,
@@ -658,9 +659,10 @@ export class ClusterState extends WorkStealing {
     }
   }
 
+  /** A finished task's record; its key is Python's str(key), as Dask's TaskStreamPlugin gives it (`record.key === future.key`). */
   private streamRecord(slot: number, ws: WorkerState, report: TaskFinishedMessage): TaskStreamRecord {
     return {
-      key: taskStreamKey(this.keys[slot], this.names[slot]),
+      key: keyStrOfId(this.keys[slot], this.names[slot]),
       prefix: this.prefixes[slot],
       worker: ws.address,
       thread: report.thread,

@@ -34,18 +34,6 @@ export interface CollectOptions {
   readonly startIndex?: number;
 }
 
-/**
- * The `key` of the record of the task whose key id (graph/keys.ts `keyId`) is `id` and whose
- * repr is `name`: the key as Dask's TaskStreamPlugin gives it, Python's `str(key)`. A string key
- * is itself, so `record.key === future.key`; a number or tuple key's str is its repr, which the
- * scheduler already holds (parsing the id back and formatting it cost 5% of a small graph's
- * scheduling).
- */
-export function taskStreamKey(id: string, name: string): string {
-  if (id.charCodeAt(0) !== 0) return id;
-  return id.charCodeAt(1) === 115 /* "s": an escaped string key */ ? id.slice(2) : name;
-}
-
 /** Columns grow by doubling up to the capacity, so a small ring costs little. */
 const FIRST_COLUMN_LENGTH = 1024;
 
