@@ -20,7 +20,7 @@ import type {
 } from "../messages";
 import { DEFAULT_PROFILING } from "../../profiling/hub";
 import { type ProfileWindow, unpackProfile } from "../../../protocol/profile";
-import { FunctionTable } from "../../execution/ship";
+import { type FunctionShipper, FunctionTable } from "../../execution/ship";
 import { type Key, keyFromId } from "../../graph/keys";
 import { type GraphUpdate, type PendingWorkerPlugin, SchedulerPlugins } from "./plugins";
 import { ClusterState, type GraphSubmission, type SchedulerOptions, type TaskListener } from "./state";
@@ -449,11 +449,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   private workerJoined(registration: RegisterMessage): void {
     if (this.closed) return;
-    this.functions.setWorkerGlobals(registration.globals);
+    const shipper = this.functions.setWorkerGlobals(registration.globals);
     const ws = this.state.addWorker(registration, now());
     this.totals.workersAdded++;
     // Its plugins before its first tasks. Nobody waits for the replies: a failing setup is the worker's to log, as in Dask.
-    const plugins = this.shippedWorkerPlugins().map((plugin): ToWorker => ({ op: "plugin-add", requestId: 0, plugin }));
+    const plugins = this.shippedWorkerPlugins(shipper).map((plugin): ToWorker => ({ op: "plugin-add", requestId: 0, plugin }));
     if (plugins.length > 0) this.transport.send(ws.address, plugins);
     this.flush();
     this.tell("worker-joined", ws);
@@ -489,15 +489,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    * once a worker said which globals shipped code may use. One that cannot travel is dropped and
    * reported, as a setup failing on a joining worker is in Dask: nobody is waiting to be told.
    */
-  private shippedWorkerPlugins(): ShippedWorkerPlugin[] {
-    const shipper = this.functions.shipper;
+  private shippedWorkerPlugins(shipper: FunctionShipper): ShippedWorkerPlugin[] {
     const shipped: ShippedWorkerPlugin[] = [];
     for (const [name, plugin] of this.workerPlugins) {
       if (!("ship" in plugin)) {
         shipped.push(plugin);
         continue;
       }
-      if (shipper === undefined) continue;
       try {
         const ready = plugin.ship(shipper);
         this.workerPlugins.set(name, ready);
