@@ -4,6 +4,7 @@
 // the code that authenticates asks for it. Anything shown of an address the user typed (a
 // malformed one included) goes through `shownAddress`, which hides the credentials.
 
+import { formatHostPort } from "../comm/address";
 import { RedisAddressError } from "./errors";
 
 /**
@@ -30,8 +31,7 @@ export class RedisTarget {
     password: string | undefined,
   ) {
     this.#password = password;
-    const shownHost = host.includes(":") ? `[${host}]` : host;
-    this.display = `${tls ? "rediss" : "redis"}://${shownHost}:${port}${db === 0 ? "" : `/${db}`}`;
+    this.display = `${tls ? "rediss" : "redis"}://${formatHostPort(host, port)}${db === 0 ? "" : `/${db}`}`;
   }
 
   get hasPassword(): boolean {

@@ -6,7 +6,7 @@
 
 import type { Socket } from "node:net";
 import type { Redis } from "ioredis";
-import { type NetworkAddress, formatCommAddress, formatHostPort, isWildcardHost, parseCommAddress, parseHostPort } from "../comm/address";
+import { type NetworkAddress, formatCommAddress, isWildcardHost, parseCommAddress, parseHostPort } from "../comm/address";
 import type { Connection } from "../comm/connection";
 import { type NetworkListener, listenNetwork } from "../comm/listen";
 import type { GetDataRequest } from "../messages";
@@ -118,7 +118,7 @@ export class DataListener {
     });
     const bound = listener.address;
     const contact = plan.contact ?? { host: isWildcardHost(bound.host) ? redisInterface : bound.host, port: bound.port };
-    self = new DataListener(listener, `${bound.scheme}://${formatHostPort(contact.host, contact.port)}`);
+    self = new DataListener(listener, formatCommAddress({ scheme: bound.scheme, ...contact }));
     return self;
   }
 
