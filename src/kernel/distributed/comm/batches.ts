@@ -39,12 +39,17 @@ const PLAIN: ReadonlySet<Message["op"]> = new Set<Message["op"]>([
  */
 const MESSAGES_PER_BATCH = 512;
 
-/** The frames of each socket message for `messages`, in order (see `encodeBatch`). */
-export function encodeBatches(messages: readonly Message[]): Buffer[][] {
-  if (messages.length <= MESSAGES_PER_BATCH) return [encodeBatch(messages)];
-  const batches: Buffer[][] = [];
-  for (let i = 0; i < messages.length; i += MESSAGES_PER_BATCH) batches.push(encodeBatch(messages.slice(i, i + MESSAGES_PER_BATCH)));
-  return batches;
+/**
+ * The frames of each socket message for `messages`, in order (see `encodeBatch`), each encoded
+ * when asked for: a sender that writes one before asking for the next has the receiver at work
+ * on the first while it encodes the rest.
+ */
+export function* encodeBatches(messages: readonly Message[]): Generator<Buffer[]> {
+  if (messages.length <= MESSAGES_PER_BATCH) {
+    yield encodeBatch(messages);
+    return;
+  }
+  for (let i = 0; i < messages.length; i += MESSAGES_PER_BATCH) yield encodeBatch(messages.slice(i, i + MESSAGES_PER_BATCH));
 }
 
 /** The frames of a batch (see ./frames), ready for `Connection.sendFrames`. */
