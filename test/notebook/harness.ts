@@ -25,6 +25,8 @@ export interface CellReport {
   readonly status: CellStatus;
   readonly execution_count: number | null;
   readonly elapsed_seconds: number | null;
+  /** When the harness interrupted the kernel, seconds after the cell's request (null: it did not). */
+  readonly interrupted_at: number | null;
   /** Whether the cell's `status: idle` arrived (tslab loses it when its socket is flooded). */
   readonly idle: boolean;
   readonly stdout: string;

@@ -20,7 +20,11 @@ What tslab does differently from IPython, and how this runner copes:
 
 A cell's metadata may script the run: {"tsdask": {"interrupt_after": 1.0, "expect_status":
 "error"}} sends the kernel an interrupt (SIGINT) 1 s after the cell starts, and counts the
-cell as passing when its reply status is the expected one.
+cell as passing when its reply status is the expected one. With "interrupt_when": "<text>" the
+interrupt waits for the cell to print that text first (interrupt_after then counts from it): a
+loaded machine can take seconds to compile a cell, so a timer from the request may fire before
+the computation it means to interrupt has begun. The report gives each interrupted cell's
+"interrupted_at" (seconds after its request).
 
 The report (JSON): {"notebook", "ok", "kernel_start_seconds", "elapsed_seconds", "error",
 "cells": [{"index", "source", "status", "execution_count", "elapsed_seconds", "idle",
@@ -59,6 +63,9 @@ class RecordingClient(NotebookClient):
         self.draining = False
         self.started = time.monotonic()
         self.on_cell_executed = self.keep_reply
+        self.interrupt_on = None  # (cell index, text, seconds): interrupt once that cell printed text
+        self.interrupter = None
+        self.interrupted_at = {}  # cell index -> seconds after its request the interrupt was sent
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
@@ -75,6 +82,7 @@ class RecordingClient(NotebookClient):
             msg = await get_msg(*args, **kwargs)
             self.record(msg)
             self.apply_late_update(msg)
+            self.interrupt_if_printed(msg)
             return msg
 
         kc.execute = recording_execute
@@ -113,6 +121,28 @@ class RecordingClient(NotebookClient):
         if display_id:
             self._update_display_id(display_id, msg)
 
+    def interrupt_later(self, index, seconds):
+        """Interrupts the kernel `seconds` from now, recording when (see interrupted_at)."""
+
+        async def interrupt():
+            await asyncio.sleep(seconds)
+            self.interrupted_at[index] = round(time.monotonic() - self.sent_at[index], 3)
+            result = self.km.interrupt_kernel()
+            if asyncio.iscoroutine(result):
+                await result
+
+        self.interrupter = asyncio.create_task(interrupt())
+
+    def interrupt_if_printed(self, msg):
+        if self.interrupt_on is None or msg["msg_type"] != "stream":
+            return
+        index, text, seconds = self.interrupt_on
+        if self.cell_of_msg_id.get(msg["parent_header"].get("msg_id")) != index:
+            return
+        if text in msg["content"].get("text", ""):
+            self.interrupt_on = None
+            self.interrupt_later(index, seconds)
+
     async def drain(self, seconds):
         """Record what arrives in the next `seconds` (late updates from timers)."""
         self.draining = True
@@ -122,13 +152,6 @@ class RecordingClient(NotebookClient):
                 await self.kc.iopub_channel.get_msg(timeout=left)
             except Empty:
                 return
-
-
-async def interrupt_later(client, seconds):
-    await asyncio.sleep(seconds)
-    result = client.km.interrupt_kernel()
-    if asyncio.iscoroutine(result):
-        await result
 
 
 def text_of(messages, name):
@@ -161,9 +184,12 @@ async def run(path, timeout, drain):
                 continue
             client.current_index = index
             script = cell.metadata.get("tsdask", {})
-            interrupter = None
-            if "interrupt_after" in script:
-                interrupter = asyncio.create_task(interrupt_later(client, script["interrupt_after"]))
+            client.interrupter = None
+            if "interrupt_when" in script:
+                client.interrupt_on = (index, script["interrupt_when"], script.get("interrupt_after", 0))
+            elif "interrupt_after" in script:
+                client.sent_at[index] = time.monotonic()
+                client.interrupt_later(index, script["interrupt_after"])
             try:
                 await client.async_execute_cell(cell, index)
             except CellTimeoutError:
@@ -175,8 +201,9 @@ async def run(path, timeout, drain):
                 failure = f"the kernel died running cell {index}"
                 break
             finally:
-                if interrupter is not None:
-                    interrupter.cancel()
+                client.interrupt_on = None
+                if client.interrupter is not None:
+                    client.interrupter.cancel()
             reply = replies.get(index, {"status": "no reply"})
             cell.execution_count = reply.get("execution_count")
             if reply.get("status") != "ok":
@@ -204,6 +231,7 @@ async def run(path, timeout, drain):
                 "status": reply.get("status"),
                 "execution_count": reply.get("execution_count"),
                 "elapsed_seconds": reply.get("elapsed_seconds"),
+                "interrupted_at": client.interrupted_at.get(index),
                 "idle": idle,
                 "stdout": text_of(messages, "stdout"),
                 "stderr": text_of(messages, "stderr"),
