@@ -122,29 +122,35 @@ test("a cluster computation in the notebook: the FPM panel's bars grow while the
   await workers.locator(".tsdask-dashboard-summary", { hasText: "LocalCluster 'cluster A' · 2 workers · 2 threads" }).waitFor({ timeout: 30_000 });
   assert.equal(await workers.locator("tbody tr").count(), 2);
 
-  // Every total the spin bar shows, noted in the page itself every 25 ms: looked at from here, a
-  // few round trips per look, the bar's steps once went by unseen on a loaded machine.
-  const spinTotals = await fpm.evaluateHandle((panel: lab.PageElement) => {
-    const seen: string[] = [];
-    const timer = setInterval(() => {
-      for (const path of Array.from(panel.querySelectorAll(".fpm_bars_marks path"))) {
-        const label = path.getAttribute("aria-label") ?? "";
-        const total = /Function total: ([^;]*)/.exec(label)?.[1];
-        if (/Function: spin;/.test(label) && total !== undefined && seen.at(-1) !== total) seen.push(total);
-      }
-    }, 25);
-    return { seen, stop: () => clearInterval(timer) };
-  });
-  const spinSeries = async (): Promise<number[]> => (await spinTotals.evaluate(({ seen }) => [...seen])).map(seconds);
+  // What the panels show while cell 1 runs — every total of the spin bar, every count of the
+  // task stream's marks — noted in the page itself every 25 ms: looked at from here, a few round
+  // trips per look, their steps went by unseen on a loaded machine.
+  const [fpmElement, streamElement, cellElement] = await Promise.all([fpm.elementHandle(), ui.panel("task-stream").elementHandle(), ui.notebookPanel(A).locator(".jp-Cell").nth(1).elementHandle()]);
+  const shown = await page.evaluateHandle(
+    ([panel, stream, cell]: readonly lab.PageElement[]) => {
+      const spin: string[] = [];
+      const marks: number[] = [];
+      const timer = setInterval(() => {
+        for (const path of Array.from(panel.querySelectorAll(".fpm_bars_marks path"))) {
+          const label = path.getAttribute("aria-label") ?? "";
+          const total = /Function total: ([^;]*)/.exec(label)?.[1];
+          if (/Function: spin;/.test(label) && total !== undefined && spin.at(-1) !== total) spin.push(total);
+        }
+        const running = cell.querySelector(".jp-InputArea-prompt")?.textContent?.includes("*") ?? false;
+        const count = stream.querySelectorAll("svg .mark-rect path").length;
+        if (running && count > 0 && marks.at(-1) !== count) marks.push(count);
+      }, 25);
+      return { spin, marks, stop: () => clearInterval(timer) };
+    },
+    [fpmElement, streamElement, cellElement] as unknown as readonly lab.PageElement[],
+  );
+  const spinSeries = async (): Promise<number[]> => (await shown.evaluate(({ spin }) => [...spin])).map(seconds);
   await ui.startCell(A, 1);
   let series: number[] = [];
-  const streamed: number[] = [];
   let shot = false;
   const deadline = Date.now() + 120_000;
   for (;;) {
     const running = (await lab.cell(page, 1).locator(".jp-InputArea-prompt").textContent())?.includes("*") ?? false;
-    const { marks } = await streamMarks(ui.panel("task-stream"));
-    if (running && marks > 0 && streamed.at(-1) !== marks) streamed.push(marks);
     series = await spinSeries();
     // The picture for people: the panel beside the notebook, live, part-way through the run.
     if (!shot && running && series.length >= 2) {
@@ -157,7 +163,8 @@ test("a cluster computation in the notebook: the FPM panel's bars grow while the
   }
   await ui.cellDone(A, 1);
   series = await spinSeries();
-  await spinTotals.evaluate(({ stop }) => stop());
+  const streamed = await shown.evaluate(({ marks }) => [...marks]);
+  await shown.evaluate(({ stop }) => stop());
   assert.ok(series.length >= 3, `the spin bar grew in steps while the cell ran: ${series.join(" → ")} s`);
   assert.deepEqual([...series].sort((a, b) => a - b), series, `never shrinks: ${series.join(" → ")}`);
   assert.ok(shot, "a screenshot while it ran");
