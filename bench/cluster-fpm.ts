@@ -81,7 +81,7 @@ function schedulerStateCost(n: number, metrics: boolean): number {
   for (let from = 0; from < n; from += 1000) {
     const batch: FromWorker[] = keys.slice(from, from + 1000).map((key) => ({ op: "task-finished", key, nbytes: 8, type: "number", thread: 1, startstops: [{ action: "compute", start: 1, stop: 1.000001 }] }));
     const digests = ["thread-cpu", "thread-noncpu", "executor", "other"].map((activity) => ({ context: "execute" as const, span: "s", prefix: "x", activity, unit: "seconds", value: 0.001 }));
-    const beat = { cpu: 0, memory: 0, managedBytes: 0, spilledBytes: { memory: 0, disk: 0 }, taskCounts: {}, digests, transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 }, bandwidth: { total: 0, workers: {}, types: {} } };
+    const beat = { cpu: 0, memory: 0, managedBytes: 0, reportedResultBytes: 0, spilledBytes: { memory: 0, disk: 0 }, taskCounts: {}, digests, transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 }, bandwidth: { total: 0, workers: {}, types: {} } };
     batch.push({ op: "heartbeat", now: 1, metrics: beat });
     batches.push(batch);
   }

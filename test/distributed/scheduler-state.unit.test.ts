@@ -384,6 +384,7 @@ describe("cluster scheduler state", () => {
       cpu: 50,
       memory: 1000,
       managedBytes: 300,
+      reportedResultBytes: 0,
       spilledBytes: { memory: 300, disk: 200 },
       taskCounts: { memory: 3 },
       digests: [
@@ -433,7 +434,7 @@ describe("cluster scheduler state", () => {
     assert.equal(state.workers.get("unix://a")!.record().memory.managed, 8_000_000);
     // The heartbeat that counts it does not count it twice; one that reports more (a Redis
     // worker's inputs held by a running task) is believed.
-    const metrics = { cpu: 0, memory: 60_000_000, managedBytes: 8_000_000, spilledBytes: { memory: 0, disk: 0 }, taskCounts: {}, digests: [], transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 }, bandwidth: { total: 100_000_000, workers: {}, types: {} } } satisfies WorkerMetrics;
+    const metrics = { cpu: 0, memory: 60_000_000, managedBytes: 8_000_000, reportedResultBytes: 8_000_000, spilledBytes: { memory: 0, disk: 0 }, taskCounts: {}, digests: [], transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 }, bandwidth: { total: 100_000_000, workers: {}, types: {} } } satisfies WorkerMetrics;
     state.handle("unix://a", [{ op: "heartbeat", now: 2, metrics }], 2);
     assert.equal(state.memory().managed, 8_000_000);
     state.handle("unix://a", [{ op: "heartbeat", now: 3, metrics: { ...metrics, managedBytes: 10_000_000 } }], 3);
@@ -441,8 +442,28 @@ describe("cluster scheduler state", () => {
     state.unwant(state.slotOf("x-1")!);
     assert.equal(state.memory().managed, 2_000_000, "released: its bytes leave at once");
     // Never more than the process holds, as Dask's MemoryState.
-    state.handle("unix://a", [{ op: "heartbeat", now: 4, metrics: { ...metrics, memory: 1_000_000, managedBytes: 5_000_000 } }], 4);
+    // (x-1 was released: the worker no longer reports it as a result it holds.)
+    state.handle("unix://a", [{ op: "heartbeat", now: 4, metrics: { ...metrics, memory: 1_000_000, managedBytes: 5_000_000, reportedResultBytes: 0 } }], 4);
     assert.equal(state.memory().managed, 1_000_000);
+  });
+
+  test("a heartbeat written before a release and read after it does not count the released result again", () => {
+    const state = newState();
+    state.addWorker({ ...registration("a"), memory: 50_000_000 }, 0);
+    sent(state);
+    state.submit(graph({ "x-1": [] }));
+    sent(state);
+    state.handle("unix://a", [finished("x-1", 40)], 1);
+    assert.equal(state.memory().managed, 40);
+    state.unwant(state.slotOf("x-1")!);
+    assert.equal(state.memory().managed, 0);
+    // Written while the worker still held x-1 (as a result the scheduler counts), read now.
+    const metrics = { cpu: 0, memory: 60_000_000, managedBytes: 40, reportedResultBytes: 40, spilledBytes: { memory: 0, disk: 0 }, taskCounts: {}, digests: [], transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 }, bandwidth: { total: 100_000_000, workers: {}, types: {} } } satisfies WorkerMetrics;
+    state.handle("unix://a", [{ op: "heartbeat", now: 2, metrics }], 2);
+    assert.equal(state.memory().managed, 0, "the scheduler's own count rules for results it knows");
+    // What only the worker holds still counts from its heartbeat.
+    state.handle("unix://a", [{ op: "heartbeat", now: 3, metrics: { ...metrics, managedBytes: 64, reportedResultBytes: 0 } }], 3);
+    assert.equal(state.memory().managed, 64);
   });
 
   test("the task stream keeps records of finished tasks, with the worker's thread and timings", () => {
@@ -561,6 +582,7 @@ describe("cluster scheduler spans", () => {
       cpu: 0,
       memory: 0,
       managedBytes: 0,
+      reportedResultBytes: 0,
       spilledBytes: { memory: 0, disk: 0 },
       taskCounts: {},
       digests: [

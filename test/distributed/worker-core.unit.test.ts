@@ -14,7 +14,7 @@ const source = (text: string, method = false): FnSpec => ({ kind: "source", sour
 
 /** A core over holdings the test changes; `printed` collects what it prints. */
 function makeCore(options: Partial<WorkerCoreOptions> = {}) {
-  const held: { -readonly [field in keyof HeldBytes]: number } & { tasks: Record<string, number>; executed: number } = { managed: 0, spilled: 0, spilledFileBytes: 0, tasks: { executing: 0 }, executed: 0 };
+  const held: { -readonly [field in keyof HeldBytes]: number } & { reported: number; tasks: Record<string, number>; executed: number } = { managed: 0, spilled: 0, spilledFileBytes: 0, reported: 0, tasks: { executing: 0 }, executed: 0 };
   const data = new Map<string, unknown>([["x", 42]]);
   const printed: string[] = [];
   const core = new WorkerCore({
@@ -27,6 +27,7 @@ function makeCore(options: Partial<WorkerCoreOptions> = {}) {
       get: (key) => data.get(key),
       nbytes: (key) => (data.has(key) ? 8 : undefined),
       held: () => ({ managed: held.managed, spilled: held.spilled, spilledFileBytes: held.spilledFileBytes }),
+      reportedResultBytes: () => held.reported,
       tasks: () => held.tasks,
       executedCount: () => held.executed,
     },
@@ -176,6 +177,7 @@ describe("WorkerCore: heartbeats", () => {
   test("report the holdings, and the digests and transfers since the previous heartbeat", () => {
     const { core, held } = makeCore();
     held.managed = 500;
+    held.reported = 480;
     held.spilled = 20;
     held.spilledFileBytes = 10;
     held.tasks = { executing: 1 };
@@ -183,6 +185,7 @@ describe("WorkerCore: heartbeats", () => {
     core.transfers.sent({ start: 1, stop: 2, who: "w2", keys: { x: 8 }, wireBytes: 16, types: ["number"] });
     const first = core.heartbeatMetrics();
     assert.equal(first.managedBytes, 500);
+    assert.equal(first.reportedResultBytes, 480);
     assert.deepEqual(first.spilledBytes, { memory: 20, disk: 10 });
     assert.deepEqual(first.taskCounts, { executing: 1 });
     assert.ok(first.memory > 0);

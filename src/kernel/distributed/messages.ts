@@ -254,6 +254,12 @@ export interface WorkerMetrics {
   /** Resident set size of the worker process. */
   readonly memory: number;
   readonly managedBytes: number;
+  /**
+   * Bytes of the results the worker had told the scheduler it holds when it wrote this heartbeat:
+   * the scheduler counts those itself as they land and leave, so only the rest of managedBytes
+   * (what only the worker knows of) is taken from a heartbeat that may arrive after a release.
+   */
+  readonly reportedResultBytes: number;
   readonly spilledBytes: { readonly memory: number; readonly disk: number };
   readonly taskCounts: Readonly<Record<string, number>>;
   /** Fine performance metrics digested since the previous heartbeat, with span ids (worker layer). */

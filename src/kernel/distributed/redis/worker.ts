@@ -212,6 +212,8 @@ export class RedisWorker {
         get: () => undefined,
         nbytes: () => undefined,
         held: () => ({ managed: this.held.total, spilled: 0, spilledFileBytes: 0 }),
+        // A Redis cluster's scheduler counts no results per worker: the store holds them.
+        reportedResultBytes: () => 0,
         tasks: () => this.taskCounts(),
         executedCount: () => this.executed,
       },

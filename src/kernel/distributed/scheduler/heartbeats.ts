@@ -13,17 +13,18 @@ export const DEFAULT_BANDWIDTH = 100_000_000;
 /**
  * One worker's memory, as its heartbeats report it, with its recent unmanaged memory. Managed
  * memory is kept current between heartbeats as Dask's scheduler keeps it (`WorkerState.memory`
- * reads `ws.nbytes`, updated the moment a result lands or is released): the heartbeat's figure
- * moved by the bytes of results the scheduler has counted in or out since. At rest that is the
- * heartbeat's figure, so what only the worker knows (a Redis worker's inputs held by a running
- * task) still counts.
+ * reads `ws.nbytes`, updated the moment a result lands or is released): the bytes of the results
+ * the scheduler counts now, plus what the latest heartbeat held beyond the results the worker had
+ * reported then. At rest that is the heartbeat's figure, so what only the worker knows (a Redis
+ * worker's inputs held by a running task) still counts; and a heartbeat written before a release
+ * and read after it does not bring the released bytes back (it did for a heartbeat's interval).
  */
 export class WorkerMemory {
   process = 0;
   spilled = 0;
-  /** Managed bytes the latest heartbeat reported, and `heldBytes()` when it arrived. */
+  /** Managed bytes the latest heartbeat reported, and of those the results the worker had reported to the scheduler. */
   private reportedManaged = 0;
-  private heldAtReport = 0;
+  private reportedResults = 0;
   /** (time, unmanaged bytes) of the heartbeats of the last RECENT_TO_OLD_SECONDS, oldest first. */
   private readonly history: { time: number; unmanaged: number }[] = [];
 
@@ -32,13 +33,13 @@ export class WorkerMemory {
 
   /** Never more than the process holds (Dask's MemoryState: the parts add up to the whole). */
   get managed(): number {
-    return Math.min(this.process, Math.max(0, this.reportedManaged + this.heldBytes() - this.heldAtReport));
+    return Math.min(this.process, Math.max(0, this.heldBytes() + this.reportedManaged - this.reportedResults));
   }
 
   update(metrics: WorkerMetrics, time: number): void {
     this.process = metrics.memory;
     this.reportedManaged = metrics.managedBytes;
-    this.heldAtReport = this.heldBytes();
+    this.reportedResults = metrics.reportedResultBytes;
     this.spilled = metrics.spilledBytes.disk;
     this.history.push({ time, unmanaged: this.unmanaged });
     while (this.history.length > 1 && this.history[0].time < time - RECENT_TO_OLD_SECONDS) this.history.shift();

@@ -47,7 +47,11 @@ export type HeldBytes = Omit<WorkerMemoryView, "process">;
  * data it holds (keys in memory, least recently used first, and on disk), the bytes its results
  * take, its task counts by state (Dask's names) and the tasks it ran to an outcome.
  */
-export type WorkerHoldings = Pick<ViewSource, "layout" | "has" | "get" | "nbytes" | "tasks" | "executedCount"> & { held(): HeldBytes };
+export type WorkerHoldings = Pick<ViewSource, "layout" | "has" | "get" | "nbytes" | "tasks" | "executedCount"> & {
+  held(): HeldBytes;
+  /** Bytes of the results it has reported holding to the scheduler (see WorkerMetrics.reportedResultBytes). */
+  reportedResultBytes(): number;
+};
 
 export interface WorkerCoreOptions {
   readonly identity: WorkerIdentity;
@@ -190,6 +194,7 @@ export class WorkerCore {
       cpu: this.cpu.read(),
       memory: process.memoryUsage.rss(),
       managedBytes: held.managed,
+      reportedResultBytes: holdings.reportedResultBytes(),
       spilledBytes: { memory: held.spilled, disk: held.spilledFileBytes },
       taskCounts: holdings.tasks(),
       digests: digestsInHeartbeats ? this.digests.takeSinceHeartbeat() : [],

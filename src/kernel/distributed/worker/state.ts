@@ -214,6 +214,13 @@ export class WorkerStateMachine {
     return out;
   }
 
+  /** Bytes of the results this worker has told the scheduler it holds (which the scheduler counts itself). */
+  reportedResultBytes(): number {
+    let bytes = 0;
+    for (const task of this.tasks.values()) if (task.held && task.state === "memory") bytes += task.nbytes;
+    return bytes;
+  }
+
   /** Task counts by state, for heartbeats. */
   taskCounts(): Record<string, number> {
     const counts: Record<string, number> = {};

@@ -142,6 +142,7 @@ export class Worker {
         get: (key) => this.store.get(key),
         nbytes: (key) => this.store.nbytesOf(key),
         held: () => ({ managed: this.store.managedBytes, spilled: this.store.spilledBytes, spilledFileBytes: this.store.spilledDiskBytes }),
+        reportedResultBytes: () => this.state.reportedResultBytes(),
         tasks: () => this.state.taskCounts(),
         executedCount: () => this.state.executedCount,
       },
