@@ -159,7 +159,9 @@ export class OutcomeReader {
         // Frames are carried only when they are the stored value: a re-run that found a value
         // stored (perhaps another, should the task not be deterministic) sent its own.
         const carried = publication === "published" && entry.frames !== undefined ? carryFrames(entry.frames) : undefined;
-        this.tasks.hold(entry.key, { name: job.name, carried });
+        // Likewise the worker keeps the value only if its record is the stored one.
+        const holder = publication === "published" && entry.heldAt !== undefined ? entry.worker : undefined;
+        this.tasks.hold(entry.key, { name: job.name, carried, ...(holder === undefined ? {} : { holder }) });
         const finished: RedisTaskFinished = {
           op: "task-finished",
           key: entry.key,

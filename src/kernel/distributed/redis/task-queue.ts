@@ -2,6 +2,8 @@
 // carrying their function specs and, when small, their inputs; results are known by key while
 // the scheduler wants them, and leave the store once it forgets them. The outcome reader
 // (./outcomes) reports what became of each job and tells this side through `ended` and `hold`.
+// A big result stays with the worker that computed it (./held): Redis has its location, and
+// forgetting it tells that worker to drop it.
 
 import { type JobsOptions, PRIORITY_LIMIT, Queue } from "bullmq";
 import type { ChainableCommander, Redis } from "ioredis";
@@ -10,7 +12,7 @@ import type { ComputeTaskMessage, FromWorker, TaskErredMessage, WireTask, Worker
 import { staticOrderOf } from "../scheduler/state";
 import { type TaskJobData, decodeCarried, encodeTask, taskJobId } from "./jobs";
 import { type Namespace, TASK_QUEUE } from "./keys";
-import type { RedisStore } from "./store";
+import type { RedisStore, ValueLocation } from "./store";
 
 /** A task for the queue; `functions` defines function ids the transport has not been told of yet. */
 export type QueuedTask = ComputeTaskMessage & { readonly functions?: readonly (readonly [number, FnSpec])[] };
@@ -21,6 +23,8 @@ export interface Held {
   readonly name: string;
   /** Its frames (base64) when small enough to carry in the jobs that use it (see CARRIED_VALUE_BYTES). */
   readonly carried?: readonly string[];
+  /** The worker that keeps it, when it is not in Redis (see ./held). */
+  readonly holder?: string;
 }
 
 /** A task's job, queued or running. */
@@ -73,6 +77,10 @@ export class TaskQueue {
     private readonly report: (worker: WorkerAddress, messages: readonly FromWorker[]) => void,
     /** Whether the transport has stopped (failed or closing): nothing more is queued or reported. */
     private readonly stopped: () => boolean,
+    /** Tells a worker to drop values it keeps that the scheduler forgot. */
+    private readonly freeKept: (worker: WorkerAddress, keys: readonly string[]) => void,
+    /** The client's holdAbove option, passed on in every job when given (see TaskJobData). */
+    private readonly holdAbove: number | undefined,
   ) {
     this.queue = new Queue<TaskJobData, string>(TASK_QUEUE, { connection: redis, prefix: namespace.queuePrefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
   }
@@ -186,12 +194,16 @@ export class TaskQueue {
       inputs: task.dependencies.map((dependency) => dependency.key),
       carried: carried.length > 0 ? carried : undefined,
       queuedWith,
+      ...(this.holdAbove === undefined ? {} : { holdAbove: this.holdAbove }),
     };
   }
 
   /** The scheduler no longer wants these keys: their jobs leave the queue (unless running) and their values the store. */
   forget(keys: readonly string[]): void {
+    const kept = new Map<string, string[]>();
     for (const key of keys) {
+      const holder = this.held.get(key)?.holder;
+      if (holder !== undefined) kept.set(holder, [...(kept.get(holder) ?? []), key]);
       const job = this.pending.get(key);
       if (job !== undefined) {
         // A running job cannot be removed (0): its outcome is dropped when it arrives.
@@ -201,10 +213,14 @@ export class TaskQueue {
       this.release(key);
     }
     this.deleteValues(keys);
+    for (const [worker, workerKeys] of kept) this.freeKept(worker, workerKeys);
   }
 
-  /** Values of keys in the store; keys not there are absent from the map. */
-  async fetch(keys: readonly string[]): Promise<ReadonlyMap<string, unknown>> {
+  /**
+   * Values of keys in the store, and where those a worker keeps live; keys in neither are absent
+   * from both maps.
+   */
+  async fetch(keys: readonly string[]): Promise<{ values: Map<string, unknown>; located: ReadonlyMap<string, ValueLocation> }> {
     // Small values came with their outcomes: only the others are read.
     const values = new Map<string, unknown>();
     const toRead: string[] = [];
@@ -213,8 +229,15 @@ export class TaskQueue {
       if (frames !== undefined) values.set(key, decodeCarried(frames));
       else toRead.push(key);
     }
-    if (toRead.length > 0) for (const [key, value] of (await this.store.get(toRead)).values) values.set(key, value);
-    return values;
+    if (toRead.length === 0) return { values, located: new Map() };
+    const read = await this.store.get(toRead);
+    for (const [key, value] of read.values) values.set(key, value);
+    return { values, located: read.located };
+  }
+
+  /** Keys whose results `worker` keeps (it left: they are lost). */
+  keptBy(worker: WorkerAddress): string[] {
+    return [...this.held].filter(([, value]) => value.holder === worker).map(([key]) => key);
   }
 
   // ---- What the outcome reader tells ---------------------------------------------------------
