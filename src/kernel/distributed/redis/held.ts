@@ -13,6 +13,7 @@ import { DEFAULT_THRESHOLDS, MONITOR_INTERVAL_MS, spillTarget } from "../worker/
 import { MemoryMonitor } from "../worker/monitor";
 import type { HeldValues } from "../worker/peers";
 import { DataStore, type StoreMeter } from "../worker/store";
+import type { RedisStore } from "./store";
 
 /**
  * Results above this many bytes stay with their worker by default: below it a value costs Redis
@@ -83,9 +84,28 @@ export class KeptValues {
     return this.store.isSpilled(storeKey(clientId, key));
   }
 
-  /** The job that computed a kept value, if it is here. */
-  jobOf(clientId: string, key: string): number | undefined {
-    return this.jobs.get(storeKey(clientId, key));
+  /**
+   * Writes the values of `keys` it keeps for `store`'s client into Redis, each as the job that
+   * computed it (replacing its location, see ./store), and drops them; a key it does not have
+   * loses its location (`holder` is this worker's name), so that a reader finds it missing
+   * rather than waiting. Resolves with how many were published.
+   */
+  async publish(store: RedisStore, keys: readonly string[], holder: string): Promise<number> {
+    const clientId = store.namespace.clientId;
+    const published = await Promise.all(
+      keys.map(async (key) => {
+        const at = storeKey(clientId, key);
+        const job = this.jobs.get(at);
+        if (job === undefined || !this.store.has(at)) {
+          await store.dropLocation(key, holder);
+          return false;
+        }
+        if ((await store.publish(key, this.store.get(at), job).result) !== "published") return false;
+        this.drop(clientId, [key]);
+        return true;
+      }),
+    );
+    return published.filter(Boolean).length;
   }
 
   drop(clientId: string, keys: readonly string[]): void {

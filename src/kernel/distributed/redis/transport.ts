@@ -96,7 +96,16 @@ export class RedisTransport implements Transport {
     this.namespace = new Namespace(clientId);
     this.store = new RedisStore(redis, this.namespace, { partSize: options.partSize });
     this.requests = new WorkerRequests(redis, clientId, this.description, this.clock, this.report);
-    this.tasks = new TaskQueue(redis, this.store, this.namespace, this.report, () => this.stopped, (worker, keys) => this.requests.free(worker, keys), options.holdAbove);
+    this.tasks = new TaskQueue(
+      redis,
+      this.store,
+      this.namespace,
+      this.report,
+      () => this.stopped,
+      (worker, keys) => this.requests.free(worker, keys),
+      options.holdAbove,
+      (worker) => this.workers.get(worker)?.info.nthreads,
+    );
     this.holders = new HolderReader(redis, this.store, options.tls, this.report, (message) => this.notice(message));
     this.options = {
       noWorkersTimeout: options.noWorkersTimeout ?? 10,
@@ -265,9 +274,10 @@ export class RedisTransport implements Transport {
       if (seen.has(name)) continue;
       this.workers.delete(name);
       events.workerLeft(name, "it left, or stopped heartbeating (its registration in Redis expired)");
-      // The results it kept went with it: recomputed if still needed.
-      const lost = this.tasks.keptBy(name);
-      if (lost.length > 0) events.received("redis", lost.map((key) => ({ op: "missing-data", key, errantWorker: name })));
+      // The results it kept went with it: recomputed if still needed, and the tasks placed on it
+      // (for those results) queued again once they are.
+      const lost = [...this.tasks.workerLeft(name), ...this.tasks.keptBy(name).map((key) => ({ op: "missing-data", key, errantWorker: name }) as const)];
+      if (lost.length > 0) events.received("redis", lost);
     }
   }
 
@@ -378,7 +388,7 @@ export class RedisTransport implements Transport {
     }
     this.blocking.disconnect();
     this.redis.disconnect();
-    await this.tasks.queue.close().catch(() => {});
+    await this.tasks.close();
   }
 }
 

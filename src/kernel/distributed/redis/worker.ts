@@ -25,7 +25,7 @@ import { now } from "../../clock";
 import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { DEFAULT_PROFILING, type ProfilingOptions, checkProfilingOptions } from "../../profiling/hub";
 import { packError } from "../../execution/wire";
-import type { RunMessage, RunReplyMessage, ShippedWorkerPlugin, WireTask } from "../messages";
+import type { RunMessage, RunReplyMessage, WireTask } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import type { Metric } from "../../metrics/context-meter";
 import { WorkerCore } from "../worker/core";
@@ -52,7 +52,7 @@ import {
   encodeReply,
   taskJobNumber,
 } from "./jobs";
-import { Namespace, TASK_QUEUE, registry } from "./keys";
+import { Namespace, TASK_QUEUE, registry, workerTaskQueue } from "./keys";
 import { checkOptionUnits } from "./options";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
 import { DEFAULT_PART_SIZE, type PublishOutcome, RedisStore, sweepNamespace, typeName } from "./store";
@@ -116,11 +116,16 @@ export interface RedisWorkerOptions extends DataListenOptions {
 
 type Settings = Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url" | "clockOffset" | "profile" | keyof DataListenOptions>> & { readonly tls?: TlsOptions };
 
-/** A client whose task queue this worker serves. */
+/** A client whose task queues this worker serves. */
 interface ServedClient {
   readonly namespace: Namespace;
   readonly store: RedisStore;
-  readonly queue: QueueWorker<TaskJobData, string>;
+  /** The shared queue, and the queue of the tasks the client places on this worker. */
+  queues: readonly ServedQueue[];
+}
+
+interface ServedQueue {
+  readonly worker: QueueWorker<TaskJobData, string>;
   /**
    * Whether the client queued more jobs at once than this worker has threads (see jobsAtOnce);
    * the queue running dry ends it.
@@ -408,14 +413,21 @@ export class RedisWorker {
     for (const id of [...this.served.keys()]) if (!live.has(id)) await this.stopServing(id, true);
   }
 
+  /** Serves a client's shared task queue, and the queue of the tasks it places on this worker (./placement). */
   private serve(clientId: string): void {
     const namespace = new Namespace(clientId);
     const store = new RedisStore(this.redis, namespace, { partSize: this.options.partSize });
-    const queue: QueueWorker<TaskJobData, string> = new QueueWorker<TaskJobData, string>(TASK_QUEUE, (job) => this.takeJob(served, job), {
+    const served: ServedClient = { namespace, store, queues: [] };
+    served.queues = [TASK_QUEUE, workerTaskQueue(this.name)].map((name) => this.openQueue(served, name));
+    this.served.set(clientId, served);
+  }
+
+  private openQueue(client: ServedClient, name: string): ServedQueue {
+    const worker: QueueWorker<TaskJobData, string> = new QueueWorker<TaskJobData, string>(name, (job) => this.takeJob(client, served, job), {
       // This worker's own connection: results are stored on it, and BullMQ completes their jobs
       // after them on it (it opens a connection of its own for its blocking waits).
       connection: this.redis,
-      prefix: namespace.queuePrefix,
+      prefix: client.namespace.queuePrefix,
       name: this.name,
       concurrency: this.options.nthreads,
       lockDuration: this.options.lockDuration * 1000,
@@ -424,18 +436,18 @@ export class RedisWorker {
       removeOnComplete: { count: 0 },
       removeOnFail: { count: 0 },
     });
+    const served: ServedQueue = { worker, backlog: false };
     // Failures decided by BullMQ rather than by a task (a job that stalled too often) reach the
     // client as the job's "failed" event.
-    queue.on("error", (error) => {
-      if (this.closing === undefined) this.core.warn(`task queue of client ${clientId}: ${error.message}`);
+    worker.on("error", (error) => {
+      if (this.closing === undefined) this.core.warn(`task queue of client ${client.namespace.clientId}: ${error.message}`);
     });
-    const served: ServedClient = { namespace, store, queue, backlog: false };
-    queue.on("drained", () => {
+    worker.on("drained", () => {
       served.backlog = false;
-      queue.concurrency = this.jobsAtOnce(served);
+      worker.concurrency = this.jobsAtOnce(served);
     });
-    this.served.set(clientId, served);
-    if (this.core.status === "paused") this.pauseQueue(queue, true);
+    if (this.core.status === "paused") this.pauseQueue(worker, true);
+    return served;
   }
 
   /**
@@ -446,8 +458,8 @@ export class RedisWorker {
    * most MAX_JOBS_PER_THREAD so that long tasks following short ones do not pile up here while
    * other workers idle.
    */
-  private jobsAtOnce(client: ServedClient): number {
-    if (!client.backlog) return this.options.nthreads;
+  private jobsAtOnce(queue: ServedQueue): number {
+    if (!queue.backlog) return this.options.nthreads;
     return Math.max(this.options.nthreads, Math.min(this.runner.capacity, this.options.nthreads * MAX_JOBS_PER_THREAD));
   }
 
@@ -457,7 +469,7 @@ export class RedisWorker {
     this.served.delete(clientId);
     this.kept.dropClient(clientId);
     this.inputs.forgetClient(clientId);
-    await client.queue.close();
+    await Promise.all(client.queues.map((queue) => queue.worker.close()));
     // The queue may have touched its keys since the client swept them; the client is gone, so nothing else will.
     if (sweep) await sweepNamespace(this.redis, client.namespace);
   }
@@ -468,18 +480,18 @@ export class RedisWorker {
    * Runs a job and returns its outcome (see jobs.ts encodeOutcome); while the client queues more
    * jobs than threads, takes further jobs before this one is done.
    */
-  private async takeJob(client: ServedClient, job: Job<TaskJobData, string>): Promise<string> {
-    if ((job.data.queuedWith ?? 1) > this.options.nthreads) client.backlog = true;
-    client.queue.concurrency = this.jobsAtOnce(client);
+  private async takeJob({ store }: ServedClient, queue: ServedQueue, job: Job<TaskJobData, string>): Promise<string> {
+    if ((job.data.queuedWith ?? 1) > this.options.nthreads) queue.backlog = true;
+    queue.worker.concurrency = this.jobsAtOnce(queue);
     try {
-      return await this.runJob(client, job);
+      return await this.runJob(store, queue.backlog, job);
     } finally {
       // The threads' batch size follows the tasks' durations.
-      client.queue.concurrency = this.jobsAtOnce(client);
+      queue.worker.concurrency = this.jobsAtOnce(queue);
     }
   }
 
-  private async runJob({ store, backlog }: ServedClient, job: Job<TaskJobData, string>): Promise<string> {
+  private async runJob(store: RedisStore, backlog: boolean, job: Job<TaskJobData, string>): Promise<string> {
     const data = job.data;
     const base = { jobId: job.id ?? "", key: data.key, worker: this.name };
     // BullMQ counts every start of a job and every stall: only a job started before may find its result stored.
@@ -676,7 +688,14 @@ export class RedisWorker {
         ? await this.core.profileReply(message)
         : message.op === "run"
           ? await this.run(message)
-          : await this.core.pluginReply(message, (plugin) => this.admitPlugin(plugin));
+          : await this.core.pluginReply(message, (plugin) => {
+              const admitted = this.gate.admitPlugin(plugin);
+              if (admitted instanceof WorkerCannotRunError) {
+                this.core.warn(`refused ${admitted.message}`);
+                throw admitted;
+              }
+              return admitted;
+            });
     const store = this.served.get(request.client)?.store ?? new RedisStore(this.redis, new Namespace(request.client), { partSize: this.options.partSize });
     let encoded: Buffer;
     try {
@@ -695,18 +714,10 @@ export class RedisWorker {
   private async publishKept(clientId: string, keys: readonly string[]): Promise<void> {
     const store = this.served.get(clientId)?.store;
     if (store === undefined) return;
-    const kept = this.kept.of(clientId);
-    let published = 0;
-    await Promise.all(
-      keys.map(async (key) => {
-        const job = this.kept.jobOf(clientId, key);
-        if (job === undefined || !kept.has(key)) return store.dropLocation(key, this.name);
-        const { result } = store.publish(key, kept.get(key), job);
-        if ((await result) !== "published") return;
-        this.kept.drop(clientId, [key]);
-        published++;
-      }),
-    ).catch((error: Error) => this.core.warn(`cannot publish kept values of client ${clientId} to Redis: ${error.message}`));
+    const published = await this.kept.publish(store, keys, this.name).catch((error: Error) => {
+      this.core.warn(`cannot publish kept values of client ${clientId} to Redis: ${error.message}`);
+      return 0;
+    });
     if (published > 0 && !this.toldPublished) {
       this.toldPublished = true;
       this.core.warn(`a peer of client ${clientId} cannot reach this worker's data listener: the values it asks for go through Redis (further ones are not logged)`);
@@ -723,27 +734,10 @@ export class RedisWorker {
     return this.core.run(message, functions[0][1]);
   }
 
-  /**
-   * `plugin` with its code as the gate admits it (a plugin's code passes the gate as a task's
-   * does); throws the gate's refusal (logged) naming the plugin.
-   */
-  private admitPlugin(plugin: ShippedWorkerPlugin): ShippedWorkerPlugin {
-    const { build } = plugin;
-    const hooks = build.kind === "class" ? [] : (Object.keys(build.methods) as (keyof typeof build.methods)[]);
-    const specs = build.kind === "class" ? [build.class] : hooks.map((hook) => build.methods[hook]!);
-    const admitted = this.gate.admit(specs.map((spec, i) => [i, spec]), `worker plugin ${plugin.name}`);
-    if (admitted instanceof WorkerCannotRunError) {
-      this.core.warn(`refused ${admitted.message}`);
-      throw admitted;
-    }
-    if (build.kind === "class") return { ...plugin, build: { kind: "class", class: admitted[0][1] } };
-    return { ...plugin, build: { kind: "methods", methods: Object.fromEntries(hooks.map((hook, i) => [hook, admitted[i][1]])) } };
-  }
-
   /** Paused (memory past Dask's pause threshold, see ./held): it takes no more jobs until it resumes. */
   private setStatus(status: "running" | "paused"): void {
     this.core.status = status;
-    for (const { queue } of this.served.values()) this.pauseQueue(queue, status === "paused");
+    for (const { queues } of this.served.values()) for (const queue of queues) this.pauseQueue(queue.worker, status === "paused");
   }
 
   private pauseQueue(queue: QueueWorker<TaskJobData, string>, pause: boolean): void {
