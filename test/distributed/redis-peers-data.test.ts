@@ -21,8 +21,8 @@ import { sweepStaleFolders } from "../../src/kernel/distributed/worker/folders";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { describeKept } from "../fixtures/redis-tasks";
-import { type RedisServer, expectEmpty, startRedisServer } from "../helpers/redis-server";
-import { type WorkerProcess, startWorker } from "../helpers/redis-workers";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server";
+import { type WorkerProcess, closeRedisTest, linesWith, startWorker } from "../helpers/redis-workers";
 import { waitFor } from "../helpers/wait";
 
 const quiet = ["--no-profile"];
@@ -38,9 +38,6 @@ async function closedPort(): Promise<number> {
 
 /** Σ start + i for i < n: what `total(ramp(n, start))` gives. */
 const rampSum = (n: number, start: number): number => n * start + (n * (n - 1)) / 2;
-
-/** Lines of `output` that contain `text`. */
-const linesWith = (output: string, text: string): string[] => output.split("\n").filter((line) => line.includes(text));
 
 describe("Redis workers keep big results and serve them to peers and the client", () => {
   let server: RedisServer;
@@ -93,11 +90,7 @@ describe("Redis workers keep big results and serve them to peers and the client"
     await waitFor("the client to see the three workers", () => client.workers.size === 3);
   });
   after(async () => {
-    await client?.close();
-    await Promise.all([...workers.values()].map((worker) => worker.stop()));
-    await expectEmpty(redis);
-    redis.disconnect();
-    await server.stop();
+    await closeRedisTest(client, workers.values(), redis, server);
     // The killed worker's spill folder (the next worker to start on this machine would sweep it).
     sweepStaleFolders("tsdask-worker-");
   });

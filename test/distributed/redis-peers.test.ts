@@ -27,8 +27,8 @@ import { DataStore } from "../../src/kernel/distributed/worker/store";
 import { TransferStats } from "../../src/kernel/distributed/worker/transfers";
 import { removeOnExit } from "../helpers/children";
 import { getDataWithoutHandshake } from "../helpers/net";
-import { type RedisServer, expectEmpty, startRedisServer } from "../helpers/redis-server";
-import { TSDASK_CLI, type WorkerProcess, startWorker } from "../helpers/redis-workers";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server";
+import { TSDASK_CLI, type WorkerProcess, closeRedisTest, linesWith, startWorker } from "../helpers/redis-workers";
 import { waitFor } from "../helpers/wait";
 
 const quiet = ["--no-profile"];
@@ -41,9 +41,6 @@ function runWorkerCommand(args: readonly string[]): Promise<{ code: number | nul
     });
   });
 }
-
-/** Lines of `output` that contain `text`. */
-const linesWith = (output: string, text: string): string[] => output.split("\n").filter((line) => line.includes(text));
 
 describe("Redis workers listen for peer data", () => {
   let server: RedisServer;
@@ -85,11 +82,7 @@ describe("Redis workers listen for peer data", () => {
     for (const worker of started) workers.set(worker.name, worker);
   });
   after(async () => {
-    await client?.close();
-    await Promise.all([...workers.values()].map((worker) => worker.stop()));
-    await expectEmpty(redis);
-    redis.disconnect();
-    await server.stop();
+    await closeRedisTest(client, workers.values(), redis, server);
     rmSync(folder, { recursive: true, force: true });
   });
 

@@ -100,7 +100,7 @@ export class KeptValues {
           await store.dropLocation(key, holder);
           return false;
         }
-        if ((await store.publish(key, this.store.get(at), job).result) !== "published") return false;
+        if ((await store.publish(key, this.store.get(at), job, holder).result) !== "published") return false;
         this.drop(clientId, [key]);
         return true;
       }),

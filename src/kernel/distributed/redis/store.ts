@@ -11,8 +11,8 @@
 //
 // A big result stays with the worker that computed it (see ./held): its HASH then holds no bytes
 // but where the value lives — field "h" the holder's name, "a" its data address, and in "m" no
-// frames, the value's type and size. The holder may later publish the value itself (a peer that
-// cannot reach it asked): a value replaces the location written by the same job.
+// frames, the value's type and size — written by the same rules. The holder may later publish
+// the value itself (a peer that cannot reach it asked): that value replaces its own location.
 
 import { randomBytes } from "node:crypto";
 import type { ChainableCommander, Redis } from "ioredis";
@@ -58,15 +58,15 @@ export type PublishOutcome = "published" | "exists" | "client-gone";
 
 /** The scripts below, as ioredis defines them on a connection (defineCommand). */
 interface ScriptCommands {
-  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, job: number | "", ...fields: (string | Buffer)[]): Promise<number>;
+  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, job: number | "", replacing: string, ...fields: (string | Buffer)[]): Promise<number>;
   tsdaskPushReply(aliveKey: string, repliesKey: string, entry: Buffer): Promise<number>;
   tsdaskDropLocation(valueKey: string, holder: string): Promise<number>;
 }
 
 // KEYS: value, staging, client liveness. ARGV: the writing job's number (or "": never replaced),
-// then field/value pairs to write (none: the value was assembled in the staging key).
-// Returns 1 published, 0 a value of this job or a later one is there, -1 client gone. A location
-// (field "h") gives way to a value, or another location, of the same job.
+// the worker whose location of the same job this value replaces ("": none), then field/value
+// pairs to write (none: the value was assembled in the staging key). Returns 1 published, 0 a
+// value of this job or a later one is there, -1 client gone.
 const PUBLISH_SCRIPT = `
 if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[2])
@@ -75,15 +75,15 @@ end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local stored = tonumber(redis.call('HGET', KEYS[1], 'j'))
   local job = tonumber(ARGV[1])
-  local located = redis.call('HEXISTS', KEYS[1], 'h') == 1
-  if job == nil or stored == nil or stored > job or (stored == job and not located) then
+  local holder = ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'h') == ARGV[2]
+  if job == nil or stored == nil or stored > job or (stored == job and not holder) then
     redis.call('DEL', KEYS[2])
     return 0
   end
   redis.call('DEL', KEYS[1])
 end
-if #ARGV > 1 then
-  redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+if #ARGV > 2 then
+  redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 else
   redis.call('RENAME', KEYS[2], KEYS[1])
 end
@@ -180,11 +180,13 @@ export class RedisStore {
    * when this returns (`issued`): later commands on the same connection then run after it in
    * Redis, so a caller may go on without waiting for the reply. Larger values take several
    * commands and round trips; wait for `result`. `frames` are the value's, as stored.
+   * `replacing`: the worker whose location of the same job this value takes the place of (it
+   * publishes a value it kept, see ./held); any other record of the job stays.
    */
-  publish(key: string, value: unknown, job?: number): { info: StoredInfo; frames: readonly Buffer[]; issued: boolean; result: Promise<PublishOutcome> } {
+  publish(key: string, value: unknown, job?: number, replacing?: string): { info: StoredInfo; frames: readonly Buffer[]; issued: boolean; result: Promise<PublishOutcome> } {
     const frames = encodeValue(value);
     const info = { nbytes: framesByteLength(frames), type: typeName(value) };
-    const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, job ?? "");
+    const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, job ?? "", replacing);
     return { info, frames, issued, result };
   }
 
@@ -195,7 +197,7 @@ export class RedisStore {
   publishLocation(key: string, location: ValueLocation, job: number): { issued: true; result: Promise<PublishOutcome> } {
     const metadata: Metadata = { f: [], t: location.type, p: this.partSize, n: location.nbytes };
     const fields = ["m", JSON.stringify(metadata), "h", location.holder, "a", location.address];
-    const result = this.scripts.tsdaskPublish(this.namespace.value(key), this.namespace.staging(key, "inline"), this.namespace.alive, job, ...fields).then(publishOutcome);
+    const result = this.scripts.tsdaskPublish(this.namespace.value(key), this.namespace.staging(key, "inline"), this.namespace.alive, job, "", ...fields).then(publishOutcome);
     return { issued: true, result };
   }
 
@@ -265,7 +267,7 @@ export class RedisStore {
     return sweepNamespace(this.redis, this.namespace);
   }
 
-  private write(redisKey: string, key: string, frames: readonly Buffer[], type: string, job: number | ""): { issued: boolean; result: Promise<PublishOutcome> } {
+  private write(redisKey: string, key: string, frames: readonly Buffer[], type: string, job: number | "", replacing = ""): { issued: boolean; result: Promise<PublishOutcome> } {
     const nbytes = framesByteLength(frames);
     const metadata: Metadata = { f: frames.map((frame) => frame.byteLength), t: type, p: this.partSize };
     const fields: (string | Buffer)[] = ["m", JSON.stringify(metadata)];
@@ -278,7 +280,7 @@ export class RedisStore {
     if (nbytes <= this.partSize && fields.length <= 2 * MAX_INLINE_FIELDS) {
       // No staging key is written on this path: the script's DEL of it finds nothing (no random token needed).
       const unused = this.namespace.staging(key, "inline");
-      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, unused, alive, job, ...fields).then(meaning) };
+      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, unused, alive, job, replacing, ...fields).then(meaning) };
     }
     const stagingKey = this.namespace.staging(key, randomToken());
     const staged = async (): Promise<PublishOutcome> => {
@@ -289,7 +291,7 @@ export class RedisStore {
       const replies = await pipeline.exec();
       const failed = replies?.find(([error]) => error !== null);
       if (failed !== undefined) throw failed[0]!;
-      return meaning(await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, job));
+      return meaning(await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, job, replacing));
     };
     return { issued: false, result: staged() };
   }

@@ -249,7 +249,7 @@ export class RedisTransport implements Transport {
       const known = this.workers.get(name);
       this.workers.set(name, worker);
       if (known === undefined || known.info.started !== worker.info.started) {
-        if (known !== undefined) events.workerLeft(name, "it restarted");
+        if (known !== undefined) this.left(name, "it restarted");
         const { info } = worker;
         events.workerJoined({
           op: "register",
@@ -273,12 +273,18 @@ export class RedisTransport implements Transport {
     for (const name of [...this.workers.keys()]) {
       if (seen.has(name)) continue;
       this.workers.delete(name);
-      events.workerLeft(name, "it left, or stopped heartbeating (its registration in Redis expired)");
-      // The results it kept went with it: recomputed if still needed, and the tasks placed on it
-      // (for those results) queued again once they are.
-      const lost = [...this.tasks.workerLeft(name), ...this.tasks.keptBy(name).map((key) => ({ op: "missing-data", key, errantWorker: name }) as const)];
-      if (lost.length > 0) events.received("redis", lost);
+      this.left(name, "it left, or stopped heartbeating (its registration in Redis expired)");
     }
+  }
+
+  /**
+   * Worker `name` is gone (or restarted): the results it kept went with it, and are recomputed if
+   * still needed; the tasks placed on it (for those results) are queued again once they are.
+   */
+  private left(name: string, reason: string): void {
+    this.events?.workerLeft(name, reason);
+    const lost = [...this.tasks.workerLeft(name), ...this.tasks.keptBy(name).map((key) => ({ op: "missing-data", key, errantWorker: name }) as const)];
+    if (lost.length > 0) this.events?.received("redis", lost);
   }
 
   /** A Redis-clock time on this process's clock. */

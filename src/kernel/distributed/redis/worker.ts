@@ -588,7 +588,6 @@ export class RedisWorker {
     for (const [activity, value, unit] of run.metrics) execute.add(activity, value, unit);
     // Dask's nbytes is the value's size in memory (what the local workers report), not its stored size.
     const nbytes = sizeOf(run.value);
-    held.add(nbytes);
     const finished = { ...base, status: "finished", nbytes, thread, startstops, transfer: gathered.transfer } as const;
     if (this.listener !== undefined && nbytes > (data.holdAbove ?? this.options.holdAbove)) {
       const type = typeName(run.value);
@@ -606,6 +605,8 @@ export class RedisWorker {
       });
       return this.published(entry, rerun, recorded, data.name);
     }
+    // Held here until stored (a kept one counts among the kept values instead).
+    held.add(nbytes);
     const serializing = this.clock.now();
     this.holdWrites();
     const { info, frames, issued, result } = store.publish(data.key, run.value, jobNumber);
