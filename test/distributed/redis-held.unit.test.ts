@@ -1,9 +1,13 @@
 // The pure parts of Redis workers' data plane (issue 27), in this process: where placement sends a
 // task whose inputs workers keep (the holder of most bytes, unless it is busy), and a worker's
-// kept values — per client, counted in its memory, dropped by free-keys or when a client leaves.
+// kept values — per client, counted in its memory, dropped by free-keys or when a client leaves —
+// and the option that decides which results stay with their worker.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { describe, test } from "node:test";
+import { Client } from "../../src";
+import { parseWorkerArgs } from "../../src/cli/worker";
+import { RedisWorker } from "../../src/kernel/distributed/redis";
 import { KeptValues, workerFolder } from "../../src/kernel/distributed/redis/held";
 import { PLACED_PER_THREAD, type WorkerLoad, placeByData } from "../../src/kernel/distributed/redis/placement";
 import { Digests } from "../../src/kernel/distributed/worker/digests";
@@ -88,5 +92,14 @@ describe("a Redis worker's kept values", () => {
     } finally {
       kept.close();
     }
+  });
+});
+
+describe("the holdAbove option", () => {
+  test("a bad value is a TypeError naming the option and its unit, before anything connects; the command line reads a size", async () => {
+    await assert.rejects(Client.connect("redis://127.0.0.1:1", { holdAbove: -1 } as never), /^TypeError: Client\.connect option holdAbove must be a positive number of bytes, got -1$/);
+    await assert.rejects(RedisWorker.start({ url: "redis://127.0.0.1:1", holdAbove: "64 KiB" as never }), /^TypeError: RedisWorker option holdAbove must be a positive number of bytes, got "64 KiB"$/);
+    assert.equal(parseWorkerArgs(["redis://h:1", "--hold-above", "1 MiB"]).holdAbove, 2 ** 20);
+    assert.throws(() => parseWorkerArgs(["redis://h:1", "--hold-above", "big"]), /--hold-above needs a size such as "4 GiB" or "500 MB", got "big"/);
   });
 });
