@@ -19,7 +19,7 @@ export const WORKER_USAGE = [
   '                [--tls-ca FILE] [--listen tcp://HOST:PORT | --no-listen] [--contact-address HOST:PORT]',
   '                [--tls-cert FILE --tls-key FILE]',
   '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--allowed-failures N]',
-  '                [--part-size "64 MiB"]',
+  '                [--part-size "64 MiB"] [--hold-above "64 KiB"]',
   "                [--profile-interval SECONDS] [--profile-cycle SECONDS] [--no-profile]",
   "                              run tasks for the clients of that Redis (rediss:// for TLS);",
   `                              the password: ${PASSWORD_VARIABLE} or --password-file (one in the address shows in ps);`,
@@ -32,7 +32,10 @@ export const WORKER_USAGE = [
   "                              peers fetch data from it at --listen (default: a free port on the",
   "                              interface that reaches Redis; tls:// with --tls-cert and --tls-key,",
   "                              --tls-ca also checks peers' certificates) once they prove they know",
-  "                              their client's secret in Redis; --no-listen: no data listener",
+  "                              their client's secret in Redis; --no-listen: no data listener;",
+  "                              results above --hold-above stay in its memory (spilled to disk",
+  "                              past 60 % of --memory-limit, paused past 80 %), Redis holds where",
+  "                              they live, and peers and clients fetch them from --listen",
 ].join("\n");
 
 function positiveNumber(option: string, text: string | undefined): number | undefined {
@@ -64,6 +67,8 @@ export interface WorkerCommandOptions {
   /** Times a task may be on a worker that died before it is given up (Dask's allowed-failures). */
   readonly allowedFailures?: number;
   readonly partSize?: number;
+  /** Results above this many bytes stay in the worker's memory (default 64 KiB). */
+  readonly holdAbove?: number;
   /** The statistical profiler's interval and cycle (seconds), or false (--no-profile); default Dask's. */
   readonly profile?: ProfilingOptions | false;
 }
@@ -92,6 +97,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
         "stalled-interval": { type: "string" },
         "allowed-failures": { type: "string" },
         "part-size": { type: "string" },
+        "hold-above": { type: "string" },
         "profile-interval": { type: "string" },
         "profile-cycle": { type: "string" },
         "no-profile": { type: "boolean", default: false },
@@ -110,7 +116,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
     throw new UsageError(`--allowed-failures needs a whole number of 0 or more, got ${JSON.stringify(allowedFailuresText)}`);
   }
   const size = (option: string): number | undefined => {
-    const text = values[option as "memory-limit" | "part-size"];
+    const text = values[option as "memory-limit" | "part-size" | "hold-above"];
     if (text === undefined) return undefined;
     const parsedSize = bytes.parse(text);
     if (parsedSize === null || !(parsedSize > 0)) throw new UsageError(`--${option} needs a size such as "4 GiB" or "500 MB", got ${JSON.stringify(text)}`);
@@ -149,6 +155,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
     stalledInterval: positiveNumber("stalled-interval", values["stalled-interval"]),
     allowedFailures,
     partSize: size("part-size"),
+    holdAbove: size("hold-above"),
     ...(profile === undefined ? {} : { profile }),
     ...(moduleRoots === undefined ? {} : { moduleRoots }),
   };
@@ -223,6 +230,7 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
       stalledInterval: options.stalledInterval,
       maxStalledCount: options.allowedFailures,
       partSize: options.partSize,
+      holdAbove: options.holdAbove,
       profile: options.profile,
       listen: options.listen,
       contactAddress: options.contactAddress,

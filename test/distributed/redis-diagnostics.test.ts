@@ -47,7 +47,9 @@ describe("seed 003's diagnostics on a Redis cluster whose worker w2 runs 1000 s 
     redis = new Redis(server.url);
     workers.push(await startWorker(server.url, { name: "w1", nthreads: 1, extraArgs: ["--memory-limit", "1 GiB"] }));
     workers.push(await startWorker(server.url, { name: "w2", nthreads: 1, extraArgs: ["--memory-limit", "1 GiB"], env: { TSDASK_CLOCK_OFFSET: "1000" } }));
-    client = await Client.connect(server.url, { name: "diagnose" });
+    // Every result through Redis, whatever its size: the reads from peer "redis" are what these
+    // diagnostics show (those of results kept by their workers: redis-peers-data.test.ts).
+    client = await Client.connect(server.url, { name: "diagnose", holdAbove: 2 ** 40 });
     await waitFor("w2's clock offset from its heartbeats", () => Math.abs((client.scheduler.workers.get("w2")?.clockOffset ?? 0) - 1000) < 0.5, 10);
   });
   after(async () => {

@@ -27,8 +27,8 @@ import { DataStore } from "../../src/kernel/distributed/worker/store";
 import { TransferStats } from "../../src/kernel/distributed/worker/transfers";
 import { removeOnExit } from "../helpers/children";
 import { getDataWithoutHandshake } from "../helpers/net";
-import { type RedisServer, expectEmpty, startRedisServer } from "../helpers/redis-server";
-import { TSDASK_CLI, type WorkerProcess, startWorker } from "../helpers/redis-workers";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server";
+import { TSDASK_CLI, type WorkerProcess, closeRedisTest, linesWith, startWorker } from "../helpers/redis-workers";
 import { waitFor } from "../helpers/wait";
 
 const quiet = ["--no-profile"];
@@ -41,9 +41,6 @@ function runWorkerCommand(args: readonly string[]): Promise<{ code: number | nul
     });
   });
 }
-
-/** Lines of `output` that contain `text`. */
-const linesWith = (output: string, text: string): string[] => output.split("\n").filter((line) => line.includes(text));
 
 describe("Redis workers listen for peer data", () => {
   let server: RedisServer;
@@ -85,11 +82,7 @@ describe("Redis workers listen for peer data", () => {
     for (const worker of started) workers.set(worker.name, worker);
   });
   after(async () => {
-    await client?.close();
-    await Promise.all([...workers.values()].map((worker) => worker.stop()));
-    await expectEmpty(redis);
-    redis.disconnect();
-    await server.stop();
+    await closeRedisTest(client, workers.values(), redis, server);
     rmSync(folder, { recursive: true, force: true });
   });
 
@@ -103,7 +96,7 @@ describe("Redis workers listen for peer data", () => {
     assert.equal(client.workers.get("unlisted")?.registration.dataAddress, undefined);
     const peers = new PeerClient({ credentials: { clientId, secret } });
     try {
-      // Nothing stays with a Redis worker yet (its results go to Redis): the key is missing, and said so.
+      // A key the worker does not keep is missing, and said so.
       const fetched = await peers.getData(address!, ["('x', 0)"], "tcp://127.0.0.1:1");
       assert.deepEqual([fetched.values, fetched.missing], [{}, ["('x', 0)"]]);
     } finally {
@@ -182,8 +175,8 @@ describe("Redis workers listen for peer data", () => {
   });
 
   test("a worker's data listener answers with the values it holds, over TLS, to a peer with the secret from Redis", async () => {
-    // The listener a Redis worker runs, in this process, with a store holding a value: what the
-    // next layer (big values staying with their worker) builds on.
+    // The listener a Redis worker runs, in this process, with a store holding a value (what a
+    // worker keeps of its big results, see redis-peers-data.test.ts).
     const store = new DataStore(folder, Infinity);
     const value = Float64Array.from({ length: 250_000 }, (_, i) => Math.sqrt(i));
     store.put("('x', 0)", value, value.byteLength, "Float64Array");
@@ -205,7 +198,7 @@ describe("Redis workers listen for peer data", () => {
       const closed = new Promise((resolve) => other.once("close", resolve));
       other.send({ op: "run", fn: "anything" });
       await closed;
-      assert.equal(logged[1], `closed a data connection for client ${clientId}: it sent "run", not get-data`);
+      assert.equal(logged[1], `closed a data connection for client ${clientId}: it sent "run", not get-data or gather`);
     } finally {
       peers.close();
       await listener.close();

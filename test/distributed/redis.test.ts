@@ -42,6 +42,7 @@ describe("tsdask worker: command line", () => {
       stalledInterval: undefined,
       allowedFailures: undefined,
       partSize: undefined,
+      holdAbove: undefined,
     });
     assert.equal(parseWorkerArgs(["redis://h:1", "--memory-limit", "500MB"]).memoryLimit, 500e6);
     assert.equal(parseWorkerArgs(["redis://h:1", "--allowed-failures", "0"]).allowedFailures, 0);
@@ -111,7 +112,9 @@ describe("a Redis cluster through the Client", () => {
     // Small parts: results larger than 64 KiB are cut into parts by the workers too.
     workers.push(await startWorker(server.url, { name: "w1", nthreads: 2, extraArgs: ["--memory-limit", "1 GiB", "--part-size", "64 KiB"] }));
     workers.push(await startWorker(server.url, { name: "w2", nthreads: 1, extraArgs: ["--part-size", "64 KiB"], env: { TSDASK_CLOCK_OFFSET: "1000" } }));
-    client = await Client.connect(server.url, { name: "tests" });
+    // Every result through Redis, whatever its size: this file's subject is that path (results
+    // kept by their workers and fetched from them: redis-peers-data.test.ts).
+    client = await Client.connect(server.url, { name: "tests", holdAbove: 2 ** 40 });
   });
   after(async () => {
     await client?.close();

@@ -3,7 +3,9 @@
 // process ends (see ./children).
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import type { Redis } from "ioredis";
 import { killOnExit } from "./children";
+import { type RedisServer, expectEmpty } from "./redis-server";
 
 export interface WorkerProcessOptions {
   readonly name: string;
@@ -75,4 +77,18 @@ export async function startWorker(url: string, options: WorkerProcessOptions): P
     kill: () => signal("SIGKILL"),
     exited,
   };
+}
+
+/** Lines of a worker's `output` that contain `text`. */
+export function linesWith(output: string, text: string): string[] {
+  return output.split("\n").filter((line) => line.includes(text));
+}
+
+/** The end of a Redis test: closes the client, stops the workers, checks Redis was left empty, stops the server. */
+export async function closeRedisTest(client: { close(): Promise<void> } | undefined, workers: Iterable<WorkerProcess>, redis: Redis, server: RedisServer): Promise<void> {
+  await client?.close();
+  await Promise.all([...workers].map((worker) => worker.stop()));
+  await expectEmpty(redis);
+  redis.disconnect();
+  await server.stop();
 }

@@ -13,7 +13,7 @@ import type { WorkerStartConfig } from "../messages";
 import { ClusterCard } from "../display";
 import { Scheduler, type SchedulerSettings } from "../scheduler/scheduler";
 import type { WorkerState } from "../scheduler/workers";
-import { makeClusterFolder, sweepStaleFolders } from "./folders";
+import { makeOwnedFolder, sweepStaleFolders } from "../worker/folders";
 import { parseBytes } from "./sizes";
 import { LocalTransport } from "./transport";
 import type { WorkerProcess } from "./worker-process";
@@ -105,8 +105,8 @@ export class LocalCluster extends ClusterCard implements AsyncDisposable {
       process.stdout.write(`Closing the earlier ${earlier} (a LocalCluster of the same name started in this process)\n`);
       await earlier.close();
     }
-    sweepStaleFolders();
-    const transport = new LocalTransport(makeClusterFolder(), {
+    sweepStaleFolders("tsdask-cluster-");
+    const transport = new LocalTransport(makeOwnedFolder("tsdask-cluster-"), {
       nthreads: settings.threadsPerWorker,
       memoryLimit: settings.memoryLimit,
       memoryThresholds: options.memoryThresholds,

@@ -25,6 +25,7 @@ const OPTION_NAMES = new Set([
   "noWorkersTimeout",
   "connectionLostTimeout",
   "pollInterval",
+  "holdAbove",
   "workerSaturation",
   "taskStreamLength",
 ]);
@@ -107,7 +108,7 @@ function checkOptions(options: RedisClusterOptions): void {
   }
   checkOptionUnits(
     options,
-    { connectTimeout: "seconds", partSize: "bytes", noWorkersTimeout: "seconds", connectionLostTimeout: "seconds", pollInterval: "seconds" },
+    { connectTimeout: "seconds", partSize: "bytes", noWorkersTimeout: "seconds", connectionLostTimeout: "seconds", pollInterval: "seconds", holdAbove: "bytes" },
     "Client.connect",
   );
   if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) {

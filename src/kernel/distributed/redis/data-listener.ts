@@ -1,5 +1,5 @@
-// A Redis worker's data listener: where peers ask it for values it holds (Dask's get-data), over
-// TCP or TLS, once they prove they know their client's secret (../comm/handshake, ./peer-secret). It
+// A Redis worker's data listener: where peers ask it for values it holds (Dask's get-data) and
+// clients gather results it keeps, over TCP or TLS, once they prove they know their client's secret (../comm/handshake, ./peer-secret). It
 // listens by default, on a free port of the interface this worker reaches Redis through (an
 // address its peers, who reach the same Redis, can likely reach too); the address peers are told
 // goes into the worker's registration (./registry), beside its heartbeat.
@@ -9,8 +9,8 @@ import type { Redis } from "ioredis";
 import { type NetworkAddress, formatCommAddress, isWildcardHost, parseCommAddress, parseHostPort } from "../comm/address";
 import type { Connection } from "../comm/connection";
 import { type NetworkListener, listenNetwork } from "../comm/listen";
-import type { GetDataRequest } from "../messages";
-import { type DataServerContext, type HeldValues, serveGetData } from "../worker/peers";
+import type { GatherMessage, GetDataRequest } from "../messages";
+import { type DataServerContext, type HeldValues, serveGather, serveGetData } from "../worker/peers";
 import { DataListenerError, DataListenerOptionError } from "./errors";
 import { PeerSecrets } from "./peer-secret";
 
@@ -82,9 +82,6 @@ function redisInterfaceOf(redis: Redis): string {
 /** The values a worker holds for one client's keys. */
 export type HeldValuesOf = (clientId: string) => HeldValues;
 
-/** What a Redis worker holds today: nothing (its results go to Redis) until big ones stay with it. */
-export const NOTHING_HELD: HeldValues = { has: () => false, get: () => undefined, nbytesOf: () => undefined, typeOf: () => undefined };
-
 /** What the listener needs of the worker it serves for, once the worker exists. */
 export interface DataListenerHost extends Omit<DataServerContext, "store"> {
   readonly held: HeldValuesOf;
@@ -139,13 +136,16 @@ export class DataListener {
     // Peer connections never keep the worker alive.
     connection.setKeepsAlive(false);
     connection.on("message", (message) => {
-      const request = message as Partial<GetDataRequest> | null;
-      if (request?.op !== "get-data" || !Array.isArray(request.keys) || typeof request.who !== "string") {
-        host.log(`closed a data connection for client ${clientId}: it sent ${JSON.stringify(request?.op ?? null)}, not get-data`);
+      const request = message as Partial<GetDataRequest> | Partial<GatherMessage> | null;
+      const fromPeer = request?.op === "get-data" && typeof request.who === "string";
+      if (!(fromPeer || request?.op === "gather") || !Array.isArray(request.keys)) {
+        host.log(`closed a data connection for client ${clientId}: it sent ${JSON.stringify(request?.op ?? null)}, not get-data or gather`);
         return connection.destroy();
       }
       try {
-        serveGetData(request as GetDataRequest, connection, { ...host, store: host.held(clientId) });
+        const store = host.held(clientId);
+        if (fromPeer) serveGetData(request as GetDataRequest, connection, { ...host, store });
+        else serveGather(request as GatherMessage, connection, store, { add: (activity, value, unit) => host.digests.add(["get-data", activity, unit], value) }, host.log);
       } catch (error) {
         // A value that cannot be sent fails this peer's request, not the worker.
         host.log(`failed to serve a peer of client ${clientId}: ${(error as Error).message}`);

@@ -8,6 +8,7 @@ import { existsSync, realpathSync } from "node:fs";
 import { isBuiltin } from "node:module";
 import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
 import type { FnSpec } from "../../execution/wire";
+import type { ShippedWorkerPlugin } from "../messages";
 import { collectUnsafeFunctions, isPureBuiltIn, isUnsafeFunction, withoutGlobalThis } from "./built-ins";
 
 /** A task needs a function this worker does not have or does not allow; names the function, task and worker. */
@@ -198,6 +199,17 @@ export class FunctionGate {
 
   constructor(readonly settings: GateSettings) {
     if (!settings.allowSource) collectUnsafeFunctions();
+  }
+
+  /** `plugin` with its code as the gate admits it (a plugin's code passes as a task's does), or the refusal naming the plugin. */
+  admitPlugin(plugin: ShippedWorkerPlugin): ShippedWorkerPlugin | WorkerCannotRunError {
+    const { build } = plugin;
+    const hooks = build.kind === "class" ? [] : (Object.keys(build.methods) as (keyof typeof build.methods)[]);
+    const specs = build.kind === "class" ? [build.class] : hooks.map((hook) => build.methods[hook]!);
+    const admitted = this.admit(specs.map((spec, i) => [i, spec]), `worker plugin ${plugin.name}`);
+    if (admitted instanceof WorkerCannotRunError) return admitted;
+    if (build.kind === "class") return { ...plugin, build: { kind: "class", class: admitted[0][1] } };
+    return { ...plugin, build: { kind: "methods", methods: Object.fromEntries(hooks.map((hook, i) => [hook, admitted[i][1]])) } };
   }
 
   /** `functions` (id → spec, as a job or request carries them) if this worker runs them all; else the error refusing the first it does not, for `user` ("task 'x'", "client.run"). */

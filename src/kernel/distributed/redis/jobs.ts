@@ -7,7 +7,7 @@ import { deserialize, serialize } from "node:v8";
 import type { MetricContext, MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
 import type { FnSpec, PackedError } from "../../execution/wire";
 import { decodeValue, encodeValue, framesByteLength } from "../comm/frames";
-import type { PluginAddMessage, PluginRemoveMessage, ProfileReplyMessage, ProfileRequestMessage, RunMessage, RunReplyMessage, WireTask } from "../messages";
+import type { FreeKeysMessage, PluginAddMessage, PluginRemoveMessage, ProfileReplyMessage, ProfileRequestMessage, RunMessage, RunReplyMessage, WireTask } from "../messages";
 
 /** Task specs up to this size travel inside their job; larger ones are stored and the job names them. */
 export const INLINE_TASK_BYTES = 128 * 1024;
@@ -52,6 +52,8 @@ export interface TaskJobData {
    * threads tell it to take jobs ahead (see RedisWorker.jobsAtOnce).
    */
   readonly queuedWith?: number;
+  /** The client's holdAbove option, when it gave one (else the worker's own): results larger than this many bytes stay with their worker. */
+  readonly holdAbove?: number;
 }
 
 /** A task spec's frames, for the job (inline) or for the store (too large to inline). */
@@ -89,12 +91,27 @@ export interface ReplyEntry {
   readonly reply: RunReplyMessage | ProfileReplyMessage;
 }
 
-/** What a worker sends to a client that asked it something (see keys.ts `registry.requests`). */
+/**
+ * A peer (or the client) that cannot reach a worker's data listener asks it to put values it
+ * keeps into Redis (see ./fallback); no reply: the asker watches the values' records.
+ */
+export interface PublishHeldMessage {
+  readonly op: "publish-held";
+  readonly keys: readonly string[];
+}
+
+/** What a worker answers on the asking client's reply stream. */
+export type AnsweredMessage = RunMessage | ProfileRequestMessage | PluginAddMessage | PluginRemoveMessage;
+
+/** What a client (or, for publish-held, a peer acting for it) asks a worker (see keys.ts `registry.requests`). */
 export interface WorkerRequest {
   /** The asking client's id: the reply goes on its reply stream. */
   readonly client: string;
-  /** Times of a profile request are on the Redis server's clock, as are those of its reply. */
-  readonly message: RunMessage | ProfileRequestMessage | PluginAddMessage | PluginRemoveMessage;
+  /**
+   * Times of a profile request are on the Redis server's clock, as are those of its reply.
+   * free-keys (values the worker keeps that the client forgot) and publish-held get no reply.
+   */
+  readonly message: AnsweredMessage | FreeKeysMessage | PublishHeldMessage;
 }
 
 /** Times are on the Redis server's clock. */
@@ -110,6 +127,8 @@ export type OutcomeEntry =
       readonly transfer?: TransferLogEntry;
       /** The value's frames, when they are at most CARRIED_VALUE_BYTES. */
       readonly frames?: readonly Uint8Array[];
+      /** The data address of the worker that keeps the value (./held), when it is not in Redis. */
+      readonly heldAt?: string;
     })
   | (OutcomeBase & {
       readonly status: "erred";

@@ -23,6 +23,11 @@ export const registry = {
 /** BullMQ queue names cannot hold ":"; the queue lives under the namespace through BullMQ's prefix. */
 export const TASK_QUEUE = "tasks";
 
+/** The queue of the tasks placed on one worker (see ./placement): its name in hex, which holds no ":". */
+export function workerTaskQueue(worker: string): string {
+  return `${TASK_QUEUE}-${Buffer.from(worker).toString("hex")}`;
+}
+
 /** The keys of one client's namespace. */
 export class Namespace {
   readonly prefix: string;

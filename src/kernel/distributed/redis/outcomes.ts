@@ -39,7 +39,7 @@ export class OutcomeReader {
   ) {}
 
   /**
-   * Reads task outcomes from the task queue's event stream (the "completed" and "failed" events of
+   * Reads task outcomes from the task queues' event streams (the "completed" and "failed" events of
    * jobs; BullMQ's other events are passed over) and workers' replies from the reply stream, past
    * the last entries handled, until the transport stops. What was handled is removed in the same
    * write as the next read (events up to the last one read, replies one by one). That write waits
@@ -47,24 +47,26 @@ export class OutcomeReader {
    * chain's next task does not wait behind it.
    */
   async run(): Promise<void> {
-    // BullMQ's stream of the queue's events: a job's "completed" event holds the task's outcome.
-    const taskEvents = this.tasks.queue.keys.events;
+    // BullMQ's streams of the queues' events (the shared queue's, and each worker's own, see
+    // ./placement): a job's "completed" event holds the task's outcome.
     const { replies } = this.namespace;
-    let lastEvent = "0-0";
+    const lastEvent = new Map<string, string>();
     let lastReply = "0-0";
-    let eventsRead = false;
+    let eventsRead: [stream: string, lastId: string][] = [];
     let handledReplies: string[] = [];
     while (!this.stopped()) {
+      const taskEvents = this.tasks.eventStreams();
       let reply: unknown;
       try {
         const read = this.blocking.pipeline();
         this.tasks.queueDeletions(read);
         this.tasks.outcomesInHand = false;
-        if (eventsRead) read.xtrim(taskEvents, "MINID", nextStreamId(lastEvent));
+        for (const [stream, lastId] of eventsRead) read.xtrim(stream, "MINID", nextStreamId(lastId));
         if (handledReplies.length > 0) read.xdel(replies, ...handledReplies);
-        read.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", taskEvents, replies, lastEvent, lastReply);
+        const after = taskEvents.map((stream) => lastEvent.get(stream) ?? "0-0");
+        read.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", ...taskEvents, replies, ...after, lastReply);
         const results = (await read.exec()) ?? [];
-        eventsRead = false;
+        eventsRead = [];
         handledReplies = [];
         const [error, value] = results[results.length - 1] ?? [new Error("no reply")];
         if (error !== null) throw error;
@@ -78,12 +80,16 @@ export class OutcomeReader {
       }
       if (reply === null) continue;
       const read = streamsRead(reply);
-      const events = read.get(taskEvents) ?? [];
-      const replyEntries = read.get(replies) ?? [];
-      if (events.length > 0) {
-        lastEvent = events[events.length - 1][0].toString();
-        eventsRead = true;
+      const events: StreamEntry[] = [];
+      for (const stream of taskEvents) {
+        const entries = read.get(stream) ?? [];
+        if (entries.length === 0) continue;
+        const lastId = entries[entries.length - 1][0].toString();
+        lastEvent.set(stream, lastId);
+        eventsRead.push([stream, lastId]);
+        events.push(...entries);
       }
+      const replyEntries = read.get(replies) ?? [];
       if (replyEntries.length > 0) {
         handledReplies = replyEntries.map(([id]) => id.toString());
         lastReply = handledReplies[handledReplies.length - 1];
@@ -159,7 +165,9 @@ export class OutcomeReader {
         // Frames are carried only when they are the stored value: a re-run that found a value
         // stored (perhaps another, should the task not be deterministic) sent its own.
         const carried = publication === "published" && entry.frames !== undefined ? carryFrames(entry.frames) : undefined;
-        this.tasks.hold(entry.key, { name: job.name, carried });
+        // Likewise the worker keeps the value only if its record is the stored one.
+        const holder = publication === "published" && entry.heldAt !== undefined ? entry.worker : undefined;
+        this.tasks.hold(entry.key, { name: job.name, carried, ...(holder === undefined ? {} : { holder, nbytes: entry.nbytes }) });
         const finished: RedisTaskFinished = {
           op: "task-finished",
           key: entry.key,

@@ -8,7 +8,7 @@ import { packError } from "../../execution/wire";
 import { DEFAULT_PROFILING } from "../../profiling/hub";
 import type { FromWorker, ProfileReplyMessage, ProfileRequestMessage, WorkerAddress } from "../messages";
 import type { WorkerClock } from "../worker/clock";
-import type { WorkerRequest } from "./jobs";
+import type { AnsweredMessage, WorkerRequest } from "./jobs";
 import { registry } from "./keys";
 
 /**
@@ -38,7 +38,7 @@ export class WorkerRequests {
   ) {}
 
   /** `client.run`, and adding or removing a worker plugin: answered with a run-reply. */
-  run(worker: WorkerAddress, message: Exclude<WorkerRequest["message"], ProfileRequestMessage>): void {
+  run(worker: WorkerAddress, message: Exclude<AnsweredMessage, ProfileRequestMessage>): void {
     this.request(worker, message);
   }
 
@@ -69,6 +69,12 @@ export class WorkerRequests {
     return { ...reply, profile };
   }
 
+  /** Tells `worker` to drop values it keeps that this client forgot (no answer; a worker gone has dropped them). */
+  free(worker: WorkerAddress, keys: readonly string[]): void {
+    const request: WorkerRequest = { client: this.clientId, message: { op: "free-keys", keys } };
+    this.redis.publish(registry.requests(worker), JSON.stringify(request)).catch(() => {});
+  }
+
   /** Gives up on every request (the transport is closing). */
   close(): void {
     for (const timer of this.profileTimers.values()) clearTimeout(timer);
@@ -82,7 +88,7 @@ export class WorkerRequests {
   }
 
   /** Asks `worker` through its request channel; it answers on this client's reply stream. */
-  private request(worker: WorkerAddress, message: WorkerRequest["message"], attempt = 0): void {
+  private request(worker: WorkerAddress, message: AnsweredMessage, attempt = 0): void {
     const request: WorkerRequest = { client: this.clientId, message };
     const unanswered = (reason: string): void => {
       if (message.op === "profile") return this.unansweredProfile(worker, message.requestId);

@@ -8,6 +8,11 @@
 // one does not — the stored value is always that of the job the client counts. Nothing is written
 // for a client that is gone (its liveness key expired or was deleted), so a closed namespace
 // stays empty.
+//
+// A big result stays with the worker that computed it (see ./held): its HASH then holds no bytes
+// but where the value lives — field "h" the holder's name, "a" its data address, and in "m" no
+// frames, the value's type and size — written by the same rules. The holder may later publish
+// the value itself (a peer that cannot reach it asked): that value replaces its own location.
 
 import { randomBytes } from "node:crypto";
 import type { ChainableCommander, Redis } from "ioredis";
@@ -29,6 +34,19 @@ interface Metadata {
   readonly t: string;
   /** Part size the writer cut frames with. */
   readonly p: number;
+  /** A location record's: the value's size in the holder's memory (Dask's nbytes). */
+  readonly n?: number;
+}
+
+/** Where a value kept by a worker lives (see the header). */
+export interface ValueLocation {
+  /** The holding worker's name. */
+  readonly holder: string;
+  /** Its data listener (tcp:// or tls://). */
+  readonly address: string;
+  /** The value's size in the holder's memory. */
+  readonly nbytes: number;
+  readonly type: string;
 }
 
 /** 64 MiB: far below Redis's 512 MB string limit, and a moderate peak in Redis's query buffer. */
@@ -40,13 +58,15 @@ export type PublishOutcome = "published" | "exists" | "client-gone";
 
 /** The scripts below, as ioredis defines them on a connection (defineCommand). */
 interface ScriptCommands {
-  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, job: number | "", ...fields: (string | Buffer)[]): Promise<number>;
+  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, job: number | "", replacing: string, ...fields: (string | Buffer)[]): Promise<number>;
   tsdaskPushReply(aliveKey: string, repliesKey: string, entry: Buffer): Promise<number>;
+  tsdaskDropLocation(valueKey: string, holder: string): Promise<number>;
 }
 
 // KEYS: value, staging, client liveness. ARGV: the writing job's number (or "": never replaced),
-// then field/value pairs to write (none: the value was assembled in the staging key).
-// Returns 1 published, 0 a value of this job or a later one is there, -1 client gone.
+// the worker whose location of the same job this value replaces ("": none), then field/value
+// pairs to write (none: the value was assembled in the staging key). Returns 1 published, 0 a
+// value of this job or a later one is there, -1 client gone.
 const PUBLISH_SCRIPT = `
 if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[2])
@@ -55,14 +75,15 @@ end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local stored = tonumber(redis.call('HGET', KEYS[1], 'j'))
   local job = tonumber(ARGV[1])
-  if job == nil or stored == nil or stored >= job then
+  local holder = ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'h') == ARGV[2]
+  if job == nil or stored == nil or stored > job or (stored == job and not holder) then
     redis.call('DEL', KEYS[2])
     return 0
   end
   redis.call('DEL', KEYS[1])
 end
-if #ARGV > 1 then
-  redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+if #ARGV > 2 then
+  redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 else
   redis.call('RENAME', KEYS[2], KEYS[1])
 end
@@ -70,6 +91,14 @@ if ARGV[1] ~= '' then
   redis.call('HSET', KEYS[1], 'j', ARGV[1])
 end
 return 1
+`;
+
+// KEYS: value. ARGV: a worker's name. Removes the value's record if it says that worker keeps it.
+const DROP_LOCATION_SCRIPT = `
+if redis.call('HGET', KEYS[1], 'h') == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
 `;
 
 const PUSH_REPLY_SCRIPT = `
@@ -99,6 +128,8 @@ export interface ReadResult {
   readonly bytes: number;
   /** Bytes per key read. */
   readonly sizes: Map<string, number>;
+  /** Keys whose value a worker keeps: where it lives. */
+  readonly located: Map<string, ValueLocation>;
 }
 
 /** Values read from the store, still as frames (decoded by whoever needs them). */
@@ -109,6 +140,8 @@ export interface StoredFrames {
   readonly missing: string[];
   readonly bytes: number;
   readonly sizes: Map<string, number>;
+  /** Keys whose value a worker keeps: where it lives. */
+  readonly located: Map<string, ValueLocation>;
 }
 
 /** A value being assembled by a process that died midway disappears after this long. */
@@ -129,6 +162,7 @@ export class RedisStore {
     if (typeof this.scripts.tsdaskPublish !== "function") {
       redis.defineCommand("tsdaskPublish", { numberOfKeys: 3, lua: PUBLISH_SCRIPT });
       redis.defineCommand("tsdaskPushReply", { numberOfKeys: 2, lua: PUSH_REPLY_SCRIPT });
+      redis.defineCommand("tsdaskDropLocation", { numberOfKeys: 1, lua: DROP_LOCATION_SCRIPT });
     }
   }
 
@@ -146,12 +180,30 @@ export class RedisStore {
    * when this returns (`issued`): later commands on the same connection then run after it in
    * Redis, so a caller may go on without waiting for the reply. Larger values take several
    * commands and round trips; wait for `result`. `frames` are the value's, as stored.
+   * `replacing`: the worker whose location of the same job this value takes the place of (it
+   * publishes a value it kept, see ./held); any other record of the job stays.
    */
-  publish(key: string, value: unknown, job?: number): { info: StoredInfo; frames: readonly Buffer[]; issued: boolean; result: Promise<PublishOutcome> } {
+  publish(key: string, value: unknown, job?: number, replacing?: string): { info: StoredInfo; frames: readonly Buffer[]; issued: boolean; result: Promise<PublishOutcome> } {
     const frames = encodeValue(value);
     const info = { nbytes: framesByteLength(frames), type: typeName(value) };
-    const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, job ?? "");
+    const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, job ?? "", replacing);
     return { info, frames, issued, result };
+  }
+
+  /**
+   * Records that job number `job`'s value of `key` stays with a worker (`location`), as `publish`
+   * stores a value (same rules, same `issued`), the value itself not in Redis.
+   */
+  publishLocation(key: string, location: ValueLocation, job: number): { issued: true; result: Promise<PublishOutcome> } {
+    const metadata: Metadata = { f: [], t: location.type, p: this.partSize, n: location.nbytes };
+    const fields = ["m", JSON.stringify(metadata), "h", location.holder, "a", location.address];
+    const result = this.scripts.tsdaskPublish(this.namespace.value(key), this.namespace.staging(key, "inline"), this.namespace.alive, job, "", ...fields).then(publishOutcome);
+    return { issued: true, result };
+  }
+
+  /** Removes `key`'s record if it says worker `holder` keeps the value (which it lost): readers then find it missing. */
+  async dropLocation(key: string, holder: string): Promise<void> {
+    await this.scripts.tsdaskDropLocation(this.namespace.value(key), holder);
   }
 
   /** Adds a worker's reply to a request (see jobs.ts ReplyEntry) to the reply stream, unless the client is gone. */
@@ -165,7 +217,7 @@ export class RedisStore {
     const fetched = await this.fetch(keys);
     const values = new Map<string, unknown>();
     for (const [key, frames] of fetched.frames) values.set(key, decodeValue(frames));
-    return { values, missing: fetched.missing, bytes: fetched.bytes, sizes: fetched.sizes };
+    return { values, missing: fetched.missing, bytes: fetched.bytes, sizes: fetched.sizes, located: fetched.located };
   }
 
   /** The frames of `keys`' values, undecoded (see get). */
@@ -215,7 +267,7 @@ export class RedisStore {
     return sweepNamespace(this.redis, this.namespace);
   }
 
-  private write(redisKey: string, key: string, frames: readonly Buffer[], type: string, job: number | ""): { issued: boolean; result: Promise<PublishOutcome> } {
+  private write(redisKey: string, key: string, frames: readonly Buffer[], type: string, job: number | "", replacing = ""): { issued: boolean; result: Promise<PublishOutcome> } {
     const nbytes = framesByteLength(frames);
     const metadata: Metadata = { f: frames.map((frame) => frame.byteLength), t: type, p: this.partSize };
     const fields: (string | Buffer)[] = ["m", JSON.stringify(metadata)];
@@ -224,11 +276,11 @@ export class RedisStore {
       for (const part of this.cut(frame)) fields.push(String(field++), part);
     }
     const alive = this.namespace.alive;
-    const meaning = (code: number): PublishOutcome => (code === 1 ? "published" : code === 0 ? "exists" : "client-gone");
+    const meaning = publishOutcome;
     if (nbytes <= this.partSize && fields.length <= 2 * MAX_INLINE_FIELDS) {
       // No staging key is written on this path: the script's DEL of it finds nothing (no random token needed).
       const unused = this.namespace.staging(key, "inline");
-      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, unused, alive, job, ...fields).then(meaning) };
+      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, unused, alive, job, replacing, ...fields).then(meaning) };
     }
     const stagingKey = this.namespace.staging(key, randomToken());
     const staged = async (): Promise<PublishOutcome> => {
@@ -239,7 +291,7 @@ export class RedisStore {
       const replies = await pipeline.exec();
       const failed = replies?.find(([error]) => error !== null);
       if (failed !== undefined) throw failed[0]!;
-      return meaning(await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, job));
+      return meaning(await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, job, replacing));
     };
     return { issued: false, result: staged() };
   }
@@ -250,6 +302,7 @@ export class RedisStore {
     const types = new Map<string, string>();
     const sizes = new Map<string, number>();
     const missing: string[] = [];
+    const located = new Map<string, ValueLocation>();
     let bytes = 0;
     keys.forEach((key, i) => {
       const fields = replies[i];
@@ -259,6 +312,10 @@ export class RedisStore {
         return;
       }
       const metadata = JSON.parse(meta.toString()) as Metadata;
+      if (fields.h !== undefined) {
+        located.set(key, { holder: fields.h.toString(), address: fields.a?.toString() ?? "", nbytes: metadata.n ?? 0, type: metadata.t });
+        return;
+      }
       const valueFrames = this.assemble(key, metadata, fields);
       const size = framesByteLength(valueFrames);
       bytes += size + meta.byteLength;
@@ -266,7 +323,7 @@ export class RedisStore {
       types.set(key, metadata.t);
       frames.set(key, valueFrames);
     });
-    return { frames, types, missing, bytes, sizes };
+    return { frames, types, missing, bytes, sizes, located };
   }
 
   private cut(frame: Buffer): Buffer[] {
@@ -305,6 +362,10 @@ export async function sweepNamespace(redis: Redis, namespace: Namespace): Promis
     if (keys.length > 0) removed += await redis.unlink(...keys);
   } while (cursor !== "0");
   return removed;
+}
+
+function publishOutcome(code: number): PublishOutcome {
+  return code === 1 ? "published" : code === 0 ? "exists" : "client-gone";
 }
 
 function randomToken(): string {

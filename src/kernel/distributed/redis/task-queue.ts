@@ -2,6 +2,9 @@
 // carrying their function specs and, when small, their inputs; results are known by key while
 // the scheduler wants them, and leave the store once it forgets them. The outcome reader
 // (./outcomes) reports what became of each job and tells this side through `ended` and `hold`.
+// A big result stays with the worker that computed it (./held): Redis has its location, and
+// forgetting it tells that worker to drop it. A task whose inputs workers keep goes to the queue
+// of the worker keeping most of their bytes, unless it is busy (./placement).
 
 import { type JobsOptions, PRIORITY_LIMIT, Queue } from "bullmq";
 import type { ChainableCommander, Redis } from "ioredis";
@@ -9,8 +12,9 @@ import { type FnSpec, packError } from "../../execution/wire";
 import type { ComputeTaskMessage, FromWorker, TaskErredMessage, WireTask, WorkerAddress } from "../messages";
 import { staticOrderOf } from "../scheduler/state";
 import { type TaskJobData, decodeCarried, encodeTask, taskJobId } from "./jobs";
-import { type Namespace, TASK_QUEUE } from "./keys";
-import type { RedisStore } from "./store";
+import { type Namespace, TASK_QUEUE, workerTaskQueue } from "./keys";
+import { placeByData } from "./placement";
+import type { RedisStore, ValueLocation } from "./store";
 
 /** A task for the queue; `functions` defines function ids the transport has not been told of yet. */
 export type QueuedTask = ComputeTaskMessage & { readonly functions?: readonly (readonly [number, FnSpec])[] };
@@ -21,6 +25,10 @@ export interface Held {
   readonly name: string;
   /** Its frames (base64) when small enough to carry in the jobs that use it (see CARRIED_VALUE_BYTES). */
   readonly carried?: readonly string[];
+  /** The worker that keeps it, when it is not in Redis (see ./held). */
+  readonly holder?: string;
+  /** Its size in the holder's memory, for placement. */
+  readonly nbytes?: number;
 }
 
 /** A task's job, queued or running. */
@@ -29,6 +37,8 @@ export interface Pending {
   readonly name: string;
   /** Token of the stored spec, for a task too large to travel in its job. */
   readonly specToken?: string;
+  /** The worker whose own queue has the job (./placement), and an input it keeps; else the shared queue. */
+  readonly placed?: { readonly worker: string; readonly input: string };
 }
 
 /** Jobs added per BullMQ addBulk (one MULTI). */
@@ -42,7 +52,12 @@ const EVENTS_MAX_LEN = 2 ** 31;
 const CARRIED_BUDGET = 4 * 1024 * 1024;
 
 export class TaskQueue {
+  /** The shared queue, which every worker takes from. */
   readonly queue: Queue<TaskJobData, string>;
+  /** Each worker's own queue, by worker name, made when a task is first placed there. */
+  private readonly workerQueues = new Map<string, Queue<TaskJobData, string>>();
+  /** Jobs in each worker's own queue, not yet reported. */
+  private readonly placedOn = new Map<string, number>();
   private readonly functions = new Map<number, FnSpec>();
   private functionTable: { spec(id: number): FnSpec } | undefined;
   /** Tasks in the queue or running: keyId → the job. Finished tasks leave it. */
@@ -68,13 +83,32 @@ export class TaskQueue {
   constructor(
     private readonly redis: Redis,
     private readonly store: RedisStore,
-    namespace: Namespace,
+    private readonly namespace: Namespace,
     /** Reports messages as if from `worker` (tasks that could not be queued err this way). */
     private readonly report: (worker: WorkerAddress, messages: readonly FromWorker[]) => void,
     /** Whether the transport has stopped (failed or closing): nothing more is queued or reported. */
     private readonly stopped: () => boolean,
+    /** Tells a worker to drop values it keeps that the scheduler forgot. */
+    private readonly freeKept: (worker: WorkerAddress, keys: readonly string[]) => void,
+    /** The client's holdAbove option, passed on in every job when given (see TaskJobData). */
+    private readonly holdAbove: number | undefined,
+    /** A registered worker's threads; undefined for one not registered. */
+    private readonly threadsOf: (worker: string) => number | undefined,
   ) {
-    this.queue = new Queue<TaskJobData, string>(TASK_QUEUE, { connection: redis, prefix: namespace.queuePrefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
+    this.queue = this.makeQueue(TASK_QUEUE);
+  }
+
+  private makeQueue(name: string): Queue<TaskJobData, string> {
+    return new Queue<TaskJobData, string>(name, { connection: this.redis, prefix: this.namespace.queuePrefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
+  }
+
+  /** The event streams of the queues jobs went to: each job's outcome comes in its queue's. */
+  eventStreams(): string[] {
+    return [this.queue.keys.events, ...[...this.workerQueues.values()].map((queue) => queue.keys.events)];
+  }
+
+  private queueOf(job: Pending): Queue<TaskJobData, string> {
+    return job.placed === undefined ? this.queue : this.workerQueues.get(job.placed.worker)!;
   }
 
   /** Tasks queued or running. */
@@ -107,7 +141,7 @@ export class TaskQueue {
     for (const task of tasks) {
       if (task.functions !== undefined) this.defineFunctions(task.functions);
       const jobId = taskJobId(this.nextJob++);
-      this.pending.set(task.key, { jobId, name: task.name });
+      this.pending.set(task.key, { jobId, name: task.name, ...this.place(task) });
       batch.push({ task, jobId });
     }
     // Adds stay in order (a large spec is stored before its job is added). A key forgotten a
@@ -117,6 +151,46 @@ export class TaskQueue {
       if (deletions.length > 0) await Promise.all(deletions);
       await this.addJobs(batch);
     });
+  }
+
+  /** Where a task goes (see ./placement): a worker's own queue, counted against its load, or the shared one. */
+  private place(task: QueuedTask): Pick<Pending, "placed"> {
+    const kept: { holder: string; nbytes: number; key: string }[] = [];
+    for (const { key } of task.dependencies) {
+      const held = this.held.get(key);
+      if (held?.holder !== undefined) kept.push({ holder: held.holder, nbytes: held.nbytes ?? 0, key });
+    }
+    if (kept.length === 0) return {};
+    const worker = placeByData(kept, (name) => {
+      const nthreads = this.threadsOf(name);
+      return nthreads === undefined ? undefined : { nthreads, placed: this.placedOn.get(name) ?? 0 };
+    });
+    if (worker === undefined) return {};
+    this.placedOn.set(worker, (this.placedOn.get(worker) ?? 0) + 1);
+    if (!this.workerQueues.has(worker)) this.workerQueues.set(worker, this.makeQueue(workerTaskQueue(worker)));
+    return { placed: { worker, input: kept.find((input) => input.holder === worker)!.key } };
+  }
+
+  /** `key`'s job leaves `pending` (its worker's count too). */
+  private settle(key: string): void {
+    const worker = this.pending.get(key)?.placed?.worker;
+    if (worker !== undefined) this.placedOn.set(worker, this.placedOn.get(worker)! - 1);
+    this.pending.delete(key);
+  }
+
+  /**
+   * `worker` left: the jobs placed in its own queue go, and their tasks are reported as missing
+   * the input it kept (lost with it), so the scheduler recomputes that input and queues them again.
+   */
+  workerLeft(worker: string): FromWorker[] {
+    const lost: FromWorker[] = [];
+    for (const [key, job] of [...this.pending]) {
+      if (job.placed?.worker !== worker) continue;
+      this.queueOf(job).remove(job.jobId).catch(() => {});
+      this.ended(key, job);
+      lost.push({ op: "missing-data", key: job.placed.input, errantWorker: worker, task: key });
+    }
+    return lost;
   }
 
   /** Adds jobs a slice at a time: the first run while later ones are still being added, and memory stays bounded. */
@@ -132,25 +206,34 @@ export class TaskQueue {
       try {
         jobs.push({ name: task.prefix, data: await this.jobData(task, jobId, batch.length), opts: jobOptions(jobId, task.priority) });
       } catch (error) {
-        this.pending.delete(task.key);
+        this.settle(task.key);
         erred.push(taskErred(task.key, error));
       }
     }
     if (erred.length > 0) this.report("redis", erred);
-    if (jobs.length === 0) return;
+    const byQueue = new Map<Queue<TaskJobData, string>, typeof jobs>();
+    for (const job of jobs) {
+      const queue = this.queueOf(this.pending.get(job.data.key)!);
+      byQueue.set(queue, [...(byQueue.get(queue) ?? []), job]);
+    }
+    await Promise.all([...byQueue].map(([queue, queueJobs]) => this.addTo(queue, queueJobs)));
+  }
+
+  private async addTo(queue: Queue<TaskJobData, string>, jobs: readonly { name: string; data: TaskJobData; opts: JobsOptions }[]): Promise<void> {
     try {
       // One job (a chain's next step) goes without addBulk's MULTI; when no other task of this
       // client is queued or running, without a priority too: there is nothing to order it
       // against, and BullMQ's prioritised path costs Redis a counter and a sorted set each way.
       if (jobs.length === 1) {
         const [{ name, data, opts }] = jobs;
-        await this.queue.add(name, data, this.pending.size === 1 ? { ...opts, priority: undefined } : opts);
+        await queue.add(name, data, this.pending.size === 1 ? { ...opts, priority: undefined } : opts);
       } else {
-        await this.queue.addBulk(jobs);
+        await queue.addBulk([...jobs]);
       }
     } catch (error) {
       if (this.stopped()) return;
-      const lost = jobs.map((job) => job.data.key).filter((key) => this.pending.delete(key));
+      const lost = jobs.map((job) => job.data.key).filter((key) => this.pending.has(key));
+      for (const key of lost) this.settle(key);
       this.report("redis", lost.map((key) => taskErred(key, error)));
     }
   }
@@ -186,25 +269,33 @@ export class TaskQueue {
       inputs: task.dependencies.map((dependency) => dependency.key),
       carried: carried.length > 0 ? carried : undefined,
       queuedWith,
+      ...(this.holdAbove === undefined ? {} : { holdAbove: this.holdAbove }),
     };
   }
 
   /** The scheduler no longer wants these keys: their jobs leave the queue (unless running) and their values the store. */
   forget(keys: readonly string[]): void {
+    const kept = new Map<string, string[]>();
     for (const key of keys) {
+      const holder = this.held.get(key)?.holder;
+      if (holder !== undefined) kept.set(holder, [...(kept.get(holder) ?? []), key]);
       const job = this.pending.get(key);
       if (job !== undefined) {
         // A running job cannot be removed (0): its outcome is dropped when it arrives.
-        this.queue.remove(job.jobId).catch(() => {});
+        this.queueOf(job).remove(job.jobId).catch(() => {});
         this.ended(key, job);
       }
       this.release(key);
     }
     this.deleteValues(keys);
+    for (const [worker, workerKeys] of kept) this.freeKept(worker, workerKeys);
   }
 
-  /** Values of keys in the store; keys not there are absent from the map. */
-  async fetch(keys: readonly string[]): Promise<ReadonlyMap<string, unknown>> {
+  /**
+   * Values of keys in the store, and where those a worker keeps live; keys in neither are absent
+   * from both maps.
+   */
+  async fetch(keys: readonly string[]): Promise<{ values: Map<string, unknown>; located: ReadonlyMap<string, ValueLocation> }> {
     // Small values came with their outcomes: only the others are read.
     const values = new Map<string, unknown>();
     const toRead: string[] = [];
@@ -213,8 +304,15 @@ export class TaskQueue {
       if (frames !== undefined) values.set(key, decodeCarried(frames));
       else toRead.push(key);
     }
-    if (toRead.length > 0) for (const [key, value] of (await this.store.get(toRead)).values) values.set(key, value);
-    return values;
+    if (toRead.length === 0) return { values, located: new Map() };
+    const read = await this.store.get(toRead);
+    for (const [key, value] of read.values) values.set(key, value);
+    return { values, located: read.located };
+  }
+
+  /** Keys whose results `worker` keeps (it left: they are lost). */
+  keptBy(worker: WorkerAddress): string[] {
+    return [...this.held].filter(([, value]) => value.holder === worker).map(([key]) => key);
   }
 
   // ---- What the outcome reader tells ---------------------------------------------------------
@@ -247,7 +345,7 @@ export class TaskQueue {
 
   /** `key`'s job is over (reported, failed or forgotten): it leaves `pending`, and its spec the store. */
   ended(key: string, job: Pending): void {
-    this.pending.delete(key);
+    this.settle(key);
     if (job.specToken !== undefined) this.store.deleteTask(key, job.specToken).catch(() => {});
   }
 
@@ -307,9 +405,15 @@ export class TaskQueue {
     pipeline.exec().catch(() => {});
   }
 
+  /** Closes every queue's connection use (the transport is closing). */
+  async close(): Promise<void> {
+    await Promise.all([this.queue, ...this.workerQueues.values()].map((queue) => queue.close().catch(() => {})));
+  }
+
   /** Forgets every job and result (the transport is closing). */
   clear(): void {
     this.pending.clear();
+    this.placedOn.clear();
     this.held.clear();
     this.carriedBytes = 0;
   }

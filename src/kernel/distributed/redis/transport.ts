@@ -26,6 +26,7 @@ import { Namespace } from "./keys";
 import { OutcomeReader } from "./outcomes";
 import { type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient } from "./registry";
 import { WorkerRequests } from "./requests";
+import { HolderReader } from "./holders";
 import { RedisStore } from "./store";
 import { type QueuedTask, TaskQueue } from "./task-queue";
 import { RedisConnectionLostError, RedisDataLostError } from "./errors";
@@ -41,6 +42,12 @@ export interface RedisTransportOptions extends ConnectOptions {
   readonly connectionLostTimeout?: number;
   /** Seconds between reads of the worker registry (default 1). */
   readonly pollInterval?: number;
+  /**
+   * Results larger than this many bytes (in memory) stay with the worker that computed it, which
+   * serves them to peers and this client; Redis holds where they live (default: each worker's
+   * own --hold-above, 64 KiB unless it says otherwise).
+   */
+  readonly holdAbove?: number;
 }
 
 /** Longest wait for Redis while closing, ms. */
@@ -59,6 +66,8 @@ export class RedisTransport implements Transport {
   private readonly clock = new WorkerClock();
   private readonly tasks: TaskQueue;
   private readonly requests: WorkerRequests;
+  /** Reads results that workers keep, from those workers. */
+  private readonly holders: HolderReader;
   private readonly workers = new Map<string, RegisteredWorker>();
   private events: TransportEvents | undefined;
   /** Messages for the scheduler, as from `worker` (outcomes, replies, tasks that could not be queued). */
@@ -86,8 +95,18 @@ export class RedisTransport implements Transport {
     this.description = target.display;
     this.namespace = new Namespace(clientId);
     this.store = new RedisStore(redis, this.namespace, { partSize: options.partSize });
-    this.tasks = new TaskQueue(redis, this.store, this.namespace, this.report, () => this.stopped);
     this.requests = new WorkerRequests(redis, clientId, this.description, this.clock, this.report);
+    this.tasks = new TaskQueue(
+      redis,
+      this.store,
+      this.namespace,
+      this.report,
+      () => this.stopped,
+      (worker, keys) => this.requests.free(worker, keys),
+      options.holdAbove,
+      (worker) => this.workers.get(worker)?.info.nthreads,
+    );
+    this.holders = new HolderReader(redis, this.store, options.tls, this.report, (message) => this.notice(message));
     this.options = {
       noWorkersTimeout: options.noWorkersTimeout ?? 10,
       connectionLostTimeout: options.connectionLostTimeout ?? 20,
@@ -174,10 +193,15 @@ export class RedisTransport implements Transport {
     this.tasks.forget(keys);
   }
 
-  /** Values of keys in the store; keys not there are absent from the map. */
+  /**
+   * Values of keys in the store, or from the workers that keep them; keys not there are absent
+   * from the map (those whose worker is gone are reported lost, and recomputed).
+   */
   async fetch(keys: readonly string[]): Promise<ReadonlyMap<string, unknown>> {
     this.checkUsable();
-    return this.tasks.fetch(keys);
+    const { values, located } = await this.tasks.fetch(keys);
+    if (located.size > 0) for (const [key, value] of await this.holders.read(located)) values.set(key, value);
+    return values;
   }
 
   // ---- The registry and the connection -------------------------------------------------------
@@ -225,7 +249,7 @@ export class RedisTransport implements Transport {
       const known = this.workers.get(name);
       this.workers.set(name, worker);
       if (known === undefined || known.info.started !== worker.info.started) {
-        if (known !== undefined) events.workerLeft(name, "it restarted");
+        if (known !== undefined) this.left(name, "it restarted");
         const { info } = worker;
         events.workerJoined({
           op: "register",
@@ -249,8 +273,18 @@ export class RedisTransport implements Transport {
     for (const name of [...this.workers.keys()]) {
       if (seen.has(name)) continue;
       this.workers.delete(name);
-      events.workerLeft(name, "it left, or stopped heartbeating (its registration in Redis expired)");
+      this.left(name, "it left, or stopped heartbeating (its registration in Redis expired)");
     }
+  }
+
+  /**
+   * Worker `name` is gone (or restarted): the results it kept went with it, and are recomputed if
+   * still needed; the tasks placed on it (for those results) are queued again once they are.
+   */
+  private left(name: string, reason: string): void {
+    this.events?.workerLeft(name, reason);
+    const lost = [...this.tasks.workerLeft(name), ...this.tasks.keptBy(name).map((key) => ({ op: "missing-data", key, errantWorker: name }) as const)];
+    if (lost.length > 0) this.events?.received("redis", lost);
   }
 
   /** A Redis-clock time on this process's clock. */
@@ -343,6 +377,7 @@ export class RedisTransport implements Transport {
   private async shutDown(): Promise<void> {
     clearInterval(this.pollTimer);
     this.requests.close();
+    this.holders.close();
     this.tasks.clear();
     // Only while Redis answers, and not for long: otherwise the workers sweep the namespace once
     // they notice this client's connections are gone.
@@ -359,7 +394,7 @@ export class RedisTransport implements Transport {
     }
     this.blocking.disconnect();
     this.redis.disconnect();
-    await this.tasks.queue.close().catch(() => {});
+    await this.tasks.close();
   }
 }
 

@@ -2,7 +2,9 @@
 // serves every client connected to that Redis through the client's BullMQ task queue (a job per
 // thread, more when tasks are tiny), reads each task's inputs from the client's store, runs the
 // task on its threads, stores the result and completes the job with the task's outcome (which
-// BullMQ hands to the client in the job's "completed" event), then leaves. Around its tasks it
+// BullMQ hands to the client in the job's "completed" event), then leaves. A result larger than
+// `holdAbove` stays in this worker's memory instead (./held), and Redis records where it lives;
+// peers that need it fetch it from this worker's data listener (./inputs, ./data-listener). Around its tasks it
 // has the runtime a LocalCluster worker has (../worker/core): its clock, records, statistical
 // profiler, plugins and the view `client.run` functions see; it answers a client that asks on
 // its request channel.
@@ -23,8 +25,7 @@ import { now } from "../../clock";
 import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { DEFAULT_PROFILING, type ProfilingOptions, checkProfilingOptions } from "../../profiling/hub";
 import { packError } from "../../execution/wire";
-import { decodeValue } from "../comm/frames";
-import type { RunMessage, RunReplyMessage, ShippedWorkerPlugin, WireTask } from "../messages";
+import type { RunMessage, RunReplyMessage, WireTask } from "../messages";
 import { WorkerClock, simulatedClockOffset } from "../worker/clock";
 import type { Metric } from "../../metrics/context-meter";
 import { WorkerCore } from "../worker/core";
@@ -32,10 +33,12 @@ import { InstructionLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "./inline";
 import { keySizes } from "../worker/transfers";
+import { DEFAULT_HOLD_ABOVE, KeptValues, workerFolder } from "./held";
+import { InputGatherer, type TaskInputs } from "./inputs";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, redisTargetOf } from "./address";
 import { connectRedis } from "./connection";
-import { DataListener, type DataListenOptions, NOTHING_HELD, planDataListener } from "./data-listener";
+import { DataListener, type DataListenOptions, planDataListener } from "./data-listener";
 import { FunctionGate, WorkerCannotRunError, defaultModuleRoots, resolveModuleRoots } from "./functions";
 import {
   CARRIED_VALUE_BYTES,
@@ -44,16 +47,15 @@ import {
   type ReplyEntry,
   type TaskJobData,
   type WorkerRequest,
-  decodeCarried,
   decodeInlineTask,
   encodeOutcome,
   encodeReply,
   taskJobNumber,
 } from "./jobs";
-import { Namespace, TASK_QUEUE, registry } from "./keys";
+import { Namespace, TASK_QUEUE, registry, workerTaskQueue } from "./keys";
 import { checkOptionUnits } from "./options";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
-import { DEFAULT_PART_SIZE, type StoredFrames, RedisStore, sweepNamespace } from "./store";
+import { DEFAULT_PART_SIZE, type PublishOutcome, RedisStore, sweepNamespace, typeName } from "./store";
 
 export interface RedisWorkerOptions extends DataListenOptions {
   /**
@@ -65,8 +67,17 @@ export interface RedisWorkerOptions extends DataListenOptions {
   readonly name?: string;
   /** Tasks run at once, each on a thread of its own (default: the CPUs available). */
   readonly nthreads?: number;
-  /** Bytes (default: the machine's memory). */
+  /**
+   * Bytes (default: the machine's memory): the results it keeps spill to disk and it pauses past
+   * Dask's thresholds of it (60 % and 80 %).
+   */
   readonly memoryLimit?: number;
+  /**
+   * Results larger than this many bytes (in memory) stay with this worker, for peers and the
+   * client to fetch from its data listener, rather than in Redis (default 64 KiB; a client's own
+   * holdAbove option wins). A worker that does not listen keeps nothing.
+   */
+  readonly holdAbove?: number;
   /** Run self-contained source shipped by clients: anyone who can write to the Redis can then run code here. */
   readonly allowSource?: boolean;
   /**
@@ -105,19 +116,22 @@ export interface RedisWorkerOptions extends DataListenOptions {
 
 type Settings = Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url" | "clockOffset" | "profile" | keyof DataListenOptions>> & { readonly tls?: TlsOptions };
 
-/** A client whose task queue this worker serves. */
+/** A client whose task queues this worker serves. */
 interface ServedClient {
   readonly namespace: Namespace;
   readonly store: RedisStore;
-  readonly queue: QueueWorker<TaskJobData, string>;
+  /** The shared queue, and the queue of the tasks the client places on this worker. */
+  queues: readonly ServedQueue[];
+}
+
+interface ServedQueue {
+  readonly worker: QueueWorker<TaskJobData, string>;
   /**
    * Whether the client queued more jobs at once than this worker has threads (see jobsAtOnce);
    * the queue running dry ends it.
    */
   backlog: boolean;
 }
-
-const NOTHING_FETCHED: StoredFrames = { frames: new Map(), types: new Map(), missing: [], bytes: 0, sizes: new Map() };
 
 /** Most jobs a worker holds per thread (see RedisWorker.jobsAtOnce); a crash hands them all to other workers. */
 const MAX_JOBS_PER_THREAD = 16;
@@ -126,11 +140,10 @@ const MAX_JOBS_PER_THREAD = 16;
 const DEAD_CLIENT_CHECK_INTERVAL = 5;
 
 /**
- * The worker's managed memory: in-memory bytes (Dask's sizeof) of the values its tasks hold in
- * this process — inputs read from Redis, and results until they are stored. Results at rest are
- * in Redis's memory, not a worker's.
+ * In-memory bytes (Dask's sizeof) of the values its tasks hold in this process — inputs read
+ * from Redis or peers, and results until they are stored; with the results it keeps, its managed memory.
  */
-class HeldValues {
+class InFlightValues {
   total = 0;
 
   /** What one task holds; released when it is done. */
@@ -169,7 +182,13 @@ export class RedisWorker {
   private fetching = 0;
   /** The socket whose writes holdWrites holds until the next turn of the event loop. */
   private heldSocket: Socket | undefined;
-  private readonly held = new HeldValues();
+  private readonly held = new InFlightValues();
+  /** Big results it keeps for peers and clients (see ./held). */
+  private readonly kept: KeptValues;
+  /** Gets tasks' inputs from Redis and from the peers that keep them. */
+  private readonly inputs: InputGatherer;
+  /** Whether it said in its log that it published kept values for a peer that cannot reach it. */
+  private toldPublished = false;
   /** Tiny tasks run on this thread (see ./inline), which prefixes qualify. */
   private readonly inline = new InlineRunner();
   private readonly inlinePolicy = new InlinePolicy();
@@ -201,18 +220,21 @@ export class RedisWorker {
     this.name = name;
     this.target = target;
     this.gate = new FunctionGate({ worker: name, host: hostname(), allowSource: options.allowSource, moduleRoots: options.moduleRoots });
+    const folder = workerFolder();
     this.core = new WorkerCore({
-      // Results live in Redis: no folder of its own, no data held here.
-      identity: { address: name, name, nthreads: options.nthreads, memoryLimit: options.memoryLimit, localDirectory: undefined },
+      identity: { address: name, name, nthreads: options.nthreads, memoryLimit: options.memoryLimit, localDirectory: folder },
       clock,
       profile,
       holdings: {
-        layout: () => ({ memory: [], disk: [] }),
-        has: () => false,
-        get: () => undefined,
-        nbytes: () => undefined,
-        held: () => ({ managed: this.held.total, spilled: 0, spilledFileBytes: 0 }),
-        // A Redis cluster's scheduler counts no results per worker: the store holds them.
+        layout: () => this.kept.layout(),
+        has: (key) => this.kept.find(key).found,
+        get: (key) => this.kept.find(key).value,
+        nbytes: (key) => this.kept.find(key).nbytes,
+        held: () => {
+          const kept = this.kept.held();
+          return { ...kept, managed: kept.managed + this.held.total };
+        },
+        // A Redis cluster's scheduler counts no results per worker: their locations are in Redis.
         reportedResultBytes: () => 0,
         tasks: () => this.taskCounts(),
         executedCount: () => this.executed,
@@ -221,8 +243,20 @@ export class RedisWorker {
       print,
       warningPrefix: `tsdask worker ${name}: `,
     });
+    this.kept = new KeptValues(folder, {
+      memoryLimit: options.memoryLimit,
+      digests: this.core.digests,
+      status: () => this.core.status,
+      setStatus: (status) => this.setStatus(status),
+      note: (line) => this.core.note("INFO", line),
+    });
+    this.inputs = new InputGatherer(
+      { name, clock, transfers: this.core.transfers, kept: this.kept, digest: (metrics) => this.digest(["gather-dep"], metrics), warn: (line) => this.core.warn(line) },
+      redis,
+      options.tls,
+    );
     this.core.noteStart();
-    listener?.attach({ held: () => NOTHING_HELD, digests: this.core.digests, transfers: this.core.transfers, clock, log: (line) => this.core.warn(line) });
+    listener?.attach({ held: (clientId) => this.kept.of(clientId), digests: this.core.digests, transfers: this.core.transfers, clock, log: (line) => this.core.warn(line) });
   }
 
   /** Connects, starts the threads and registers; a clear error if Redis cannot be reached or the name is taken. */
@@ -233,6 +267,7 @@ export class RedisWorker {
       {
         nthreads: "whole number ≥ 1",
         memoryLimit: "bytes",
+        holdAbove: "bytes",
         heartbeatInterval: "seconds",
         ttl: "seconds",
         lockDuration: "seconds",
@@ -246,6 +281,7 @@ export class RedisWorker {
     const settings: Settings = {
       nthreads: options.nthreads ?? availableParallelism(),
       memoryLimit: options.memoryLimit ?? totalmem(),
+      holdAbove: options.holdAbove ?? DEFAULT_HOLD_ABOVE,
       allowSource: options.allowSource ?? false,
       // Real paths, checked before connecting: a root that does not exist is an error at start.
       moduleRoots: [...defaultModuleRoots(), ...resolveModuleRoots(options.moduleRoots ?? [])],
@@ -379,14 +415,21 @@ export class RedisWorker {
     for (const id of [...this.served.keys()]) if (!live.has(id)) await this.stopServing(id, true);
   }
 
+  /** Serves a client's shared task queue, and the queue of the tasks it places on this worker (./placement). */
   private serve(clientId: string): void {
     const namespace = new Namespace(clientId);
     const store = new RedisStore(this.redis, namespace, { partSize: this.options.partSize });
-    const queue: QueueWorker<TaskJobData, string> = new QueueWorker<TaskJobData, string>(TASK_QUEUE, (job) => this.takeJob(served, job), {
+    const served: ServedClient = { namespace, store, queues: [] };
+    served.queues = [TASK_QUEUE, workerTaskQueue(this.name)].map((name) => this.openQueue(served, name));
+    this.served.set(clientId, served);
+  }
+
+  private openQueue(client: ServedClient, name: string): ServedQueue {
+    const worker: QueueWorker<TaskJobData, string> = new QueueWorker<TaskJobData, string>(name, (job) => this.takeJob(client, served, job), {
       // This worker's own connection: results are stored on it, and BullMQ completes their jobs
       // after them on it (it opens a connection of its own for its blocking waits).
       connection: this.redis,
-      prefix: namespace.queuePrefix,
+      prefix: client.namespace.queuePrefix,
       name: this.name,
       concurrency: this.options.nthreads,
       lockDuration: this.options.lockDuration * 1000,
@@ -395,17 +438,18 @@ export class RedisWorker {
       removeOnComplete: { count: 0 },
       removeOnFail: { count: 0 },
     });
+    const served: ServedQueue = { worker, backlog: false };
     // Failures decided by BullMQ rather than by a task (a job that stalled too often) reach the
     // client as the job's "failed" event.
-    queue.on("error", (error) => {
-      if (this.closing === undefined) this.core.warn(`task queue of client ${clientId}: ${error.message}`);
+    worker.on("error", (error) => {
+      if (this.closing === undefined) this.core.warn(`task queue of client ${client.namespace.clientId}: ${error.message}`);
     });
-    const served: ServedClient = { namespace, store, queue, backlog: false };
-    queue.on("drained", () => {
+    worker.on("drained", () => {
       served.backlog = false;
-      queue.concurrency = this.jobsAtOnce(served);
+      worker.concurrency = this.jobsAtOnce(served);
     });
-    this.served.set(clientId, served);
+    if (this.core.status === "paused") this.pauseQueue(worker, true);
+    return served;
   }
 
   /**
@@ -416,8 +460,8 @@ export class RedisWorker {
    * most MAX_JOBS_PER_THREAD so that long tasks following short ones do not pile up here while
    * other workers idle.
    */
-  private jobsAtOnce(client: ServedClient): number {
-    if (!client.backlog) return this.options.nthreads;
+  private jobsAtOnce(queue: ServedQueue): number {
+    if (!queue.backlog) return this.options.nthreads;
     return Math.max(this.options.nthreads, Math.min(this.runner.capacity, this.options.nthreads * MAX_JOBS_PER_THREAD));
   }
 
@@ -425,7 +469,9 @@ export class RedisWorker {
     const client = this.served.get(clientId);
     if (client === undefined) return;
     this.served.delete(clientId);
-    await client.queue.close();
+    this.kept.dropClient(clientId);
+    this.inputs.forgetClient(clientId);
+    await Promise.all(client.queues.map((queue) => queue.worker.close()));
     // The queue may have touched its keys since the client swept them; the client is gone, so nothing else will.
     if (sweep) await sweepNamespace(this.redis, client.namespace);
   }
@@ -436,18 +482,18 @@ export class RedisWorker {
    * Runs a job and returns its outcome (see jobs.ts encodeOutcome); while the client queues more
    * jobs than threads, takes further jobs before this one is done.
    */
-  private async takeJob(client: ServedClient, job: Job<TaskJobData, string>): Promise<string> {
-    if ((job.data.queuedWith ?? 1) > this.options.nthreads) client.backlog = true;
-    client.queue.concurrency = this.jobsAtOnce(client);
+  private async takeJob({ store }: ServedClient, queue: ServedQueue, job: Job<TaskJobData, string>): Promise<string> {
+    if ((job.data.queuedWith ?? 1) > this.options.nthreads) queue.backlog = true;
+    queue.worker.concurrency = this.jobsAtOnce(queue);
     try {
-      return await this.runJob(client, job);
+      return await this.runJob(store, queue.backlog, job);
     } finally {
       // The threads' batch size follows the tasks' durations.
-      client.queue.concurrency = this.jobsAtOnce(client);
+      queue.worker.concurrency = this.jobsAtOnce(queue);
     }
   }
 
-  private async runJob({ store, backlog }: ServedClient, job: Job<TaskJobData, string>): Promise<string> {
+  private async runJob(store: RedisStore, backlog: boolean, job: Job<TaskJobData, string>): Promise<string> {
     const data = job.data;
     const base = { jobId: job.id ?? "", key: data.key, worker: this.name };
     // BullMQ counts every start of a job and every stall: only a job started before may find its result stored.
@@ -474,9 +520,10 @@ export class RedisWorker {
   }
 
   /**
-   * Reads the inputs, runs the task and stores its result; returns the task's outcome. A re-run
-   * (its job stalled on a worker that died or froze, which never completed it) runs the task
-   * again: that run may have stored its result, which then stays (see ./store).
+   * Gets the inputs, runs the task and stores its result (a big one stays here, see ./held);
+   * returns the task's outcome. A re-run (its job stalled on a worker that died or froze, which
+   * never completed it) runs the task again: that run may have stored its result, which then
+   * stays (see ./store).
    */
   private async execute(
     store: RedisStore,
@@ -487,56 +534,24 @@ export class RedisWorker {
     held: { add(bytes: number): void },
     backlog: boolean,
   ): Promise<{ entry: OutcomeEntry; publication: Publication }> {
-    const gather = new InstructionLedger();
-    const received = this.clock.now();
-    let fetched: StoredFrames = NOTHING_FETCHED;
-    const carried = new Map(data.carried);
-    const toRead = carried.size === 0 ? data.inputs : data.inputs.filter((key) => !carried.has(key));
-    if (toRead.length > 0) {
-      this.fetching++;
-      try {
-        fetched = await store.fetch(toRead);
-      } finally {
-        this.fetching--;
-      }
+    let gathered: TaskInputs;
+    this.fetching++;
+    try {
+      gathered = await this.inputs.gather(store, data.inputs, new Map(data.carried));
+    } finally {
+      this.fetching--;
     }
-    if (fetched.missing.length > 0) return { entry: { ...base, status: "missing", missing: fetched.missing }, publication: "none" };
-    const fetchedAt = this.clock.now();
-    const inputs = new Map<string, unknown>();
-    const decoded = [...[...fetched.frames].map(([key, frames]) => [key, decodeValue(frames)] as const), ...[...carried].map(([key, frames]) => [key, decodeCarried(frames)] as const)];
-    let inputBytes = 0;
-    for (const [key, input] of decoded) {
-      const size = sizeOf(input);
-      inputs.set(key, input);
-      held.add(size);
-      inputBytes += size;
-    }
+    if (gathered.missing.length > 0) return { entry: { ...base, status: "missing", missing: gathered.missing }, publication: "none" };
+    const { inputs } = gathered;
+    held.add(gathered.bytes);
     const task = "frames" in data.task ? decodeInlineTask(data.task.frames) : ((await store.getTask(data.key, data.task.stored)) as WireTask);
-    const decodedAt = this.clock.now();
-    // Inputs the job carried were not read: no transfer, as in Dask for data already on the worker.
-    const transferred = toRead.length > 0;
-    const startstops: StartStop[] = [];
-    const metrics: MetricRecord[] = [];
-    let transfer: TransferLogEntry | undefined;
-    if (transferred) {
-      startstops.push({ action: "transfer", start: this.toRedis(received), stop: this.toRedis(decodedAt), source: "redis" });
-      gather.add("network", fetchedAt - received, "seconds");
-      gather.add("deserialize", decodedAt - fetchedAt, "seconds");
-      metrics.push(...this.digest(["gather-dep"], gather.finalize()));
-      transfer = this.core.transfers.received({
-        start: this.toRedis(received),
-        stop: this.toRedis(decodedAt),
-        who: "redis",
-        keys: keySizes(fetched.sizes),
-        wireBytes: fetched.bytes,
-        types: [...new Set(fetched.types.values())],
-      });
-    }
+    const startstops: StartStop[] = [...gathered.startstops];
+    const metrics: MetricRecord[] = [...gathered.metrics];
     const execute = new InstructionLedger();
     // Dask's worker reads a task's inputs from its memory, where fetched ones landed first.
     if (inputs.size > 0) {
       execute.add("memory-read", inputs.size, "count");
-      execute.add("memory-read", inputBytes, "bytes");
+      execute.add("memory-read", gathered.bytes, "bytes");
     }
     const executeMetrics = (coarse?: string): MetricRecord[] => this.digest(["execute", data.spanId, data.prefix], execute.finalize(coarse));
 
@@ -575,6 +590,24 @@ export class RedisWorker {
     for (const [activity, value, unit] of run.metrics) execute.add(activity, value, unit);
     // Dask's nbytes is the value's size in memory (what the local workers report), not its stored size.
     const nbytes = sizeOf(run.value);
+    const finished = { ...base, status: "finished", nbytes, thread, startstops, transfer: gathered.transfer } as const;
+    if (this.listener !== undefined && nbytes > (data.holdAbove ?? this.options.holdAbove)) {
+      const type = typeName(run.value);
+      const clientId = store.namespace.clientId;
+      const disk = this.clock.now();
+      this.kept.keep(clientId, data.key, jobNumber, run.value, nbytes, type, execute);
+      if (this.kept.isSpilled(clientId, data.key)) startstops.push(this.core.phase("disk-write", disk, this.clock.now()));
+      this.holdWrites();
+      const { result } = store.publishLocation(data.key, { holder: this.name, address: this.listener.address, nbytes, type }, jobNumber);
+      const entry: OutcomeEntry = { ...finished, type, metrics: [...metrics, ...executeMetrics()], heldAt: this.listener.address };
+      const recorded = result.then((outcome) => {
+        // Another run's record stands (or the client left): this copy is nobody's.
+        if (outcome !== "published") this.kept.drop(clientId, [data.key]);
+        return outcome;
+      });
+      return this.published(entry, rerun, recorded, data.name);
+    }
+    // Held here until stored (a kept one counts among the kept values instead).
     held.add(nbytes);
     const serializing = this.clock.now();
     this.holdWrites();
@@ -583,22 +616,24 @@ export class RedisWorker {
     execute.add("serialize", serialized - serializing, "seconds");
     this.core.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: keySizes([[data.key, info.nbytes]]), wireBytes: info.nbytes, types: [info.type] });
     const entry: OutcomeEntry = {
-      ...base,
-      status: "finished",
-      nbytes,
+      ...finished,
       type: info.type,
-      thread,
-      startstops,
       metrics: [...metrics, ...executeMetrics()],
-      transfer,
       frames: info.nbytes <= CARRIED_VALUE_BYTES ? frames : undefined,
     };
-    // BullMQ completes the job on the same connection after the store's command (see serve), so
-    // a small result of a first run needs no round trip of its own: Redis runs the two in order,
-    // they leave in one write (holdWrites), and the store publishes a first run's value (./store).
-    // A re-run needs the answer: its earlier run's value may be there, and stays.
-    if (issued && !rerun) {
-      result.catch((error: Error) => this.core.warn(`cannot store the result of ${data.name}: ${error.message}`));
+    // A value too large for one command needs its answer before the job completes.
+    return issued ? this.published(entry, rerun, result, data.name) : { entry, publication: (await result) === "exists" ? "existed" : "published" };
+  }
+
+  /**
+   * The outcome of a task whose value (or location) went out as one command. BullMQ completes the
+   * job on the same connection after it (see serve), so a first run needs no round trip of its
+   * own: Redis runs the two in order, they leave in one write (holdWrites), and the store publishes
+   * a first run's value (./store). A re-run needs the answer: its earlier run's value may be there, and stays.
+   */
+  private async published(entry: OutcomeEntry, rerun: boolean, result: Promise<PublishOutcome>, name: string): Promise<{ entry: OutcomeEntry; publication: Publication }> {
+    if (!rerun) {
+      result.catch((error: Error) => this.core.warn(`cannot store the result of ${name}: ${error.message}`));
       return { entry, publication: "published" };
     }
     return { entry, publication: (await result) === "exists" ? "existed" : "published" };
@@ -649,12 +684,21 @@ export class RedisWorker {
       return;
     }
     const { message } = request;
+    if (message.op === "free-keys") return this.kept.drop(request.client, message.keys);
+    if (message.op === "publish-held") return this.publishKept(request.client, message.keys);
     const reply =
       message.op === "profile"
         ? await this.core.profileReply(message)
         : message.op === "run"
           ? await this.run(message)
-          : await this.core.pluginReply(message, (plugin) => this.admitPlugin(plugin));
+          : await this.core.pluginReply(message, (plugin) => {
+              const admitted = this.gate.admitPlugin(plugin);
+              if (admitted instanceof WorkerCannotRunError) {
+                this.core.warn(`refused ${admitted.message}`);
+                throw admitted;
+              }
+              return admitted;
+            });
     const store = this.served.get(request.client)?.store ?? new RedisStore(this.redis, new Namespace(request.client), { partSize: this.options.partSize });
     let encoded: Buffer;
     try {
@@ -663,6 +707,24 @@ export class RedisWorker {
       encoded = encodeReply({ status: "reply", worker: this.name, reply: this.core.unsendable(reply.requestId, error) });
     }
     await store.pushReply(encoded).catch((error: Error) => this.core.warn(`cannot answer client ${request.client}: ${error.message}`));
+  }
+
+  /**
+   * Puts values it keeps for `clientId` into Redis, for a peer (or the client) that cannot reach
+   * its data listener (./fallback); a value it no longer has loses its location, so that the asker
+   * finds it missing rather than waiting.
+   */
+  private async publishKept(clientId: string, keys: readonly string[]): Promise<void> {
+    const store = this.served.get(clientId)?.store;
+    if (store === undefined) return;
+    const published = await this.kept.publish(store, keys, this.name).catch((error: Error) => {
+      this.core.warn(`cannot publish kept values of client ${clientId} to Redis: ${error.message}`);
+      return 0;
+    });
+    if (published > 0 && !this.toldPublished) {
+      this.toldPublished = true;
+      this.core.warn(`a peer of client ${clientId} cannot reach this worker's data listener: the values it asks for go through Redis (further ones are not logged)`);
+    }
   }
 
   /** Runs a `client.run` function with this worker's view, if this worker allows the function. */
@@ -675,21 +737,16 @@ export class RedisWorker {
     return this.core.run(message, functions[0][1]);
   }
 
-  /**
-   * `plugin` with its code as the gate admits it (a plugin's code passes the gate as a task's
-   * does); throws the gate's refusal (logged) naming the plugin.
-   */
-  private admitPlugin(plugin: ShippedWorkerPlugin): ShippedWorkerPlugin {
-    const { build } = plugin;
-    const hooks = build.kind === "class" ? [] : (Object.keys(build.methods) as (keyof typeof build.methods)[]);
-    const specs = build.kind === "class" ? [build.class] : hooks.map((hook) => build.methods[hook]!);
-    const admitted = this.gate.admit(specs.map((spec, i) => [i, spec]), `worker plugin ${plugin.name}`);
-    if (admitted instanceof WorkerCannotRunError) {
-      this.core.warn(`refused ${admitted.message}`);
-      throw admitted;
-    }
-    if (build.kind === "class") return { ...plugin, build: { kind: "class", class: admitted[0][1] } };
-    return { ...plugin, build: { kind: "methods", methods: Object.fromEntries(hooks.map((hook, i) => [hook, admitted[i][1]])) } };
+  /** Paused (memory past Dask's pause threshold, see ./held): it takes no more jobs until it resumes. */
+  private setStatus(status: "running" | "paused"): void {
+    this.core.status = status;
+    for (const { queues } of this.served.values()) for (const queue of queues) this.pauseQueue(queue.worker, status === "paused");
+  }
+
+  private pauseQueue(queue: QueueWorker<TaskJobData, string>, pause: boolean): void {
+    // Jobs running go on; only the taking of new ones stops.
+    if (pause) void queue.pause(true).catch(() => {});
+    else queue.resume();
   }
 
   /** Tasks handed to the runner beyond one per thread wait there for a thread: Dask's "ready", not "executing". */
@@ -726,6 +783,8 @@ export class RedisWorker {
     await Promise.all([...this.served.keys()].map((id) => this.stopServing(id, false)));
     await this.registration.leave().catch(() => {});
     await this.listener?.close();
+    this.inputs.close();
+    this.kept.close();
     this.core.close();
     this.runner.close();
     this.core.status = "closed";

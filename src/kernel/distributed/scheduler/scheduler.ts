@@ -636,11 +636,27 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   private async fetchFromStore(keys: readonly string[]): Promise<Map<string, unknown>> {
-    const found = await this.transport.fetch!(keys);
     const values = new Map<string, unknown>();
-    for (const key of keys) {
-      if (!found.has(key)) throw new Error(`Cannot gather ${this.describeKey(key)}: it is not in the store`);
-      values.set(key, found.get(key));
+    let wanted = keys;
+    for (let attempt = 0; wanted.length > 0; attempt++) {
+      const found = await this.transport.fetch!(wanted);
+      const lost: string[] = [];
+      for (const key of wanted) {
+        if (found.has(key)) {
+          values.set(key, found.get(key));
+          continue;
+        }
+        // The transport found the worker that kept it gone and reported it lost: it is being recomputed.
+        const slot = this.state.slotOf(key);
+        const recomputing = slot !== undefined && this.state.stateOf(slot) !== "memory" && this.state.failureOf(slot) === undefined;
+        if (!recomputing || attempt + 1 >= GATHER_ATTEMPTS) throw new Error(`Cannot gather ${this.describeKey(key)}: it is not in the store`);
+        lost.push(key);
+      }
+      if (lost.length > 0) {
+        this.scheduleFlush();
+        await this.untilInMemory(lost);
+      }
+      wanted = lost;
     }
     return values;
   }

@@ -51,6 +51,12 @@ export function decideMemory(rss: number, limit: number, thresholds: MemoryThres
   return { spillBytes, paused: rss > pauseAt };
 }
 
+/** Managed bytes above which a worker's store spills values (Infinity: no limit, or no target). */
+export function spillTarget(memoryLimit: number, thresholds: MemoryThresholds): number {
+  const limited = memoryLimit > 0 && Number.isFinite(memoryLimit);
+  return limited && thresholds.target !== false ? thresholds.target * memoryLimit : Infinity;
+}
+
 /** Checks and completes thresholds given by a start config. */
 export function memoryThresholds(given: Partial<Record<keyof MemoryThresholds, number | false>> | undefined): MemoryThresholds {
   const thresholds = { ...DEFAULT_THRESHOLDS, ...given };

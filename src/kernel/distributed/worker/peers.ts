@@ -7,7 +7,7 @@ import { now as machineSeconds } from "../../clock";
 import { type ConnectOptions, Connection } from "../comm/connection";
 import { parseCommAddress } from "../comm/address";
 import { encodeValue } from "../comm/frames";
-import type { GetDataReply, GetDataRequest, WorkerAddress } from "../messages";
+import type { GatherMessage, GatherReplyMessage, GetDataReply, GetDataRequest, WorkerAddress } from "../messages";
 import type { WorkerClock } from "./clock";
 import type { Digests } from "./digests";
 import type { DataStore, StoreMeter } from "./store";
@@ -176,6 +176,29 @@ export function serveGetData(request: GetDataRequest, connection: Connection, co
     if (sizes.length === 0) return;
     transfers.sent({ start: clock.toScheduler(start), stop: clock.schedulerNow(), who: request.who, keys: keySizes(sizes), wireBytes, types: [...types] });
   });
+}
+
+/**
+ * Answers a client's gather on a data connection, metered (`meter`) as Dask meters a client's
+ * fetch (its get_data), with no transfer logged; values that cannot be encoded are reported
+ * missing, and `warn` says why.
+ */
+export function serveGather(message: GatherMessage, connection: Connection, store: HeldValues, meter: StoreMeter, warn: (line: string) => void): void {
+  const values: Record<string, unknown> = {};
+  const missing: string[] = [];
+  for (const key of message.keys) {
+    if (store.has(key)) values[key] = store.get(key, meter);
+    else missing.push(key);
+  }
+  const reply: GatherReplyMessage = { op: "gather-reply", values, missing };
+  sendMetered(connection, () => {
+    try {
+      return encodeValue(reply);
+    } catch (error) {
+      warn(`cannot send gathered values: ${(error as Error).message}`);
+      return encodeValue({ ...reply, values: {}, missing: [...reply.missing, ...Object.keys(reply.values)] });
+    }
+  }, meter);
 }
 
 /**

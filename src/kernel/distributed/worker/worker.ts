@@ -8,7 +8,6 @@
 import { mkdirSync, rmSync } from "node:fs";
 import type { Server } from "node:net";
 import { hostname } from "node:os";
-import { formatBytes } from "../../../protocol/format";
 import { now as machineNow } from "../../clock";
 import { nbytes as sizeOf } from "../../metrics/nbytes";
 import { findUncloneable } from "../../execution/transfer";
@@ -20,7 +19,6 @@ import { encodeValue } from "../comm/frames";
 import {
   type FromWorker,
   type GatherMessage,
-  type GatherReplyMessage,
   type GetDataRequest,
   type HeartbeatReplyMessage,
   RETURNED_RESULT_BYTES,
@@ -33,18 +31,17 @@ import { WorkerClock, simulatedClockOffset } from "./clock";
 import { WorkerCore } from "./core";
 import { InstructionLedger, ExecuteLedger } from "./digests";
 import { type RunningTask, type TaskRun, TaskRunner, failedRun } from "./execute";
-import { LANDING_CHECK_FRACTION, MONITOR_INTERVAL_MS, type MemoryThresholds, collectGarbage, decideMemory, memoryThresholds } from "./memory";
-import { computeFailedLine, memoryLine } from "./logs";
+import { MONITOR_INTERVAL_MS, memoryThresholds, spillTarget } from "./memory";
+import { MemoryMonitor } from "./monitor";
+import { computeFailedLine } from "./logs";
 import { keyRepr, typeName } from "./names";
 import { keySizes } from "./transfers";
-import { type FetchResult, PeerClient, sendMetered, serveGetData } from "./peers";
+import { type FetchResult, PeerClient, serveGather, serveGetData } from "./peers";
 import { EventFeed, WorkerStateMachine, type WorkerEvent, type WorkerInstruction, type WorkerTask } from "./state";
 import { DataStore, type StoreMeter } from "./store";
 
 /** Seconds between heartbeats until the scheduler's first reply says otherwise (Dask: 0.5 s for small clusters). */
 const DEFAULT_HEARTBEAT_INTERVAL = 0.5;
-/** A collection to find out whether garbage is what holds the process over a threshold, at most this often. */
-const GC_PROBE_MS = 1000;
 
 export class Worker {
   readonly address: WorkerAddress;
@@ -56,7 +53,8 @@ export class Worker {
   private readonly peers = new PeerClient();
   /** TSDASK_METRICS=off: tasks digest nothing (to measure what metrics cost, bench/cluster-fpm.ts). */
   private readonly metricsOn = process.env.TSDASK_METRICS !== "off";
-  private readonly thresholds: MemoryThresholds;
+  /** Spills the store and pauses the worker on process memory (Dask's memory thresholds). */
+  private readonly monitor: MemoryMonitor;
   private readonly runner: TaskRunner;
   private readonly running = new Map<string, RunningTask>();
   private server: Server | undefined;
@@ -70,7 +68,6 @@ export class Worker {
   private heartbeatSentAt: number | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private monitorTimer: NodeJS.Timeout | undefined;
-  private lastCollection = 0;
   private closing: Promise<void> | undefined;
   /** Told when the worker has closed, once it has started. */
   private onClosed: (reason: string) => void = () => {};
@@ -102,7 +99,7 @@ export class Worker {
         memory: process.memoryUsage.rss(),
       });
       worker.core.noteStart();
-      worker.monitorTimer = setInterval(() => worker.monitorMemory(), MONITOR_INTERVAL_MS);
+      worker.monitorTimer = setInterval(() => worker.monitor.check(), MONITOR_INTERVAL_MS);
       worker.monitorTimer.unref();
       worker.onClosed = onClosed;
     } catch (error) {
@@ -115,10 +112,9 @@ export class Worker {
   private constructor(private readonly config: WorkerStartConfig) {
     this.address = `unix://${config.listenPath}`;
     this.clock = new WorkerClock(simulatedClockOffset(config.clockOffset));
-    this.thresholds = memoryThresholds(config.memoryThresholds);
+    const thresholds = memoryThresholds(config.memoryThresholds);
     const limited = config.memoryLimit > 0 && Number.isFinite(config.memoryLimit);
-    const target = limited && this.thresholds.target !== false ? this.thresholds.target * config.memoryLimit : Infinity;
-    this.store = new DataStore(config.localDirectory, target);
+    this.store = new DataStore(config.localDirectory, spillTarget(config.memoryLimit, thresholds));
     this.state = new WorkerStateMachine({
       address: this.address,
       nthreads: config.nthreads,
@@ -149,6 +145,15 @@ export class Worker {
       digestsInHeartbeats: true,
       print: (text) => process.stderr.write(`tsdask worker ${config.name} (${this.address}): ${text}\n`),
       watchTransitions: (on) => (this.state.recordTransitions = on),
+    });
+    this.monitor = new MemoryMonitor({
+      store: this.store,
+      memoryLimit: config.memoryLimit,
+      thresholds,
+      digests: this.core.digests,
+      status: () => (this.closing === undefined ? this.core.status : "closing"),
+      setStatus: (status) => this.setStatus(status),
+      note: (line) => this.core.note("INFO", line),
     });
   }
 
@@ -305,7 +310,7 @@ export class Worker {
       const elapsed = machineNow() - opened - run.queued;
       this.core.digests.addTask(spanId, prefix, account, run.metrics, elapsed, cancelled ? "cancelled" : run.ok ? undefined : "failed");
     }
-    this.afterLanding(landedBytes, () => this.apply(event));
+    this.monitor.landed(landedBytes, () => this.apply(event));
   }
 
   // ---- Fetching from peers -----------------------------------------------------------------------
@@ -347,7 +352,7 @@ export class Worker {
     const decoded = Math.max(start, stop - result.deserializeSeconds);
     const transfer: StartStop[] = [{ action: "transfer", start, stop: decoded, source: worker }];
     if (decoded < stop) transfer.push({ action: "deserialize", start: decoded, stop });
-    this.afterLanding(landedBytes, () => this.apply({ type: "gather-dep-success", worker, received, missing: result.missing, transfer }));
+    this.monitor.landed(landedBytes, () => this.apply({ type: "gather-dep-success", worker, received, missing: result.missing, transfer }));
     // As Dask's: judged once the state machine has taken the values: a fetch none of whose keys
     // it kept (all released on the way) is "cancelled", one that brought none "missing".
     const kept = received.some(({ key }) => this.state.tasks.get(key)?.state === "memory");
@@ -376,39 +381,11 @@ export class Worker {
         serveGetData(message, connection, { store: this.store, digests: this.core.digests, transfers: this.core.transfers, clock: this.clock });
         return;
       case "gather":
-        this.replyToGather(message, connection);
+        serveGather(message, connection, this.store, this.meter("get-data"), (line) => this.core.warn(line));
         return;
       default:
         throw new Error(`unexpected message ${JSON.stringify((message as { op?: unknown } | null)?.op)}`);
     }
-  }
-
-  /**
-   * Answers a gather on a data connection, metered as Dask meters a client's fetch (its get_data);
-   * values that cannot be encoded are reported missing.
-   */
-  private replyToGather(message: GatherMessage, connection: Connection): void {
-    const meter = this.meter("get-data");
-    const reply = this.gatherReply(message, meter);
-    sendMetered(connection, () => {
-      try {
-        return encodeValue(reply);
-      } catch (error) {
-        this.core.warn(`cannot send gathered values: ${(error as Error).message}`);
-        return encodeValue({ ...reply, values: {}, missing: [...reply.missing, ...Object.keys(reply.values)] });
-      }
-    }, meter);
-  }
-
-  /** The values of `message.keys` held here (read back from disk if spilled), for the client. */
-  private gatherReply(message: GatherMessage, meter: StoreMeter): GatherReplyMessage {
-    const values: Record<string, unknown> = {};
-    const missing: string[] = [];
-    for (const key of message.keys) {
-      if (this.store.has(key)) values[key] = this.store.get(key, meter);
-      else missing.push(key);
-    }
-    return { op: "gather-reply", values, missing };
   }
 
   /** Runs a `client.run` function; a value the scheduler connection cannot carry is answered as an error. */
@@ -477,75 +454,14 @@ export class Worker {
     this.heartbeatTimer.unref();
   }
 
-  /**
-   * Tells the state machine (`tell`) that `nbytes` of values were just stored. Big ones (see
-   * LANDING_CHECK_FRACTION) have the monitor look at the process now rather than at its next
-   * tick: past `pause`, the worker pauses before the state machine can start another task; the
-   * spilling comes after that task started on its thread, so the disk work overlaps it.
-   */
-  private afterLanding(nbytes: number, tell: () => void): void {
-    const big = nbytes > 0 && nbytes >= LANDING_CHECK_FRACTION * this.config.memoryLimit;
-    if (big) this.pauseIfOver();
-    tell();
-    if (big) this.monitorMemory();
-  }
-
-  /** Pauses the worker if its process memory is past `pause` (the monitor resumes it). */
-  private pauseIfOver(): void {
-    const limit = this.config.memoryLimit;
-    if (!(limit > 0 && Number.isFinite(limit)) || this.closing !== undefined || this.core.status !== "running") return;
-    if (decideMemory(process.memoryUsage.rss(), limit, this.thresholds).paused) this.setStatus("paused");
-  }
-
-  /** Dask's memory monitor: spill on process memory, pause and resume. */
-  private monitorMemory(): void {
-    const limit = this.config.memoryLimit;
-    if (!(limit > 0 && Number.isFinite(limit)) || this.closing !== undefined) return;
-    const paused = this.core.status === "paused";
-    let rss = process.memoryUsage.rss();
-    let decision = decideMemory(rss, limit, this.thresholds);
-    if ((decision.spillBytes > 0 || decision.paused) && performance.now() - this.lastCollection > GC_PROBE_MS) {
-      // Garbage may be all that holds the process up there (a paused worker allocates nothing that would collect it).
-      this.collect();
-      rss = process.memoryUsage.rss();
-      decision = decideMemory(rss, limit, this.thresholds);
-    }
-    if (decision.spillBytes > 0) {
-      const meter = this.meter("memory-monitor");
-      let spilled = 0;
-      while (spilled < decision.spillBytes) {
-        const bytes = this.store.spillOldest(meter);
-        if (bytes === 0) break;
-        spilled += bytes;
-      }
-      if (spilled > 0) {
-        this.core.note("INFO", memoryLine(`Spilled ${formatBytes(spilled)} to disk`, rss, limit));
-        // Spilled values give their memory back at once, unless they had been lent out: the store
-        // then asks for a collection.
-        if (this.store.awaitsCollection) this.collect();
-        decision = decideMemory(process.memoryUsage.rss(), limit, this.thresholds);
-      }
-    }
-    if (decision.paused !== paused) this.setStatus(decision.paused ? "paused" : "running");
-  }
-
-  private collect(): void {
-    collectGarbage();
-    this.store.awaitsCollection = false;
-    this.lastCollection = performance.now();
-  }
-
   private setStatus(status: WorkerStatus): void {
-    if (status === "paused" || (status === "running" && this.core.status === "paused")) {
-      this.core.note("INFO", memoryLine(status === "paused" ? "Pausing worker" : "Resuming worker", process.memoryUsage.rss(), this.config.memoryLimit));
-    }
     this.core.status = status;
     this.send({ op: "worker-status-change", status });
     if (status === "paused") this.apply({ type: "pause" });
     else if (status === "running") this.apply({ type: "unpause" });
   }
 
-  private meter(context: "get-data" | "memory-monitor"): StoreMeter {
+  private meter(context: "get-data"): StoreMeter {
     return { add: (activity, value, unit) => this.core.digests.add([context, activity, unit], value) };
   }
 

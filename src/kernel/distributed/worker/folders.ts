@@ -1,15 +1,17 @@
-// Each LocalCluster's temporary folder (sockets, workers' spill folders), removed when the cluster
-// closes, when this process exits, or — after a crash — by the next LocalCluster.start.
+// Temporary folders owned by a process — each LocalCluster's (sockets, workers' spill folders), each
+// Redis worker's (spill files) — removed when their owner closes or — after a crash — by the next
+// process that starts one of the same kind.
 
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const PREFIX = "tsdask-cluster-";
+/** The kinds of folders, by the start of their names. */
+export type FolderKind = "tsdask-cluster-" | "tsdask-worker-";
 
 /** A fresh folder named after this process, so a later process can tell whether its owner is alive. */
-export function makeClusterFolder(): string {
-  return mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));
+export function makeOwnedFolder(kind: FolderKind): string {
+  return mkdtempSync(join(tmpdir(), `${kind}${process.pid}-`));
 }
 
 function alive(pid: number): boolean {
@@ -22,8 +24,8 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Removes cluster folders left by processes that died without closing their clusters. */
-export function sweepStaleFolders(): string[] {
+/** Removes folders of `kind` left by processes that died without closing them. */
+export function sweepStaleFolders(kind: FolderKind): string[] {
   const removed: string[] = [];
   let names: string[];
   try {
@@ -32,7 +34,7 @@ export function sweepStaleFolders(): string[] {
     return removed;
   }
   for (const name of names) {
-    const match = new RegExp(`^${PREFIX}(\\d+)-`).exec(name);
+    const match = new RegExp(`^${kind}(\\d+)-`).exec(name);
     if (match === null) continue;
     const pid = Number(match[1]);
     if (pid === process.pid || alive(pid)) continue;
