@@ -1,6 +1,8 @@
 // The graphs every scheduler benchmark uses, built the same way on the Dask side (bench/dask_*.py).
 
 import type { Key } from "../src";
+import type { WorkerView } from "../src/kernel/distributed/worker/view";
+import type { TransferLogEntry } from "../src/protocol/records";
 
 export interface BenchGraph {
   readonly name: string;
@@ -73,3 +75,20 @@ export const STANDARD_BUILDERS: readonly ((run?: number) => BenchGraph)[] = [
 ];
 
 export const STANDARD_GRAPHS = (): BenchGraph[] => STANDARD_BUILDERS.map((build) => build());
+
+/** A block of `bytes` (a Float64Array), every element `seed`, made on the worker that runs it (bench/redis-data.ts). */
+export function block(bytes: number, seed: number): Float64Array {
+  return new Float64Array(bytes / 8).fill(seed);
+}
+
+/** The sum of each block's first element: a small result from large inputs, so only the inputs move. */
+export function firstElements(...blocks: Float64Array[]): number {
+  let sum = 0;
+  for (const values of blocks) sum += values[0];
+  return sum;
+}
+
+/** A worker's incoming transfer log, for client.run (a module export: Redis workers run no shipped source). */
+export function incomingTransfers(worker: WorkerView): readonly TransferLogEntry[] {
+  return worker.incomingTransferLog;
+}

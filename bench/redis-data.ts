@@ -1,0 +1,192 @@
+// The Redis data plane beside LocalCluster, in one run (issue 27's targets):
+// - the seeds' QR example (10000×1000 in 1000×1000 chunks, then q·r) on 2 Redis workers against
+//   LocalCluster(2 workers × 1 thread): target ≤ 1.25×; and redis-server's memory above idle
+//   while it runs (INFO used_memory, sampled every 20 ms): target ≤ 64 MiB;
+// - an all-to-all exchange: 16 producers each make 16 blocks of 4 MiB (1 GiB in all), then 16
+//   consumers each take one block from every producer, so about half the bytes cross between
+//   the two workers; the consumers' bandwidth (bytes their inputs moved ÷ their wall time)
+//   against this machine's memcpy floor (Buffer.copy of 64 MiB): target ≥ 0.5.
+// Run: npm run bench -- redis-data
+
+import { Redis } from "ioredis";
+import { Client, type Future, LocalCluster } from "../src";
+import * as da from "../src/kernel/collections/array";
+import type { TransferLogEntry } from "../src/protocol/records";
+import { type RedisServer, startRedisServer } from "../test/helpers/redis-server";
+import { type WorkerProcess, startWorker } from "../test/helpers/redis-workers";
+import { block, firstElements, incomingTransfers } from "./graphs";
+import { printTable } from "./harness";
+
+const WORKERS = 2;
+const PRODUCERS = 16;
+const BLOCK_BYTES = 4 * 2 ** 20;
+const MiB = 2 ** 20;
+
+/** Seconds of the seeds' QR example (after one warm-up run on the same cluster). */
+async function qrSeconds(seed: number): Promise<number> {
+  const a = da.random.random([10000, 1000], { chunks: [1000, 1000], seed });
+  const [q, r] = da.linalg.qr(a);
+  const start = performance.now();
+  await q.dot(r).compute();
+  return (performance.now() - start) / 1000;
+}
+
+/** The incoming transfer logs of every worker. */
+async function incomingLogs(client: Client): Promise<TransferLogEntry[]> {
+  const logs = (await client.run(incomingTransfers)) as Record<string, readonly TransferLogEntry[]>;
+  return Object.values(logs).flat();
+}
+
+interface Exchange {
+  readonly seconds: number;
+  /** Bytes the consumers' inputs moved between processes (the workers' incoming transfer logs). */
+  readonly bytesMoved: number;
+  /** Who sent them: peer worker names/addresses, or "redis". */
+  readonly senders: readonly string[];
+}
+
+/** The all-to-all exchange: producers made and held first, then the consumers timed. */
+async function allToAll(client: Client): Promise<Exchange> {
+  const parts: Future<Float64Array>[][] = [];
+  for (let p = 0; p < PRODUCERS; p++) {
+    parts.push(client.map(block, Array(PRODUCERS).fill(BLOCK_BYTES), Array(PRODUCERS).fill(p), { key: Array.from({ length: PRODUCERS }, (_, j) => `block-${p}-${j}`) }));
+  }
+  // Settled, nothing fetched: the blocks stay on the workers that made them.
+  await Promise.all(parts.flat().map((future) => future.exception()));
+  const before = (await incomingLogs(client)).length;
+  const start = performance.now();
+  const sums = await client.gather(Array.from({ length: PRODUCERS }, (_, j) => client.submit(firstElements, ...parts.map((row) => row[j]))));
+  const seconds = (performance.now() - start) / 1000;
+  const expected = (PRODUCERS * (PRODUCERS - 1)) / 2;
+  if (!sums.every((sum) => sum === expected)) throw new Error(`a consumer got wrong inputs: ${JSON.stringify(sums)}`);
+  const moved = (await incomingLogs(client)).slice(before);
+  for (const row of parts) for (const future of row) future.release();
+  return { seconds, bytesMoved: moved.reduce((sum, entry) => sum + entry.total, 0), senders: [...new Set(moved.map((entry) => entry.who))] };
+}
+
+/** memcpy's bandwidth on this machine, bytes/s: the best of 5 copies of 64 MiB. */
+function memcpyFloor(): number {
+  const from = Buffer.alloc(64 * MiB, 1);
+  const to = Buffer.alloc(64 * MiB);
+  let best = Infinity;
+  for (let i = 0; i < 5; i++) {
+    const start = performance.now();
+    from.copy(to);
+    best = Math.min(best, (performance.now() - start) / 1000);
+  }
+  return from.byteLength / best;
+}
+
+/** redis-server's used_memory, sampled every 20 ms while `body` runs: its idle figure before, and the peak. */
+async function redisMemoryDuring<T>(url: string, body: () => Promise<T>): Promise<{ result: T; idle: number; peak: number }> {
+  const redis = new Redis(url, { lazyConnect: true });
+  await redis.connect();
+  const used = async (): Promise<number> => Number(/used_memory:(\d+)/.exec(await redis.info("memory"))![1]);
+  try {
+    const idle = await used();
+    let peak = idle;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        peak = Math.max(peak, await used());
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    try {
+      const result = await body();
+      return { result, idle, peak };
+    } finally {
+      sampling = false;
+      await sampler;
+    }
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function onRedis<T>(server: RedisServer, body: (client: Client) => Promise<T>): Promise<T> {
+  const workers: WorkerProcess[] = [];
+  try {
+    for (let i = 0; i < WORKERS; i++) workers.push(await startWorker(server.url, { name: `data-${i}`, nthreads: 1 }));
+    const client = await Client.connect(server.url, { name: "bench-data" });
+    try {
+      return await body(client);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await Promise.all(workers.map((worker) => worker.stop()));
+  }
+}
+
+async function onLocalCluster<T>(body: (client: Client) => Promise<T>): Promise<T> {
+  const cluster = await LocalCluster.start({ nWorkers: WORKERS, threadsPerWorker: 1, name: "bench-data", dashboardAddress: null });
+  try {
+    const client = await Client.connect(cluster);
+    try {
+      return await body(client);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await cluster.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const floor = memcpyFloor();
+  const server = await startRedisServer();
+  try {
+    const local = await onLocalCluster(async () => {
+      await qrSeconds(1);
+      return { qr: await qrSeconds(2) };
+    });
+    const localExchange = await onLocalCluster(allToAll);
+    const redis = await onRedis(server, async () => {
+      await qrSeconds(1);
+      return redisMemoryDuring(server.url, () => qrSeconds(2));
+    });
+    const redisExchange = await onRedis(server, (client) => redisMemoryDuring(server.url, () => allToAll(client)));
+
+    console.log(`2 workers × 1 thread each; memcpy floor ${(floor / MiB).toFixed(0)} MiB/s`);
+    console.log("\nthe seeds' QR example (qr of 10000×1000 in 1000×1000 chunks, then q·r), after a warm-up run");
+    const qrRatio = redis.result / local.qr;
+    const redisAbove = (redis.peak - redis.idle) / MiB;
+    printTable(
+      ["cluster", "seconds", "× LocalCluster", "redis-server above idle, MiB"],
+      [
+        ["LocalCluster", local.qr, 1, "-"],
+        ["Redis", redis.result, qrRatio, redisAbove],
+      ],
+    );
+    console.log(`QR ≤ 1.25× LocalCluster: ${qrRatio <= 1.25 ? "met" : "NOT met"}; Redis memory ≤ 64 MiB above idle: ${redisAbove <= 64 ? "met" : "NOT met"}`);
+
+    console.log(`\nall-to-all: ${PRODUCERS} producers × ${PRODUCERS} blocks of ${BLOCK_BYTES / MiB} MiB, ${PRODUCERS} consumers each taking one block of every producer`);
+    const rows = [
+      ["LocalCluster", localExchange, undefined],
+      ["Redis", redisExchange.result, redisExchange],
+    ] as const;
+    printTable(
+      ["cluster", "consumers' seconds", "MiB moved", "MiB/s", "÷ memcpy floor", "sent by", "redis-server above idle, MiB"],
+      rows.map(([name, exchange, memory]) => [
+        name,
+        exchange.seconds,
+        exchange.bytesMoved / MiB,
+        exchange.bytesMoved / MiB / exchange.seconds,
+        exchange.bytesMoved / exchange.seconds / floor,
+        exchange.senders.length > 2 ? `${exchange.senders.length} peers` : exchange.senders.join(", "),
+        memory === undefined ? "-" : (memory.peak - memory.idle) / MiB,
+      ]),
+    );
+    const redisShare = redisExchange.result.bytesMoved / redisExchange.result.seconds / floor;
+    console.log(`peer bandwidth ≥ 0.5 of the memcpy floor on Redis workers: ${redisShare >= 0.5 ? "met" : "NOT met"} (${redisShare.toFixed(2)})`);
+    console.log(JSON.stringify({ bench: "redis-data", floor, local: { qr: local.qr, exchange: localExchange }, redis: { qr: redis.result, redisIdle: redis.idle, redisPeakQr: redis.peak, exchange: redisExchange.result, redisPeakExchange: redisExchange.peak } }));
+  } finally {
+    await server.stop();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
