@@ -127,6 +127,11 @@ export function describeFailures(report: NotebookReport): string {
   return `${report.notebook}: ${lines.join("\n\n")}`;
 }
 
+/** A cell's outputs of the display kind: the first showing, then its updates. */
+export function displays(cell: CellReport): IopubMessage[] {
+  return cell.messages.filter((m) => m.msg_type === "display_data" || m.msg_type === "update_display_data");
+}
+
 /** The cell whose source starts with `marker` (tests find cells by content, not position). */
 export function cellStartingWith(report: NotebookReport, marker: string): CellReport {
   const cell = report.cells.find((c) => c.source.startsWith(marker));
