@@ -28,7 +28,7 @@ describe("user notebooks run as written", () => {
 describe("the display bridge in a real kernel", () => {
   // One kernel run for all the checks below, started by the first of them.
   let running: Promise<NotebookReport> | undefined;
-  const bridgeReport = () => (running ??= runNotebook("test/notebooks/display-bridge.ipynb", { drainSeconds: 0.5 }));
+  const bridgeReport = () => (running ??= runNotebook("test/notebooks/display-bridge.ipynb", { drainSeconds: 0.5, inTemporaryCopy: true }));
 
   const printed = (cell: CellReport): Record<string, number> => JSON.parse(cell.stdout.trim().split("\n").at(-1)!);
   const dataOf = (message: IopubMessage): Record<string, unknown> => message.content.data as Record<string, unknown>;

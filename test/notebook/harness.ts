@@ -54,7 +54,9 @@ export interface RunOptions {
   readonly drainSeconds?: number;
   /**
    * Run a copy in a temporary folder, with tsdask linked into its node_modules as in a user's
-   * project: the files the notebook writes (reports, plots) land there, not in the checkout.
+   * project: the files the notebook writes (reports, plots) land there, not in the checkout, and
+   * tslab type-checks with its own @types/node instead of all 41 @types packages of the checkout's
+   * node_modules (1.5–2 CPU-s less per kernel).
    */
   readonly inTemporaryCopy?: boolean;
 }
