@@ -49,14 +49,17 @@ const HEAVY_CONCURRENCY = 2;
  * the other slot around them instead of one long file running on alone at the end.
  */
 const LONGEST_FIRST = [
-  "notebook.test.js", // every user notebook, QR factorisations included
+  "notebook-diagnosing.test.js", // seven QR factorisations of the seeds' size in one notebook
   "dashboard/cluster-lab.browser.test.js",
-  "distributed/redis.test.js",
-  "browser-quickstart.test.js",
-  "package.test.js",
-  "metrics/panel.lab.test.js",
+  "notebook-metrics.test.js", // two user notebooks with QR factorisations
   "dashboard/sizing-lab.browser.test.js",
   "dashboard/lab.browser.test.js",
+  "browser-quickstart.test.js",
+  "distributed/redis.test.js",
+  "notebook.test.js", // the short user notebooks, the display bridge
+  "metrics/panel.lab.test.js",
+  "browser.test.js",
+  "package.test.js",
 ];
 
 function exec(command, commandArgs, options = {}) {

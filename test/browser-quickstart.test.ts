@@ -123,7 +123,7 @@ function subViews(plot: Locator): Promise<SubView[]> {
 
 test("the quick start runs in JupyterLab; its progress bar advances live and finishes", { timeout: 480_000 }, async () => {
   await lab.openLab(page, server.baseUrl, server.token);
-  await page.evaluate(() => window.jupyterapp.commands.execute("application:toggle-left-area")); // the file browser
+  await page.evaluate(async () => void (await window.jupyterapp.commands.execute("application:toggle-left-area"))); // the file browser
   await lab.openNotebook(page, NOTEBOOK);
   await lab.waitForIdleKernel(page);
   assert.equal(await page.locator(".tsdask-output").count(), 0, "the copy under test still had outputs");

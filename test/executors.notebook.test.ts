@@ -6,7 +6,7 @@ import { test } from "node:test";
 import { describeFailures, runNotebook } from "./notebook/harness";
 
 test("threads and processes run notebook cell functions; interrupt stops the workers", async () => {
-  const report = await runNotebook("test/notebooks/executors.ipynb");
+  const report = await runNotebook("test/notebooks/executors.ipynb", { inTemporaryCopy: true });
   assert.ok(report.ok, describeFailures(report));
   const outcome = JSON.parse(report.cells[3].stdout.trim().split("\n").at(-1)!) as Record<string, unknown>;
   assert.equal(outcome.threads, 42);

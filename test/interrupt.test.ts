@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { describeFailures, runNotebook } from "./notebook/harness";
 
 test("interrupting the tslab kernel aborts the running computation", async () => {
-  const report = await runNotebook("test/notebooks/interrupt.ipynb");
+  const report = await runNotebook("test/notebooks/interrupt.ipynb", { inTemporaryCopy: true });
   assert.ok(report.ok, describeFailures(report));
   const interrupted = report.cells[1];
   assert.equal(interrupted.status, "error");

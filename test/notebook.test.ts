@@ -1,84 +1,34 @@
-// Notebooks against the real tslab kernel: every user notebook runs clean as written, and the
-// display bridge delivers throttled, complete updates without losing a message.
+// Notebooks against the real tslab kernel: the user notebooks are shared out among the notebook
+// test files and each runs clean as written (this file: the short ones); the display bridge
+// delivers throttled, complete updates without losing a message; the quick start's live outputs.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
-import type { FpmData } from "../src/protocol/fpm";
-import { type CellReport, cellStartingWith, describeFailures, type IopubMessage, type NotebookReport, runNotebook } from "./notebook/harness";
+import { type CellReport, cellStartingWith, describeFailures, displays, type IopubMessage, type NotebookReport, runNotebook } from "./notebook/harness";
+import { NOTEBOOK_TEST_FILE, runUserNotebook, testRunsAsWritten, userNotebooks } from "./notebook/user-notebooks";
 
 const root = resolve(__dirname, "../..");
 const MIME = "application/vnd.tsdask.v1+json";
 
-/** One kernel run per user notebook, shared by the tests that look at it; its files go to a temporary folder. */
-const userRuns = new Map<string, Promise<NotebookReport>>();
-const runUserNotebook = (name: string): Promise<NotebookReport> => {
-  let run = userRuns.get(name);
-  if (run === undefined) userRuns.set(name, (run = runNotebook(join("notebooks", name), { inTemporaryCopy: true })));
-  return run;
-};
-
 describe("user notebooks run as written", () => {
-  const notebooks = readdirSync(join(root, "notebooks")).filter((name) => name.endsWith(".ipynb"));
-
-  test("there are notebooks to run", () => assert.ok(notebooks.includes("getting-started.ipynb") && notebooks.includes("quickstart.ipynb")));
-
-  for (const name of notebooks) {
-    test(name, async () => {
-      const path = join("notebooks", name);
-      const report = await runUserNotebook(name);
-      assert.ok(report.ok, describeFailures(report));
-      // Saved outputs let readers see results without a kernel: a cell that prints now must carry output.
-      const saved = JSON.parse(readFileSync(join(root, path), "utf8")) as { cells: { outputs?: unknown[] }[] };
-      for (const cell of report.cells) {
-        const printed = cell.messages.some((m) => m.msg_type === "stream" || m.msg_type === "display_data");
-        if (printed) assert.ok((saved.cells[cell.index]?.outputs ?? []).length > 0, `${name} cell ${cell.index} has no saved output; run npm run notebooks`);
-      }
-    });
-  }
-});
-
-/** A cell's outputs of the display kind: the first showing, then its updates. */
-const displays = (cell: CellReport): IopubMessage[] =>
-  cell.messages.filter((m) => m.msg_type === "display_data" || m.msg_type === "update_display_data");
-
-describe("fine performance metrics on a cluster, in the notebook", () => {
-  test("the cluster's panel shows in the cell with the workers' Send data; the table and the seed's check print", async () => {
-    const report = await runUserNotebook("fine-performance-metrics.ipynb");
-    const panelCell = cellStartingWith(report, "const panel = await client.visualizeMetrics()");
-    // Shown at once from what the scheduler had, then brought up to date in place (the workers' next heartbeats).
-    const shown = displays(panelCell).map((m) => ({
-      type: m.msg_type,
-      id: (m.content.transient as { display_id?: string } | undefined)?.display_id,
-      payload: (m.content.data as Record<string, unknown>)[MIME] as { kind: string; seq: number; data: FpmData },
-      image: typeof (m.content.data as Record<string, unknown>)["image/svg+xml"] === "string",
-    }));
-    const outline = JSON.stringify(shown.map(({ type, id, payload, image }) => ({ type, id, seq: payload?.seq, image })));
-    assert.equal(shown[0]?.type, "display_data", outline);
-    // (Updates of earlier outputs, such as the cluster's own, may land here too: they keep their ids.)
-    const panelOutput = shown.filter((m) => m.id === shown[0].id);
-    assert.ok(panelOutput.slice(1).every((m) => m.type === "update_display_data"), outline);
-    const last = panelOutput[panelOutput.length - 1];
-    assert.ok(last.payload.seq === 1 && last.image, outline);
-    const payload = last.payload;
-    assert.equal(payload.kind, "fpm");
-    assert.equal(payload.data.source?.transfers, true);
-    assert.match(payload.data.source?.description ?? "", /LocalCluster 'local', 2 workers, 2 threads/);
-    assert.ok(payload.data.metrics.some((m) => m.context === "get-data" && m.activity === "network" && m.value > 0), "Send data has the workers' get-data");
-    assert.ok(payload.data.spans.some((span) => span.name.join("/") === "qr"), "the qr span");
-    const printed = cellStartingWith(report, "console.log(String(panel))").stdout;
-    for (const fn of ["tsqr", "dot", "random_sample", "N/A (no task)"]) assert.ok(printed.includes(fn), printed);
-    const ratio = Number(/= (\d\.\d{3})$/m.exec(printed)?.[1]);
-    // The wall time there includes fetching the 80 MB result into the kernel, which keeps no worker busy.
-    assert.ok(ratio > 0.8 && ratio <= 1.02, printed);
+  test("there are notebooks to run, and each is run by one of the notebook test files", () => {
+    const notebooks = userNotebooks();
+    assert.ok(notebooks.includes("getting-started.ipynb") && notebooks.includes("quickstart.ipynb"));
+    const unassigned = notebooks.filter((name) => NOTEBOOK_TEST_FILE[name] === undefined);
+    assert.deepEqual(unassigned, [], "notebooks no test file runs: give each a line in test/notebook/user-notebooks.ts");
+    const gone = Object.keys(NOTEBOOK_TEST_FILE).filter((name) => !notebooks.includes(name));
+    assert.deepEqual(gone, [], "test/notebook/user-notebooks.ts names notebooks that are not in notebooks/");
   });
+
+  for (const name of userNotebooks()) if (NOTEBOOK_TEST_FILE[name] === "notebook.test.ts") testRunsAsWritten(name);
 });
 
 describe("the display bridge in a real kernel", () => {
   // One kernel run for all the checks below, started by the first of them.
   let running: Promise<NotebookReport> | undefined;
-  const bridgeReport = () => (running ??= runNotebook("test/notebooks/display-bridge.ipynb", { drainSeconds: 0.5 }));
+  const bridgeReport = () => (running ??= runNotebook("test/notebooks/display-bridge.ipynb", { drainSeconds: 0.5, inTemporaryCopy: true }));
 
   const printed = (cell: CellReport): Record<string, number> => JSON.parse(cell.stdout.trim().split("\n").at(-1)!);
   const dataOf = (message: IopubMessage): Record<string, unknown> => message.content.data as Record<string, unknown>;

@@ -2,7 +2,7 @@
 // kernel spec pointing at this project's own tslab. Idempotent: a stamp skips a finished setup.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -27,6 +27,7 @@ export function ensurePythonEnv() {
     });
     writeFileSync(stamp, wanted);
   }
+  skipSlowIriFormat();
   const jupyterData = join(venv, "share/jupyter");
   writeTslabKernelSpec(join(jupyterData, "kernels/tslab"));
   return {
@@ -34,6 +35,23 @@ export function ensurePythonEnv() {
     jupyter: join(venv, "bin/jupyter"),
     env: { ...process.env, JUPYTER_PATH: jupyterData, PYDEVD_DISABLE_FILE_VALIDATION: "1" },
   };
+}
+
+/**
+ * jsonschema (≥ 4.25, from Jupyter's jsonschema[format-nongpl]) imports rfc3987-syntax, which builds
+ * some 35 Earley parsers at import (python-jsonschema/jsonschema#1428): about 3 CPU seconds in
+ * every notebook run (nbformat imports jsonschema) and JupyterLab server (jupyter_events), some
+ * thirty times a suite. Only the "iri" formats use it, and no Jupyter schema has one: a .pth
+ * line, run at every start of the venv's Python, makes that import fail, which jsonschema expects
+ * (it then checks no "iri" format).
+ */
+function skipSlowIriFormat() {
+  const lib = join(venv, "lib");
+  for (const version of readdirSync(lib).filter((name) => name.startsWith("python"))) {
+    const sitePackages = join(lib, version, "site-packages");
+    if (!existsSync(sitePackages)) continue;
+    writeFileSync(join(sitePackages, "tsdask-skip-rfc3987-syntax.pth"), 'import sys; sys.modules.setdefault("rfc3987_syntax", None)\n');
+  }
 }
 
 /** The kernel spec tslab's own installer would write, but with absolute paths to our copy. */

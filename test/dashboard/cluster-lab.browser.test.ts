@@ -299,14 +299,14 @@ test("closing a notebook disconnects the panels that showed its cluster", async 
 test("a notebook with no cluster shows the panels' empty states, not errors", async () => {
   await ui.openNotebook(PLAIN);
   for (const kind of ["fpm", "workers", "memory", "task-stream", "bandwidth"]) {
-    await page.evaluate((k) => window.jupyterapp.commands.execute("tsdask:open-panel", { kind: k }), kind);
+    await page.evaluate(async (k) => void (await window.jupyterapp.commands.execute("tsdask:open-panel", { kind: k })), kind);
     const panel = ui.panel(kind);
     await panel.locator('.tsdask-dashboard-panel[data-state="empty"]').waitFor({ timeout: 10_000 });
     assert.match((await panel.locator(".tsdask-dashboard-empty").textContent()) ?? "", /No dashboard data from dashboard-a\.ipynb's kernel yet/);
     assert.equal(await panel.locator(".tsdask-dashboard-note").count(), 0);
   }
   await ui.panel("fpm").locator(".tsdask-dashboard-empty-code", { hasText: "Client.connect" }).waitFor({ state: "attached" });
-  await page.evaluate(() => window.jupyterapp.commands.execute("tsdask:open-panel", { kind: "fpm" }));
+  await page.evaluate(async () => void (await window.jupyterapp.commands.execute("tsdask:open-panel", { kind: "fpm" })));
   await page.screenshot({ path: join(SHOTS, "dashboard-cluster-empty.png") });
   assert.deepEqual(pageErrors, []);
 });

@@ -108,7 +108,7 @@ test("a panel pinned to a notebook keeps to it; following panels move with the a
   await ui.startCell(B, 0);
   await ui.cellDone(B, 0);
   await ui.startCell(B, 1);
-  await page.evaluate(() => window.jupyterapp.commands.execute("tsdask:open-panel", { kind: "progress" }));
+  await page.evaluate(async () => void (await window.jupyterapp.commands.execute("tsdask:open-panel", { kind: "progress" })));
   await ui.watchUntilFinished(ui.computation(following, "notebook B"));
   assert.equal(await ui.computation(following, "notebook A").count(), 0, "the following panel shows B's kernel only");
   assert.equal(await ui.computation(pinned, "notebook B").count(), 0, "the pinned panel never shows B's computation");
@@ -140,7 +140,7 @@ test("after a reload the panels come back where they were, pinned as they were, 
 
 test("the default layout puts FPM beside the notebook and the task stream below it", async () => {
   await ui.openNotebook(B);
-  await page.evaluate(() => window.jupyterapp.commands.execute("tsdask:default-layout"));
+  await page.evaluate(async () => void (await window.jupyterapp.commands.execute("tsdask:default-layout")));
   const stream = ui.panel("task-stream");
   await stream.waitFor({ timeout: 10_000 });
   const [nb, fpm, ts] = [(await ui.notebookPanel(B).boundingBox())!, (await ui.panel("fpm").boundingBox())!, (await stream.boundingBox())!];

@@ -9,7 +9,7 @@ const MIME = "application/vnd.tsdask.v1+json";
 
 describe("diagnostics in a real kernel", () => {
   let running: Promise<NotebookReport> | undefined;
-  const report = () => (running ??= runNotebook("test/notebooks/diagnostics.ipynb", { drainSeconds: 0.5 }));
+  const report = () => (running ??= runNotebook("test/notebooks/diagnostics.ipynb", { drainSeconds: 0.5, inTemporaryCopy: true }));
   const displays = (cell: CellReport): IopubMessage[] =>
     cell.messages.filter((m) => m.msg_type === "display_data" || m.msg_type === "update_display_data");
   const payloads = (cell: CellReport): ProgressPayload[] =>

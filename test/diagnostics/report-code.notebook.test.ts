@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { describeFailures, runNotebook } from "../notebook/harness";
 
 test("the report's Calling code is the notebook cell's TypeScript", async () => {
-  const report = await runNotebook("test/notebooks/report-code.ipynb");
+  const report = await runNotebook("test/notebooks/report-code.ipynb", { inTemporaryCopy: true });
   assert.ok(report.ok, describeFailures(report));
   const { result, code } = JSON.parse(report.cells[1].stdout.trim().split("\n").at(-1)!) as { result: number; code: string };
   assert.equal(result, 21);

@@ -18,7 +18,7 @@ function card(cell: CellReport): { payload: ClusterPayload; text: string } {
 }
 
 test("a cluster started in a notebook cell: its card, a re-run that leaks nothing, get on the cluster", async () => {
-  const report = await runNotebook("test/notebooks/cluster.ipynb");
+  const report = await runNotebook("test/notebooks/cluster.ipynb", { inTemporaryCopy: true });
   assert.ok(report.ok, describeFailures(report));
   const [, first, rerun, check, interrupted, afterInterrupt, clientCell, closing] = report.cells;
 

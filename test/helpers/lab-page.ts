@@ -96,7 +96,7 @@ export const color = (locator: Locator, property: "color" | "backgroundColor" | 
 
 /** Switches JupyterLab's theme and waits until the page says it is light or dark. */
 export async function switchTheme(page: Page, theme: "JupyterLab Dark" | "JupyterLab Light"): Promise<void> {
-  await page.evaluate((name) => window.jupyterapp.commands.execute("apputils:change-theme", { theme: name }), theme);
+  await page.evaluate(async (name) => void (await window.jupyterapp.commands.execute("apputils:change-theme", { theme: name })), theme);
   const light = theme === "JupyterLab Light" ? "true" : "false";
   await page.waitForFunction((value) => document.body.dataset.jpThemeLight === value, light, { timeout: 30_000 });
 }
