@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Browser, chromium } from "playwright-core";
-import { type SchedulerName, get } from "../src";
+import { Client, LocalCluster, type SchedulerName, get } from "../src";
 
 const root = join(__dirname, "..", "..");
 
@@ -156,4 +156,19 @@ export function printTable(header: readonly string[], rows: readonly (readonly (
 
 function format(value: number): string {
   return Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 1 ? value.toFixed(2) : value.toFixed(3);
+}
+
+/** A LocalCluster of `count` one-thread workers with a Client on it, for `body`; both closed after. */
+export async function onLocalCluster<T>(count: number, name: string, body: (client: Client) => Promise<T>): Promise<T> {
+  const cluster = await LocalCluster.start({ nWorkers: count, threadsPerWorker: 1, name, dashboardAddress: null });
+  try {
+    const client = await Client.connect(cluster);
+    try {
+      return await body(client);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await cluster.close();
+  }
 }

@@ -9,13 +9,13 @@
 // Run: npm run bench -- redis-data
 
 import { Redis } from "ioredis";
-import { Client, type Future, LocalCluster } from "../src";
+import { Client, type Future } from "../src";
 import * as da from "../src/kernel/collections/array";
 import type { TransferLogEntry } from "../src/protocol/records";
 import { type RedisServer, startRedisServer } from "../test/helpers/redis-server";
 import { type WorkerProcess, startWorker } from "../test/helpers/redis-workers";
 import { block, firstElements, incomingTransfers } from "./graphs";
-import { printTable } from "./harness";
+import { onLocalCluster, printTable } from "./harness";
 
 const WORKERS = 2;
 const PRODUCERS = 16;
@@ -119,29 +119,15 @@ async function onRedis<T>(server: RedisServer, body: (client: Client) => Promise
   }
 }
 
-async function onLocalCluster<T>(body: (client: Client) => Promise<T>): Promise<T> {
-  const cluster = await LocalCluster.start({ nWorkers: WORKERS, threadsPerWorker: 1, name: "bench-data", dashboardAddress: null });
-  try {
-    const client = await Client.connect(cluster);
-    try {
-      return await body(client);
-    } finally {
-      await client.close();
-    }
-  } finally {
-    await cluster.close();
-  }
-}
-
 async function main(): Promise<void> {
   const floor = memcpyFloor();
   const server = await startRedisServer();
   try {
-    const local = await onLocalCluster(async () => {
+    const local = await onLocalCluster(WORKERS, "bench-data", async () => {
       await qrSeconds(1);
       return { qr: await qrSeconds(2) };
     });
-    const localExchange = await onLocalCluster(allToAll);
+    const localExchange = await onLocalCluster(WORKERS, "bench-data", allToAll);
     const redis = await onRedis(server, async () => {
       await qrSeconds(1);
       return redisMemoryDuring(server.url, () => qrSeconds(2));

@@ -11,7 +11,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { Queue, QueueEvents } from "bullmq";
-import { Client, LocalCluster, get } from "../src";
+import { Client, get } from "../src";
 import * as da from "../src/kernel/collections/array";
 import { parseRedisUrl } from "../src/kernel/distributed/redis/address";
 import { redisOptions } from "../src/kernel/distributed/redis/connection";
@@ -19,7 +19,7 @@ import { inc } from "../test/fixtures/tasks";
 import { killOnExit } from "../test/helpers/children";
 import { type RedisServer, startRedisServer } from "../test/helpers/redis-server";
 import { type WorkerProcess, startWorker } from "../test/helpers/redis-workers";
-import { cpuSeconds, median, printTable } from "./harness";
+import { cpuSeconds, median, onLocalCluster, printTable } from "./harness";
 
 const WORKER_COUNTS: readonly number[] = [1, 2, 4];
 /** Threads per tsdask worker, and BullMQ concurrency per floor worker. */
@@ -179,20 +179,6 @@ async function onRedis<T>(
     }
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
-  }
-}
-
-async function onLocalCluster<T>(count: number, body: (client: Client) => Promise<T>): Promise<T> {
-  const cluster = await LocalCluster.start({ nWorkers: count, threadsPerWorker: 1, name: "bench-redis", dashboardAddress: null });
-  try {
-    const client = await Client.connect(cluster);
-    try {
-      return await body(client);
-    } finally {
-      await client.close();
-    }
-  } finally {
-    await cluster.close();
   }
 }
 
@@ -358,7 +344,7 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     for (const workers of workerCounts) {
       const done = await measureRounds(server, workers, rounds, chainLength, taskCount);
-      const [localLatency, localRate] = await onLocalCluster(workers, async () => {
+      const [localLatency, localRate] = await onLocalCluster(workers, "bench-redis", async () => {
         await warmUp(workers);
         return [await latency(chainLength), await throughput(taskCount)];
       });
@@ -422,7 +408,7 @@ async function main(): Promise<void> {
         await qrSeconds();
         return Math.min(await qrSeconds(), await qrSeconds());
       }),
-      local: await onLocalCluster(2, async () => {
+      local: await onLocalCluster(2, "bench-redis", async () => {
         await qrSeconds();
         return Math.min(await qrSeconds(), await qrSeconds());
       }),
