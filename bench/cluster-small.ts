@@ -3,12 +3,17 @@
 // on W independent chains of D tasks, where the fixed part of a computation (planning, submission,
 // first dispatch, gathering) weighs most. Target ≤ 0.05× Dask on each graph. The two sides take
 // turns graph by graph (bench/dask_cluster_turns.py keeps Dask's cluster open between requests),
-// so the load of a shared machine falls on both alike; figures are medians of the rounds, every
+// so the load of a shared machine falls on both alike, and while one side runs the other's
+// processes are frozen (SIGSTOP): neither pays for the other's idle timers (Dask's idle cluster
+// alone uses ~11 % of a core) or for work the other left running after its get returned (Dask's
+// releases and garbage collections): each side's own leftovers run in its own turns. Figures
+// are medians of the rounds, every
 // run on keys of its own (a cluster keeps results it still refers to) after a warm-up run per
 // graph, and every task counted as run on the workers.
 // Run: npm run bench -- cluster-small   [rounds]
 
 import { type ChildProcessByStdio, spawn } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -50,6 +55,23 @@ class DaskTurns {
     return seconds;
   }
 
+  /** The Python process and all its descendants (Dask's scheduler runs in it, its nannies and workers below). */
+  processTree(): number[] {
+    const parentOf = new Map<number, number>();
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+        parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      } catch {
+        // gone meanwhile
+      }
+    }
+    const tree = [this.child.pid!];
+    for (let i = 0; i < tree.length; i++) for (const [pid, parent] of parentOf) if (parent === tree[i]) tree.push(pid);
+    return tree;
+  }
+
   async close(): Promise<void> {
     const exited = new Promise((done) => this.child.once("exit", done));
     this.child.stdin.end("\n");
@@ -75,6 +97,23 @@ async function tsdaskRun(client: Client, width: number, depth: number, run: numb
   return seconds;
 }
 
+/** Processes frozen now: thawed if this process exits meanwhile, so none is left stopped. */
+const frozen = new Set<number>();
+process.on("exit", () => signalAll([...frozen], "SIGCONT"));
+
+/** Freezes (SIGSTOP) or thaws (SIGCONT) processes. */
+function signalAll(pids: readonly number[], signal: "SIGSTOP" | "SIGCONT"): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+      if (signal === "SIGSTOP") frozen.add(pid);
+      else frozen.delete(pid);
+    } catch {
+      // gone already
+    }
+  }
+}
+
 function spread(values: readonly number[]): string {
   return values.map((value) => (value >= 100 ? value.toFixed(0) : value.toFixed(1))).join(" / ");
 }
@@ -87,6 +126,8 @@ async function main(): Promise<void> {
   const client = await Client.connect(cluster);
   try {
     const versions = (await dask.next<{ ready: { dask: string; distributed: string } }>()).ready;
+    const daskProcesses = dask.processTree();
+    const tsdaskWorkers = cluster.processes.map((worker) => worker.child.pid!);
     const perTask = new Map(SHAPES.map((shape) => [shape, { tsdask: [] as number[], dask: [] as number[] }]));
     let run = 0;
     for (let round = 0; round <= rounds; round++) {
@@ -96,14 +137,21 @@ async function main(): Promise<void> {
         // Who goes first alternates, so neither side always follows the other's garbage.
         const sides = round % 2 === 0 ? (["tsdask", "dask"] as const) : (["dask", "tsdask"] as const);
         for (const side of sides) {
-          const seconds = side === "dask" ? await dask.run(width, depth, run) : await tsdaskRun(client, width, depth, run);
+          const others = side === "dask" ? tsdaskWorkers : daskProcesses;
+          signalAll(others, "SIGSTOP");
+          let seconds: number;
+          try {
+            seconds = side === "dask" ? await dask.run(width, depth, run) : await tsdaskRun(client, width, depth, run);
+          } finally {
+            signalAll(others, "SIGCONT");
+          }
           if (round > 0) perTask.get(shape)![side].push((seconds / tasks) * 1e6);
         }
         run++;
       }
     }
     console.log(
-      `LocalCluster(2 workers × 1 thread), get() per task, median of ${rounds} rounds taking turns with Dask after a warm-up, ` +
+      `LocalCluster(2 workers × 1 thread), get() per task, median of ${rounds} rounds taking turns with Dask after a warm-up (the other side frozen), ` +
         `fresh keys each run, every task counted; dask ${versions.dask}, distributed ${versions.distributed} (client.get)`,
     );
     const rows = SHAPES.map((shape) => {
