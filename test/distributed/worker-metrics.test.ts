@@ -182,7 +182,9 @@ test("test_worker_metrics.py::test_memory_monitor: spilling under memory pressur
   // Dask patches the process memory to look huge; here the spill threshold is below any Node process's memory.
   const options: LocalClusterOptions = { ...ONE_WORKER, memoryLimit: "1 GiB", memoryThresholds: { target: false, spill: 0.01, pause: false } };
   await withCluster(options, async (_cluster, client) => {
-    await settled(client.submit(inc, 1));
+    // Held to the end: a Future nobody refers to may be collected, and its result freed before it is spilled.
+    const x = client.submit(inc, 1);
+    await settled(x);
     await waitFor("x spilled by the memory monitor", async () => {
       const onDisk = (await client.run((worker) => worker.data.onDisk.length)) as Record<string, number>;
       return Object.values(onDisk)[0] === 1;
@@ -195,6 +197,7 @@ test("test_worker_metrics.py::test_memory_monitor: spilling under memory pressur
       ["memory-monitor", "disk-write", "count"],
       ["memory-monitor", "disk-write", "bytes"],
     ]);
+    x.release();
   });
 });
 
