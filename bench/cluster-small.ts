@@ -13,11 +13,12 @@
 // Run: npm run bench -- cluster-small   [rounds]
 
 import { type ChildProcessByStdio, spawn } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { Client, LocalCluster, get } from "../src";
+import { readStat } from "../src/kernel/diagnostics/sampler";
 import { independent } from "./graphs";
 import { DASK_PYTHON, ensureDistributed, median, printTable } from "./harness";
 
@@ -59,13 +60,8 @@ class DaskTurns {
   processTree(): number[] {
     const parentOf = new Map<number, number>();
     for (const entry of readdirSync("/proc")) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-        parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-      } catch {
-        // gone meanwhile
-      }
+      const stat = /^\d+$/.test(entry) ? readStat(Number(entry)) : undefined;
+      if (stat !== undefined) parentOf.set(Number(entry), stat.ppid);
     }
     const tree = [this.child.pid!];
     for (let i = 0; i < tree.length; i++) for (const [pid, parent] of parentOf) if (parent === tree[i]) tree.push(pid);

@@ -39,7 +39,7 @@ export function processCpuMicros(): number {
 /** USER_HZ, the unit of /proc CPU times: fixed at 100 by the Linux ABI on every mainstream architecture. */
 const TICKS_PER_SECOND = 100;
 
-interface ProcStat {
+export interface ProcStat {
   readonly ppid: number;
   readonly zombie: boolean;
   /** utime + stime, ticks. */
@@ -49,7 +49,8 @@ interface ProcStat {
   readonly rssPages: number;
 }
 
-function readStat(pid: number): ProcStat | undefined {
+/** A process's /proc/<pid>/stat fields, or undefined once it is gone. */
+export function readStat(pid: number): ProcStat | undefined {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/stat`, "latin1");
