@@ -18,13 +18,13 @@ What tslab does differently from IPython, and how this runner copes:
   and during the drain after the last cell, as in JupyterLab; nbclient alone would drop those
   whose parent cell has finished (tsdask completes a plot's output that way).
 
-A cell's metadata may script the run: {"tsdask": {"interrupt_after": 1.0, "expect_status":
-"error"}} sends the kernel an interrupt (SIGINT) 1 s after the cell starts, and counts the
-cell as passing when its reply status is the expected one. With "interrupt_when": "<text>" the
-interrupt waits for the cell to print that text first (interrupt_after then counts from it): a
-loaded machine can take seconds to compile a cell, so a timer from the request may fire before
-the computation it means to interrupt has begun. The report gives each interrupted cell's
-"interrupted_at" (seconds after its request).
+A cell's metadata may script the run: {"tsdask": {"interrupt_when": "computing",
+"interrupt_after": 1.0, "expect_status": "error"}} sends the kernel an interrupt (SIGINT) 1 s
+after the cell printed "computing" (interrupt_after defaults to 0), and counts the cell as
+passing when its reply status is the expected one. The interrupt waits for the cell's own text,
+not a timer from the request: a loaded machine can take seconds to compile a cell, and a timer
+fired before the computation it meant to interrupt had begun. The report gives each
+interrupted cell's "interrupted_at" (seconds after its request).
 
 The report (JSON): {"notebook", "ok", "kernel_start_seconds", "elapsed_seconds", "error",
 "cells": [{"index", "source", "status", "execution_count", "elapsed_seconds", "idle",
@@ -188,8 +188,7 @@ async def run(path, timeout, drain):
             if "interrupt_when" in script:
                 client.interrupt_on = (index, script["interrupt_when"], script.get("interrupt_after", 0))
             elif "interrupt_after" in script:
-                client.sent_at[index] = time.monotonic()
-                client.interrupt_later(index, script["interrupt_after"])
+                raise ValueError(f"cell {index}: interrupt_after counts from interrupt_when's text, which it lacks")
             try:
                 await client.async_execute_cell(cell, index)
             except CellTimeoutError:
