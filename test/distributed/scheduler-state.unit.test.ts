@@ -422,19 +422,30 @@ describe("cluster scheduler state", () => {
     assert.equal(state.memory().unmanagedOld, 200);
   });
 
-  test("managed memory counts a result the moment it lands and drops it when released, between heartbeats (Dask's ws.nbytes)", () => {
+  /** A state with worker "a" (50 MB of process memory) and task x-1 sent to it. */
+  function oneTaskOnWorkerA(): ClusterState {
     const state = newState();
     state.addWorker({ ...registration("a"), memory: 50_000_000 }, 0);
     sent(state);
     state.submit(graph({ "x-1": [] }));
     sent(state);
+    return state;
+  }
+
+  /** A heartbeat's metrics: these memory figures, nothing else measured. */
+  function memoryMetrics(memory: Pick<WorkerMetrics, "memory" | "managedBytes" | "reportedResultBytes">): WorkerMetrics {
+    return { cpu: 0, ...memory, spilledBytes: { memory: 0, disk: 0 }, taskCounts: {}, digests: [], transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 }, bandwidth: { total: 100_000_000, workers: {}, types: {} } };
+  }
+
+  test("managed memory counts a result the moment it lands and drops it when released, between heartbeats (Dask's ws.nbytes)", () => {
+    const state = oneTaskOnWorkerA();
     assert.equal(state.memory().managed, 0);
     state.handle("unix://a", [finished("x-1", 8_000_000)], 1);
     assert.equal(state.memory().managed, 8_000_000, "no heartbeat yet: the result counts already");
     assert.equal(state.workers.get("unix://a")!.record().memory.managed, 8_000_000);
     // The heartbeat that counts it does not count it twice; one that reports more (a Redis
     // worker's inputs held by a running task) is believed.
-    const metrics = { cpu: 0, memory: 60_000_000, managedBytes: 8_000_000, reportedResultBytes: 8_000_000, spilledBytes: { memory: 0, disk: 0 }, taskCounts: {}, digests: [], transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 }, bandwidth: { total: 100_000_000, workers: {}, types: {} } } satisfies WorkerMetrics;
+    const metrics = memoryMetrics({ memory: 60_000_000, managedBytes: 8_000_000, reportedResultBytes: 8_000_000 });
     state.handle("unix://a", [{ op: "heartbeat", now: 2, metrics }], 2);
     assert.equal(state.memory().managed, 8_000_000);
     state.handle("unix://a", [{ op: "heartbeat", now: 3, metrics: { ...metrics, managedBytes: 10_000_000 } }], 3);
@@ -448,17 +459,13 @@ describe("cluster scheduler state", () => {
   });
 
   test("a heartbeat written before a release and read after it does not count the released result again", () => {
-    const state = newState();
-    state.addWorker({ ...registration("a"), memory: 50_000_000 }, 0);
-    sent(state);
-    state.submit(graph({ "x-1": [] }));
-    sent(state);
+    const state = oneTaskOnWorkerA();
     state.handle("unix://a", [finished("x-1", 40)], 1);
     assert.equal(state.memory().managed, 40);
     state.unwant(state.slotOf("x-1")!);
     assert.equal(state.memory().managed, 0);
     // Written while the worker still held x-1 (as a result the scheduler counts), read now.
-    const metrics = { cpu: 0, memory: 60_000_000, managedBytes: 40, reportedResultBytes: 40, spilledBytes: { memory: 0, disk: 0 }, taskCounts: {}, digests: [], transfer: { incomingBytes: 0, outgoingBytes: 0, incomingCount: 0, outgoingCount: 0 }, bandwidth: { total: 100_000_000, workers: {}, types: {} } } satisfies WorkerMetrics;
+    const metrics = memoryMetrics({ memory: 60_000_000, managedBytes: 40, reportedResultBytes: 40 });
     state.handle("unix://a", [{ op: "heartbeat", now: 2, metrics }], 2);
     assert.equal(state.memory().managed, 0, "the scheduler's own count rules for results it knows");
     // What only the worker holds still counts from its heartbeat.
