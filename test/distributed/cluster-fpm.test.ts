@@ -319,3 +319,14 @@ test("a span's thread budget follows workers joining, leaving and dying while it
     assert.ok(elastic.activeCpuSeconds > elastic.stop - elastic.enqueued, "more than one thread for part of the time");
   });
 });
+
+test("metrics asked for just before the cluster closes still have the last tasks (the workers' next heartbeats come first)", async () => {
+  const cluster = await LocalCluster.start({ nWorkers: 2, threadsPerWorker: 1, name: "fpm-close", dashboardAddress: null });
+  const client = await Client.connect(cluster);
+  await get({ "last-a": [sleepSync, 50], "last-b": [sleepSync, 50], "last-c": [combine, "last-a", "last-b"] }, "last-c");
+  // As a notebook does with `client.visualizeMetrics()` followed by a cell that closes the cluster.
+  const metrics = client.metrics();
+  await cluster.close();
+  const prefixes = new Set((await metrics).map((record) => record.prefix));
+  assert.ok(["last-a", "last-b", "last-c"].every((prefix) => prefixes.has(prefix)), `prefixes: ${[...prefixes].join(", ")}`);
+});

@@ -77,6 +77,8 @@ const SYNC_TIMEOUT_MS = 5000;
 interface MetricsSync {
   readonly targets: Map<WorkerState, number>;
   readonly done: () => void;
+  /** Resolves once done. */
+  readonly settled: Promise<void>;
 }
 
 export class Scheduler extends EventEmitter<SchedulerEvents> {
@@ -88,6 +90,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Computations and requests under way: while any, the transport keeps the process alive. */
   private holds = 0;
   private closed = false;
+  private closing: Promise<void> | undefined;
   private failure: Error | undefined;
   /** Told when the scheduler closes (computations and Futures waiting on it): a Set, so thousands of waiters cost O(1) each. */
   private readonly closeWatchers = new Set<() => void>();
@@ -199,21 +202,23 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    */
   syncMetrics(): Promise<void> {
     if (this.closed || this.state.workers.size === 0) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const release = this.hold();
-      const timer = setTimeout(() => sync.done(), SYNC_TIMEOUT_MS);
-      const sync: MetricsSync = {
-        targets: new Map([...this.state.workers.values()].map((ws) => [ws, ws.heartbeats + 2])),
-        done: () => {
-          this.syncs.delete(sync);
-          clearTimeout(timer);
-          release();
-          resolve();
-        },
-      };
-      for (const ws of sync.targets.keys()) ws.hurried = true;
-      this.syncs.add(sync);
-    });
+    let resolveSync!: () => void;
+    const settled = new Promise<void>((resolve) => (resolveSync = resolve));
+    const release = this.hold();
+    const timer = setTimeout(() => sync.done(), SYNC_TIMEOUT_MS);
+    const sync: MetricsSync = {
+      targets: new Map([...this.state.workers.values()].map((ws) => [ws, ws.heartbeats + 2])),
+      done: () => {
+        this.syncs.delete(sync);
+        clearTimeout(timer);
+        release();
+        resolveSync();
+      },
+      settled,
+    };
+    for (const ws of sync.targets.keys()) ws.hurried = true;
+    this.syncs.add(sync);
+    return settled;
   }
   /** Dask's MemoryState summed over the workers, from their last heartbeats. */
   memory(): ClusterMemory {
@@ -437,8 +442,16 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /** Closes once: a second call gets the first one's promise. */
+  close(): Promise<void> {
+    return (this.closing ??= this.shutDown());
+  }
+
+  private async shutDown(): Promise<void> {
+    // A metrics sync asked for before the close still gets every worker's next heartbeat (each
+    // sync is bounded by SYNC_TIMEOUT_MS): a panel shown in the cell before `cluster.close()`
+    // then has that cell's tasks, not the figures from before them.
+    if (this.syncs.size > 0) await Promise.all([...this.syncs].map((sync) => sync.settled));
     this.closed = true;
     clearInterval(this.stealingTimer);
     for (const [id, request] of this.requests) {
