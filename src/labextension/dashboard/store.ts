@@ -68,6 +68,12 @@ export class DashboardStore implements IDashboardStore {
   private readonly list: Source[] = [];
   private readonly snapshots = new Map<string, DashboardSnapshot>();
   private readonly problems = new Map<string, string>();
+  /**
+   * Per kernel id, the publishing processes (snapshot `source`s) a restart ended. A restart keeps
+   * the kernel id, and the old process's last snapshot may still be on its way after the
+   * "restarting" status: it is dropped rather than shown as the new process's.
+   */
+  private readonly retired = new Map<string, Set<string>>();
   private currentSource: Source | null = null;
   private readonly changedSignal = new Signal<IDashboardStore, void>(this);
 
@@ -110,6 +116,8 @@ export class DashboardStore implements IDashboardStore {
     const onStatus = (_: ISessionContext, status: string): void => {
       const kernelId = source.kernelId;
       if (kernelId === null || !["restarting", "autorestarting", "dead"].includes(status)) return;
+      const ended = this.snapshots.get(kernelId)?.source;
+      if (ended !== undefined) this.retired.set(kernelId, (this.retired.get(kernelId) ?? new Set()).add(ended));
       if (this.snapshots.delete(kernelId) || this.problems.delete(kernelId)) this.changedSignal.emit();
     };
     sessionContext.iopubMessage.connect(onMessage);
@@ -158,6 +166,7 @@ export class DashboardStore implements IDashboardStore {
       this.changedSignal.emit();
       return;
     }
+    if (this.retired.get(kernelId)?.has(snapshot.source) === true) return;
     // Every widget on this kernel hears the same message; keep it once, and only if newer.
     if (!isNewer(snapshot, this.snapshots.get(kernelId))) return;
     this.snapshots.set(kernelId, snapshot);
@@ -168,10 +177,11 @@ export class DashboardStore implements IDashboardStore {
   /** Drops the snapshots of kernels no open notebook or console uses any more. */
   private forgetUnusedKernels(): void {
     const used = new Set(this.list.map((source) => source.kernelId));
-    for (const kernelId of [...this.snapshots.keys(), ...this.problems.keys()]) {
+    for (const kernelId of [...this.snapshots.keys(), ...this.problems.keys(), ...this.retired.keys()]) {
       if (!used.has(kernelId)) {
         this.snapshots.delete(kernelId);
         this.problems.delete(kernelId);
+        this.retired.delete(kernelId);
       }
     }
   }
