@@ -1,7 +1,8 @@
 // Message batches as they cross a LocalCluster socket, scheduler ↔ worker. The two messages sent
 // once per task — compute-task and task-finished — travel as runs of plain fields in one flat
 // array rather than as objects: V8's serialiser and deserialiser spend most of their time on
-// object properties, and on graphs of small tasks these two messages are nearly all the traffic.
+// objects and their properties, and on graphs of small tasks these two messages are nearly all
+// the traffic: even a task's expression and a dependency's holders go inline, not as arrays.
 // A batch that cannot hold a binary block (only literals in tasks and run results can) also
 // skips the frames' search for blocks. Every other message travels as it is.
 
@@ -88,19 +89,28 @@ export function decodeBatch(value: unknown): Message[] {
 
 function packComputeTask(message: ComputeTaskMessage, flat: unknown[]): void {
   const { dependencies } = message;
-  flat.push(COMPUTE_TASK, message.key, message.name, message.prefix, message.task, message.priority, message.spanId, message.returnsResult === true, dependencies.length);
-  for (const dependency of dependencies) flat.push(dependency.key, dependency.nbytes, dependency.whoHas, dependency.local);
+  flat.push(COMPUTE_TASK, message.key, message.name, message.prefix, message.priority, message.spanId, message.returnsResult === true);
+  packWireTask(message.task, flat);
+  flat.push(dependencies.length);
+  for (const { key, nbytes, whoHas, local } of dependencies) {
+    flat.push(key, nbytes, local, whoHas.length);
+    for (const worker of whoHas) flat.push(worker);
+  }
 }
 
 function unpackComputeTask(flat: readonly unknown[], at: number, into: Message[]): number {
-  const count = flat[at + 7] as number;
+  const cursor = { at: at + 6 };
+  const task = unpackWireTask(flat, cursor);
+  let i = cursor.at;
+  const count = flat[i++] as number;
   const dependencies = new Array<DependencyInfo>(count);
-  let i = at + 8;
-  for (let d = 0; d < count; d++, i += 4) {
-    const local = flat[i + 3] as boolean | undefined;
+  for (let d = 0; d < count; d++) {
     const key = flat[i] as string;
     const nbytes = flat[i + 1] as number;
-    const whoHas = flat[i + 2] as string[];
+    const local = flat[i + 2] as boolean | undefined;
+    const holders = flat[i + 3] as number;
+    const whoHas = holders === 0 ? [] : (flat.slice(i + 4, i + 4 + holders) as string[]);
+    i += 4 + holders;
     dependencies[d] = local === undefined ? { key, nbytes, whoHas } : { key, nbytes, whoHas, local };
   }
   const message: ComputeTaskMessage = {
@@ -108,12 +118,12 @@ function unpackComputeTask(flat: readonly unknown[], at: number, into: Message[]
     key: flat[at] as string,
     name: flat[at + 1] as string,
     prefix: flat[at + 2] as string,
-    task: flat[at + 3] as WireTask,
+    task,
     dependencies,
-    priority: flat[at + 4] as number,
-    spanId: flat[at + 5] as string,
+    priority: flat[at + 3] as number,
+    spanId: flat[at + 4] as string,
   };
-  into.push(flat[at + 6] === true ? { ...message, returnsResult: true } : message);
+  into.push(flat[at + 5] === true ? { ...message, returnsResult: true } : message);
   return i;
 }
 
@@ -138,6 +148,48 @@ function unpackTaskFinished(flat: readonly unknown[], at: number, into: Message[
   const message: TaskFinishedMessage = { op: "task-finished", key: flat[at] as string, nbytes: flat[at + 1] as number, type: flat[at + 2] as string, thread: flat[at + 3] as number, startstops };
   into.push(flat[at + 4] === true ? { ...message, value: flat[at + 5] } : message);
   return i;
+}
+
+/**
+ * A task expression in prefix order, its nodes' tags and counts inline: the serialiser's cost
+ * is mostly per object, and a task as nested arrays is two or more objects.
+ */
+function packWireTask(task: WireTask, flat: unknown[]): void {
+  switch (task[0]) {
+    case "lit":
+    case "ref":
+      flat.push(task[0], task[1]);
+      return;
+    case "call":
+      flat.push("call", task[1], task.length - 2);
+      for (let i = 2; i < task.length; i++) packWireTask(task[i] as WireTask, flat);
+      return;
+    case "list":
+      flat.push("list", task.length - 1);
+      for (let i = 1; i < task.length; i++) packWireTask(task[i] as WireTask, flat);
+      return;
+  }
+}
+
+/** The expression `packWireTask` wrote at `cursor.at`; moves the cursor past it. */
+function unpackWireTask(flat: readonly unknown[], cursor: { at: number }): WireTask {
+  const tag = flat[cursor.at];
+  switch (tag) {
+    case "lit":
+    case "ref":
+      cursor.at += 2;
+      return [tag, flat[cursor.at - 1]] as WireTask;
+    case "call":
+    case "list": {
+      const task: unknown[] = tag === "call" ? ["call", flat[cursor.at + 1]] : ["list"];
+      cursor.at += task.length;
+      const count = flat[cursor.at++] as number;
+      for (let c = 0; c < count; c++) task.push(unpackWireTask(flat, cursor));
+      return task as unknown as WireTask;
+    }
+    default:
+      throw new Error(`Corrupt message batch: task expression tag ${JSON.stringify(tag)} at ${cursor.at}`);
+  }
 }
 
 /** Whether a literal in `task` is an object (which could be, or hold, a binary block). */
