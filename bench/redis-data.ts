@@ -57,16 +57,21 @@ interface Exchange {
 function busySeconds(entries: readonly TransferLogEntry[]): number {
   const sorted = [...entries].sort((a, b) => a.start - b.start);
   let busy = 0;
-  let [from, to] = [-Infinity, -Infinity];
+  let current: { start: number; stop: number } | undefined;
   for (const { start, stop } of sorted) {
-    if (start > to) {
-      busy += Math.max(0, to - from);
-      [from, to] = [start, stop];
-    } else {
-      to = Math.max(to, stop);
+    if (current !== undefined && start <= current.stop) {
+      current.stop = Math.max(current.stop, stop);
+      continue;
     }
+    if (current !== undefined) busy += current.stop - current.start;
+    current = { start, stop };
   }
-  return busy + Math.max(0, to - from);
+  return current === undefined ? busy : busy + current.stop - current.start;
+}
+
+/** A sender as the table shows it: a LocalCluster worker's socket file without its folder. */
+function senderName(who: string): string {
+  return who.startsWith("unix://") ? who.slice(who.lastIndexOf("/") + 1) : who;
 }
 
 const BLOCK_KINDS = { plain: block, shared: sharedBlock } as const;
@@ -199,7 +204,7 @@ async function main(): Promise<void> {
         exchange.bytesMoved / exchange.transferSeconds / raw,
         exchange.seconds,
         exchange.bytesMoved / MiB / exchange.seconds,
-        exchange.senders.length > 2 ? `${exchange.senders.length} peers` : exchange.senders.join(", "),
+        exchange.senders.length > 2 ? `${exchange.senders.length} peers` : exchange.senders.map(senderName).join(", "),
         memory === undefined ? "-" : (memory.peak - memory.idle) / MiB,
       ]),
     );
