@@ -36,10 +36,14 @@ async function qrSeconds(seed: number): Promise<number> {
   return (performance.now() - start) / 1000;
 }
 
-/** The incoming transfer logs of every worker. */
-async function incomingLogs(client: Client): Promise<TransferLogEntry[]> {
-  const logs = (await client.run(incomingTransfers)) as Record<string, readonly TransferLogEntry[]>;
-  return Object.values(logs).flat();
+/** Each worker's incoming transfer log. */
+async function incomingLogs(client: Client): Promise<Record<string, readonly TransferLogEntry[]>> {
+  return (await client.run(incomingTransfers)) as Record<string, readonly TransferLogEntry[]>;
+}
+
+/** The entries each worker logged after `before` (the logs then). */
+function loggedSince(before: Record<string, readonly TransferLogEntry[]>, after: Record<string, readonly TransferLogEntry[]>): TransferLogEntry[] {
+  return Object.entries(after).flatMap(([worker, log]) => log.slice(before[worker]?.length ?? 0));
 }
 
 interface Exchange {
@@ -86,13 +90,13 @@ async function allToAll(client: Client, kind: BlockKind): Promise<Exchange> {
   }
   // Settled, nothing fetched: the blocks stay on the workers that made them.
   await Promise.all(parts.flat().map((future) => future.exception()));
-  const before = (await incomingLogs(client)).length;
+  const before = await incomingLogs(client);
   const start = performance.now();
   const sums = await client.gather(Array.from({ length: PRODUCERS }, (_, j) => client.submit(firstElements, ...parts.map((row) => row[j]))));
   const seconds = (performance.now() - start) / 1000;
   const expected = (PRODUCERS * (PRODUCERS - 1)) / 2;
   if (!sums.every((sum) => sum === expected)) throw new Error(`a consumer got wrong inputs: ${JSON.stringify(sums)}`);
-  const moved = (await incomingLogs(client)).slice(before);
+  const moved = loggedSince(before, await incomingLogs(client));
   for (const row of parts) for (const future of row) future.release();
   return { seconds, transferSeconds: busySeconds(moved), bytesMoved: moved.reduce((sum, entry) => sum + entry.total, 0), senders: [...new Set(moved.map((entry) => entry.who))] };
 }
