@@ -6,7 +6,7 @@
 // Run alone: npm run bench -- loopback (bench/redis-data prints the same figures beside its own).
 
 import { type ChildProcess, fork } from "node:child_process";
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { type Server, createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,7 +25,9 @@ type Read = { readonly bytes: number; readonly seconds: number };
 
 /** Bytes per second between two processes over `kind` sockets: `bytesEachWay` from one to the other, or each way at once. */
 export async function loopbackBandwidth(kind: LoopbackKind, bothWays: boolean, bytesEachWay = 512 * MiB): Promise<number> {
-  const sides = [0, 1].map(() => fork(__filename, ["side", kind]));
+  // The unix sockets' files go in a folder of their own, removed however the sides end.
+  const folder = mkdtempSync(join(tmpdir(), "tsdask-loopback-"));
+  const sides = [0, 1].map((i) => fork(__filename, ["side", kind, join(folder, `side-${i}.sock`)]));
   try {
     const amounts = [bytesEachWay, bothWays ? bytesEachWay : 0];
     sides.forEach((side, i) => side.send({ amount: amounts[i] } satisfies ToSide));
@@ -39,6 +41,7 @@ export async function loopbackBandwidth(kind: LoopbackKind, bothWays: boolean, b
     return bytes / Math.max(...results.map((result) => result.seconds));
   } finally {
     for (const side of sides) side.kill();
+    rmSync(folder, { recursive: true, force: true });
   }
 }
 
@@ -50,10 +53,9 @@ function nextMessage(child: ChildProcess): Promise<Listening | Read> {
 }
 
 /** One process of the pair: listens and writes `amount` bytes to whoever connects; connects to its peer and reads. */
-function side(kind: LoopbackKind): void {
+function side(kind: LoopbackKind, path: string): void {
   let amount = 0;
   const block = Buffer.alloc(BLOCK_BYTES, 7);
-  const path = join(tmpdir(), `tsdask-loopback-${process.pid}.sock`);
   let server: Server | undefined;
   // Sending starts once the peer has connected and the parent said go (both sides start together).
   let connected: (() => void) | undefined;
@@ -64,7 +66,6 @@ function side(kind: LoopbackKind): void {
   process.on("message", (message: ToSide) => {
     if (typeof message === "object" && "amount" in message) {
       amount = message.amount;
-      rmSync(path, { force: true });
       server = createServer((socket) => {
         let sent = 0;
         const pump = (): void => {
@@ -93,7 +94,6 @@ function side(kind: LoopbackKind): void {
       read(kind, message.peer);
     }
   });
-  process.on("exit", () => rmSync(path, { force: true }));
 }
 
 /** Reads everything the peer at `address` sends, into fresh 4 MiB blocks; reports bytes and seconds from the first byte. */
@@ -135,7 +135,7 @@ async function main(): Promise<void> {
   printTable(["sockets", "MiB/s (all directions)"], rows);
 }
 
-if (process.argv[2] === "side") side(process.argv[3] as LoopbackKind);
+if (process.argv[2] === "side") side(process.argv[3] as LoopbackKind, process.argv[4]);
 else if (require.main === module) {
   main().catch((error) => {
     console.error(error);
