@@ -81,6 +81,11 @@ export function block(bytes: number, seed: number): Float64Array {
   return new Float64Array(bytes / 8).fill(seed);
 }
 
+/** `block` in shared memory, as tsdask/array keeps its blocks: a worker's threads share it rather than copy it. */
+export function sharedBlock(bytes: number, seed: number): Float64Array {
+  return new Float64Array(new SharedArrayBuffer(bytes)).fill(seed);
+}
+
 /** The sum of each block's first element: a small result from large inputs, so only the inputs move. */
 export function firstElements(...blocks: Float64Array[]): number {
   let sum = 0;

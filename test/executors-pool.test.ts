@@ -395,3 +395,40 @@ for (const moveResults of [true, false]) {
     }
   });
 }
+
+for (const moveInputs of [true, false]) {
+  test(`a thread pool with moveInputs ${moveInputs} ${moveInputs ? "moves copies of big plain inputs, sharing shared ones and leaving the caller's whole" : "clones inputs"}`, async (t) => {
+    // Which buffers each message to a thread moved (the pool's port is one of this process's MessagePorts).
+    const moved: number[][] = [];
+    const { MessagePort } = await import("node:worker_threads");
+    const post = MessagePort.prototype.postMessage;
+    t.mock.method(MessagePort.prototype, "postMessage", function (this: InstanceType<typeof MessagePort>, value: unknown, transfer?: readonly ArrayBuffer[]) {
+      moved.push((transfer ?? []).map((buffer) => buffer.byteLength));
+      return post.call(this, value, transfer as never);
+    });
+    const pool = new WorkerPool("threads", 1, { moveInputs, waitAwake: false });
+    try {
+      await pool.ready();
+      const describe = pool.functionIdForSpec({ kind: "module", path: require.resolve("./fixtures/cluster-tasks"), name: "describeArrays" });
+      const client = { batchSize: 1, quickTasks: false, recordDuration() {} };
+      const n = 100_000;
+      const own = new Float64Array(n).fill(1);
+      const shared = new Float64Array(new SharedArrayBuffer(8 * n)).fill(2);
+      const small = new Float64Array(10).fill(3);
+      moved.length = 0;
+      const outcome = await new Promise<TaskOutcome>((resolve) => pool.enqueue(client, { node: 0, key: "k" }, [CALL, describe, own, shared, small, own], [describe], resolve));
+      assert.ok(outcome.ok);
+      assert.deepEqual(outcome.value, [
+        { type: "Float64Array", shared: false, length: n, first: 1, last: 1 },
+        { type: "Float64Array", shared: true, length: n, first: 2, last: 2 },
+        { type: "Float64Array", shared: false, length: 10, first: 3, last: 3 },
+        { type: "Float64Array", shared: false, length: n, first: 1, last: 1 },
+      ]);
+      // One copy of the big plain buffer moved (once, though passed twice); the caller's array is whole.
+      assert.deepEqual(moved, [moveInputs ? [8 * n] : []]);
+      assert.deepEqual([own.length, own[n - 1]], [n, 1]);
+    } finally {
+      pool.close();
+    }
+  });
+}

@@ -5,25 +5,11 @@
 // SharedArrayBuffers, which tsdask/array uses for every block.
 
 import { deserialize, serialize } from "node:v8";
+import { type Binary, VIEW_TYPES, ValueRebuilder, type ViewTypeName, isBinary, someBinary, viewTypeOf } from "../../execution/buffers";
 
 /** Marks a placeholder object in part 0; a user object would need this exact key to be mistaken for one. */
 const FRAME = "\u0000tsdask.frame";
 
-const VIEW_TYPES = {
-  Int8Array,
-  Uint8Array,
-  Uint8ClampedArray,
-  Int16Array,
-  Uint16Array,
-  Int32Array,
-  Uint32Array,
-  Float32Array,
-  Float64Array,
-  BigInt64Array,
-  BigUint64Array,
-  DataView,
-} as const;
-type ViewTypeName = keyof typeof VIEW_TYPES;
 type BinaryKind = ViewTypeName | "Buffer" | "ArrayBuffer";
 
 interface Placeholder {
@@ -33,78 +19,16 @@ interface Placeholder {
   readonly shared: boolean;
 }
 
-function isBinary(value: object): value is ArrayBufferView | ArrayBuffer | SharedArrayBuffer {
-  return ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof SharedArrayBuffer;
-}
-
-/** True if a binary block sits anywhere inside `value` (plain objects, arrays, Maps and Sets are searched). */
-function containsBinary(value: unknown, visited: Set<object>): boolean {
-  if (value === null || typeof value !== "object") return false;
-  if (isBinary(value)) return true;
-  if (visited.has(value) || value instanceof Error) return false;
-  visited.add(value);
-  if (Array.isArray(value)) {
-    for (const item of value) if (typeof item === "object" && containsBinary(item, visited)) return true;
-    return false;
-  }
-  if (value instanceof Map) {
-    for (const [k, v] of value) if (containsBinary(k, visited) || containsBinary(v, visited)) return true;
-    return false;
-  }
-  if (value instanceof Set) {
-    for (const item of value) if (containsBinary(item, visited)) return true;
-    return false;
-  }
-  for (const key of Object.keys(value)) if (containsBinary((value as Record<string, unknown>)[key], visited)) return true;
-  return false;
-}
-
-/** The built-in view class of `view` (a subclass travels as its built-in base). */
-function viewTypeOf(view: ArrayBufferView): ViewTypeName {
-  for (const name of Object.keys(VIEW_TYPES) as ViewTypeName[]) if (view instanceof VIEW_TYPES[name]) return name;
-  return "Uint8Array";
-}
-
 class Encoder {
   readonly frames: Buffer[] = [];
-  /** Original object → its copy or placeholder: keeps shared references shared and cycles finite. */
-  private readonly copies = new Map<object, unknown>();
+  /** Each block becomes a placeholder, once however often it is reached. */
+  private readonly rebuilder = new ValueRebuilder((block) => this.placeholder(block));
 
   encode(value: unknown): unknown {
-    if (value === null || typeof value !== "object") return value;
-    const known = this.copies.get(value);
-    if (known !== undefined) return known;
-    if (isBinary(value)) {
-      const placeholder = this.placeholder(value);
-      this.copies.set(value, placeholder);
-      return placeholder;
-    }
-    if (value instanceof Error || value instanceof Date || value instanceof RegExp) return value;
-    if (Array.isArray(value)) {
-      const copy: unknown[] = new Array(value.length);
-      this.copies.set(value, copy);
-      for (let i = 0; i < value.length; i++) copy[i] = this.encode(value[i]);
-      return copy;
-    }
-    if (value instanceof Map) {
-      const copy = new Map<unknown, unknown>();
-      this.copies.set(value, copy);
-      for (const [k, v] of value) copy.set(this.encode(k), this.encode(v));
-      return copy;
-    }
-    if (value instanceof Set) {
-      const copy = new Set<unknown>();
-      this.copies.set(value, copy);
-      for (const item of value) copy.add(this.encode(item));
-      return copy;
-    }
-    const copy: Record<string, unknown> = {};
-    this.copies.set(value, copy);
-    for (const key of Object.keys(value)) copy[key] = this.encode((value as Record<string, unknown>)[key]);
-    return copy;
+    return this.rebuilder.rebuild(value);
   }
 
-  private placeholder(block: ArrayBufferView | ArrayBuffer | SharedArrayBuffer): Placeholder {
+  private placeholder(block: Binary): Placeholder {
     let kind: BinaryKind;
     let bytes: Buffer;
     let shared: boolean;
@@ -129,7 +53,7 @@ class Encoder {
  * value until the frames are written).
  */
 export function encodeValue(value: unknown): Buffer[] {
-  if (!containsBinary(value, new Set())) return [serialize(value)];
+  if (!someBinary(value, () => true)) return [serialize(value)];
   const encoder = new Encoder();
   const skeleton = encoder.encode(value);
   return [serialize(skeleton), ...encoder.frames];

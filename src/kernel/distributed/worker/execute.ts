@@ -78,7 +78,9 @@ export class TaskRunner extends AdaptiveBatching {
     // A worker shares the machine's cores with the scheduler and other workers: its threads sleep
     // between batches rather than wait awake. Results move off their threads (no copy left behind
     // for a thread's garbage collector): the worker's memory is its results, as its limit assumes.
-    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false, metrics: measures, moveResults: true });
+    // Big inputs go to the threads as moved copies: cloning them would hold up this thread, and
+    // with it the peers it serves and the fetches it reads (bench/redis-data).
+    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false, metrics: measures, moveResults: true, moveInputs: true });
   }
 
   /**

@@ -1,0 +1,90 @@
+// Big inputs handed to a task thread as moved copies (src/kernel/execution/buffers: BufferMover,
+// holdsBigBuffer): what the thread gets must be what structured clone would give it, and the
+// values here must not change.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { MessageChannel } from "node:worker_threads";
+import { BufferMover, OWNED_BUFFER_MIN_BYTES, holdsBigBuffer } from "../src/kernel/execution/buffers";
+
+const BIG = OWNED_BUFFER_MIN_BYTES;
+
+/** What a message carrying `value` with `transfer` delivers (the same machinery as a thread's postMessage). */
+function delivered(value: unknown, transfer: readonly ArrayBuffer[]): Promise<unknown> {
+  const { port1, port2 } = new MessageChannel();
+  return new Promise((resolve) => {
+    port2.once("message", (data: unknown) => {
+      port1.close();
+      port2.close();
+      resolve(data);
+    });
+    port1.postMessage(value, [...transfer]);
+  });
+}
+
+test("holdsBigBuffer finds a big plain buffer anywhere structured clone reaches, and nothing else", () => {
+  const big = new Float64Array(BIG / 8);
+  assert.equal(holdsBigBuffer(big), true);
+  assert.equal(holdsBigBuffer(big.buffer), true);
+  assert.equal(holdsBigBuffer({ a: [1, new Map([["k", new Set([big])]])] }), true);
+  assert.equal(holdsBigBuffer(new Uint8Array(big.buffer, 8, 4)), true, "a small view of a big buffer: a clone copies all of it");
+  assert.equal(holdsBigBuffer(new Float64Array(BIG / 8 - 1)), false, "under the threshold");
+  assert.equal(holdsBigBuffer(new Float64Array(new SharedArrayBuffer(BIG))), false, "shared memory is shared, not copied");
+  assert.equal(holdsBigBuffer([1, "x", { y: null }, new Date(0)]), false);
+  const cycle: Record<string, unknown> = { n: 1 };
+  cycle.self = cycle;
+  assert.equal(holdsBigBuffer(cycle), false);
+});
+
+test("BufferMover moves copies of big plain buffers and leaves the originals and everything else alone", async () => {
+  const floats = new Float64Array(BIG / 8).map((_, i) => i);
+  const bytes = new Uint8Array(floats.buffer, 8, 16);
+  const shared = new Int32Array(new SharedArrayBuffer(BIG)).fill(7);
+  const small = new Float32Array([1, 2, 3]);
+  const date = new Date(5);
+  const value = { floats, bytes, shared, small, date, list: [floats, , "x"], map: new Map([["f", floats]]), set: new Set([bytes]), nested: { n: 1 } };
+
+  const mover = new BufferMover();
+  const moved = mover.move(value) as typeof value;
+  // One copy per buffer, however many views of it there are.
+  assert.equal(mover.transfer.length, 1);
+  assert.notEqual(moved.floats.buffer, floats.buffer);
+  assert.equal(moved.bytes.buffer, moved.floats.buffer, "views that shared a buffer still share one");
+  assert.equal(moved.list[0], moved.floats);
+  assert.equal(moved.map.get("f"), moved.floats);
+  assert.equal([...moved.set][0], moved.bytes);
+  assert.equal(1 in moved.list, false, "holes are kept");
+  assert.equal(moved.shared, shared, "shared memory is left for the message to share");
+  assert.equal(moved.small, small);
+  assert.equal(moved.date, date);
+  assert.equal(moved.nested, value.nested, "what holds no big buffer is not rebuilt");
+
+  const arrived = (await delivered(moved, mover.transfer)) as typeof value;
+  assert.equal(arrived.floats instanceof Float64Array, true);
+  assert.deepEqual([arrived.floats.length, arrived.floats[1], arrived.floats[floats.length - 1]], [floats.length, 1, floats.length - 1]);
+  assert.deepEqual([arrived.bytes.byteOffset, arrived.bytes.length, arrived.bytes.buffer === arrived.floats.buffer], [8, 16, true]);
+  assert.equal(arrived.shared.buffer instanceof SharedArrayBuffer, true);
+  // The copies moved; the originals are whole, and can be moved again.
+  assert.equal(mover.transfer[0].byteLength, 0);
+  assert.deepEqual([floats.length, floats[1], bytes.length], [BIG / 8, 1, 16]);
+  const again = new BufferMover();
+  again.move(value);
+  assert.equal(again.transfer.length, 1);
+  assert.equal(again.transfer[0].byteLength, BIG);
+});
+
+test("BufferMover gives a view its built-in class, as structured clone does, and keeps cycles", async () => {
+  const buffer = Buffer.alloc(BIG, 3);
+  const view = new DataView(new ArrayBuffer(BIG), 4, 8);
+  const cycle: Record<string, unknown> = { buffer };
+  cycle.self = cycle;
+  const mover = new BufferMover();
+  const moved = mover.move([cycle, view]) as [typeof cycle, DataView];
+  assert.equal(moved[0].self, moved[0]);
+  assert.equal(moved[1] instanceof DataView, true);
+  assert.deepEqual([moved[1].byteOffset, moved[1].byteLength], [4, 8]);
+  const cloned = structuredClone([cycle, view]) as [typeof cycle, DataView];
+  const arrived = (await delivered(moved, mover.transfer)) as [typeof cycle, DataView];
+  assert.equal(Object.getPrototypeOf(arrived[0].buffer), Object.getPrototypeOf(cloned[0].buffer));
+  assert.equal(arrived[0].self, arrived[0]);
+  assert.equal((arrived[0].buffer as Uint8Array)[BIG - 1], 3);
+});
