@@ -64,6 +64,8 @@ export class InputGatherer {
     private readonly redis: Redis,
     /** For tls:// peers: the CA their certificates are checked against (--tls-ca). */
     private readonly peerTls: TlsOptions | undefined,
+    /** Seconds a peer may stay silent (see DEFAULT_PEER_TIMEOUT). */
+    private readonly peerTimeout: number,
   ) {
     this.secrets = new PeerSecrets(redis);
   }
@@ -102,6 +104,17 @@ export class InputGatherer {
     return gathered;
   }
 
+  /**
+   * The values of `keys` that `holder` keeps, from its data listener at `address` (a leaving worker
+   * hands them over, ./handoff), logged as a fetch of inputs is; rejects if it cannot be reached.
+   */
+  async fetchHeld(store: RedisStore, holder: string, address: string, keys: readonly string[]): Promise<FetchResult["values"]> {
+    const peers = await this.peersOf(store.namespace.clientId);
+    const result = await peers.getData(address, keys, this.worker.name);
+    this.fromPeer({ inputs: new Map(), missing: [], bytes: 0, startstops: [], metrics: [], transfer: undefined }, holder, result);
+    return result.values;
+  }
+
   /** Closes the connections made for `clientId` (it left). */
   forgetClient(clientId: string): void {
     const peers = this.peers.get(clientId);
@@ -135,7 +148,7 @@ export class InputGatherer {
       } catch (error) {
         if (!this.unreachable.has(address)) {
           this.unreachable.add(address);
-          this.worker.warn(`cannot reach peer ${holder} at ${address} (${(error as Error).message}): the values it keeps come through Redis`);
+          this.worker.warn(`cannot reach peer ${holder} at ${address} (${(error as Error).message}) for ${keys.join(", ")}: the values it keeps come through Redis`);
         }
       }
       if (result !== undefined) {
@@ -178,7 +191,7 @@ export class InputGatherer {
     if (peers === undefined) {
       peers = this.secrets.of(clientId).then((secret) => {
         if (secret === undefined) throw new Error(`client ${clientId} has no secret in Redis (it left)`);
-        return new PeerClient({ credentials: { clientId, secret }, tls: this.peerTls });
+        return new PeerClient({ credentials: { clientId, secret }, tls: this.peerTls, timeout: this.peerTimeout });
       });
       peers.catch(() => this.peers.delete(clientId));
       this.peers.set(clientId, peers);

@@ -30,6 +30,7 @@ import { HolderReader } from "./holders";
 import { RedisStore } from "./store";
 import { type QueuedTask, TaskQueue } from "./task-queue";
 import { RedisConnectionLostError, RedisDataLostError } from "./errors";
+import { DEFAULT_PEER_TIMEOUT } from "./options";
 
 export interface RedisTransportOptions extends ConnectOptions {
   /** The client's name in the registry (default "tsdask-client"). */
@@ -48,6 +49,12 @@ export interface RedisTransportOptions extends ConnectOptions {
    * own --hold-above, 64 KiB unless it says otherwise).
    */
   readonly holdAbove?: number;
+  /**
+   * Seconds a worker keeping results may take to accept this client's connection, or stay silent
+   * while it gathers from it, before its results go through Redis or are recomputed (default 30,
+   * Dask's distributed.comm.timeouts.connect and .tcp).
+   */
+  readonly peerTimeout?: number;
 }
 
 /** Longest wait for Redis while closing, ms. */
@@ -104,9 +111,10 @@ export class RedisTransport implements Transport {
       () => this.stopped,
       (worker, keys) => this.requests.free(worker, keys),
       options.holdAbove,
-      (worker) => this.workers.get(worker)?.info.nthreads,
+      // A worker leaving (SIGTERM) gets no more tasks of its own.
+      (worker) => (this.workers.get(worker)?.beat?.status === "closing" ? undefined : this.workers.get(worker)?.info.nthreads),
     );
-    this.holders = new HolderReader(redis, this.store, options.tls, this.report, (message) => this.notice(message));
+    this.holders = new HolderReader(redis, this.store, options.tls, this.report, (message) => this.notice(message), options.peerTimeout ?? DEFAULT_PEER_TIMEOUT);
     this.options = {
       noWorkersTimeout: options.noWorkersTimeout ?? 10,
       connectionLostTimeout: options.connectionLostTimeout ?? 20,
@@ -279,12 +287,16 @@ export class RedisTransport implements Transport {
 
   /**
    * Worker `name` is gone (or restarted): the results it kept went with it, and are recomputed if
-   * still needed; the tasks placed on it (for those results) are queued again once they are.
+   * still needed, unless it handed them over as it left (./handoff: Redis says where they are
+   * now); the tasks placed on it (for those results) are queued again once they are.
    */
   private left(name: string, reason: string): void {
     this.events?.workerLeft(name, reason);
-    const lost = [...this.tasks.workerLeft(name), ...this.tasks.keptBy(name).map((key) => ({ op: "missing-data", key, errantWorker: name }) as const)];
-    if (lost.length > 0) this.events?.received("redis", lost);
+    const placed = this.tasks.workerLeft(name);
+    void this.tasks.relocate(name).then((lost) => {
+      const messages = [...placed, ...lost.map((key) => ({ op: "missing-data", key, errantWorker: name }) as const)];
+      if (messages.length > 0 && !this.stopped) this.events?.received("redis", messages);
+    });
   }
 
   /** A Redis-clock time on this process's clock. */
