@@ -75,6 +75,8 @@ export interface WorkerCommandOptions {
   readonly holdAbove?: number;
   /** Seconds a peer may take to connect or stay silent while asked for data (default 30). */
   readonly peerTimeout?: number;
+  /** Seconds a worker leaving on SIGTERM waits for peers to take what it keeps before writing the rest into Redis (default 20). */
+  readonly handoffTimeout?: number;
   /** The statistical profiler's interval and cycle (seconds), or false (--no-profile); default Dask's. */
   readonly profile?: ProfilingOptions | false;
 }
@@ -105,6 +107,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
         "part-size": { type: "string" },
         "hold-above": { type: "string" },
         "peer-timeout": { type: "string" },
+        "handoff-timeout": { type: "string" },
         "profile-interval": { type: "string" },
         "profile-cycle": { type: "string" },
         "no-profile": { type: "boolean", default: false },
@@ -164,6 +167,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
     partSize: size("part-size"),
     holdAbove: size("hold-above"),
     peerTimeout: positiveNumber("peer-timeout", values["peer-timeout"]),
+    handoffTimeout: positiveNumber("handoff-timeout", values["handoff-timeout"]),
     ...(profile === undefined ? {} : { profile }),
     ...(moduleRoots === undefined ? {} : { moduleRoots }),
   };
@@ -240,6 +244,7 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
       partSize: options.partSize,
       holdAbove: options.holdAbove,
       peerTimeout: options.peerTimeout,
+      handoffTimeout: options.handoffTimeout,
       profile: options.profile,
       listen: options.listen,
       contactAddress: options.contactAddress,

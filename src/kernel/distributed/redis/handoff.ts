@@ -168,7 +168,7 @@ export async function handOffKept(worker: HandoffWorker, timeoutSeconds: number)
   const handed = await awaitHandedOver(worker, asked, deadline);
   toRedis.push(...asked.filter((entry) => !handed.has(entry)));
   for (const [peer, entries] of groupBy([...handed.keys()], (entry) => handed.get(entry)!)) {
-    for (const [clientId, ofClient] of byClient(entries)) worker.log(`handed ${describe(ofClient)} of client ${clientId} to worker ${peer}`);
+    for (const [clientId, ofClient] of byClient(entries)) worker.log(`handed ${describe(ofClient)} of client ${clientId} to worker ${peer}: ${keysOf(ofClient)}`);
   }
   if (toRedis.length > 0) await intoRedis(worker, toRedis, timeoutSeconds);
 }
@@ -200,10 +200,10 @@ async function awaitHandedOver(worker: HandoffWorker, asked: readonly KeptEntry[
 async function intoRedis(worker: HandoffWorker, entries: readonly KeptEntry[], timeoutSeconds: number): Promise<void> {
   const writes = [...byClient(entries)].map(async ([clientId, ofClient]) => {
     const published = await worker.kept.publish(worker.storeOf(clientId)!, ofClient.map(({ key }) => key), worker.name);
-    worker.log(`put ${published} of ${describe(ofClient)} of client ${clientId} into Redis (no peer took them in time)`);
+    worker.log(`put ${published} of ${describe(ofClient)} of client ${clientId} into Redis, no peer taking them in time: ${keysOf(ofClient)}`);
   });
   const outcome = await within(timeoutSeconds, Promise.all(writes).then(() => "written" as const, (error: Error) => error));
-  if (outcome === undefined) worker.log(`could not write ${describe(entries)} into Redis within ${timeoutSeconds} s: what is not there is recomputed if needed`);
+  if (outcome === undefined) worker.log(`could not write ${describe(entries)} into Redis within ${timeoutSeconds} s (what is not there is recomputed if needed): ${keysOf(entries)}`);
   else if (outcome instanceof Error) worker.log(`could not write kept values into Redis (${outcome.message}): what is not there is recomputed if needed`);
 }
 
@@ -259,8 +259,12 @@ function groupBy<T>(items: readonly T[], by: (item: T) => string): Map<string, T
   return groups;
 }
 
-/** "3 value(s) (24.0 MB): key-a, key-b, key-c". */
+/** "3 value(s) (24.0 MB)". */
 function describe(entries: readonly KeptEntry[]): string {
   const bytes = entries.reduce((sum, { nbytes }) => sum + nbytes, 0);
-  return `${entries.length} value(s) (${(bytes / 1e6).toFixed(1)} MB): ${entries.map(({ key }) => key).join(", ")}`;
+  return `${entries.length} value(s) (${(bytes / 1e6).toFixed(1)} MB)`;
+}
+
+function keysOf(entries: readonly KeptEntry[]): string {
+  return entries.map(({ key }) => key).join(", ");
 }
