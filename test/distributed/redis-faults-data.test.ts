@@ -13,7 +13,7 @@ import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { Client, type Future } from "../../src";
 import { Future as FutureClass } from "../../src/kernel/distributed/client/future";
-import { Namespace } from "../../src/kernel/distributed/redis/keys";
+import { Namespace, registry } from "../../src/kernel/distributed/redis/keys";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { sweepStaleFolders } from "../../src/kernel/distributed/worker/folders";
 import { total } from "../fixtures/cluster-tasks";
@@ -38,6 +38,7 @@ describe("Redis workers that keep results: faults lose nothing", () => {
   const runs = join(tmpdir(), `tsdask-faults-data-${process.pid}.txt`);
   const workers = new Map<string, WorkerProcess>();
   const notices: string[] = [];
+  const leftBecause = new Map<string, string>();
 
   async function addWorker(name: string, extraArgs: readonly string[] = []): Promise<WorkerProcess> {
     const worker = await startWorker(server.url, { name, extraArgs: [...workerArgs, ...extraArgs] });
@@ -82,6 +83,7 @@ describe("Redis workers that keep results: faults lose nothing", () => {
     redis = new Redis(server.url);
     client = await Client.connect(server.url, { name: "faults-data", peerTimeout: PEER_TIMEOUT });
     client.scheduler.on("notice", (message) => notices.push(message));
+    client.scheduler.on("worker-left", (worker, reason) => leftBecause.set(worker, reason));
     namespace = new Namespace((client.scheduler.transport as RedisTransport).clientId);
     await addWorker("a");
     await addWorker("b");
@@ -188,5 +190,24 @@ describe("Redis workers that keep results: faults lose nothing", () => {
     assert.equal(runCounts().get(0), 2);
     assert.equal(runCounts().get(2), 2);
     assert.equal(runCounts().get(20), 1);
+  });
+
+  test("a task placed on a worker just killed with SIGKILL runs elsewhere within seconds: its closed connections tell, not its registration's TTL", async () => {
+    const e = await addWorker("e");
+    const x = await onlyOn("e", () => computed(30));
+    assert.equal(await holderOf(x), "e");
+    await e.kill();
+    workers.delete("e");
+    const killed = performance.now();
+    // Placed on e, which keeps its input: nobody runs e's queue until the client takes e for gone.
+    const sum = await client.submit(total, x).result();
+    const seconds = (performance.now() - killed) / 1000;
+    assert.equal(sum, rampSum(N, 30));
+    assert.equal(leftBecause.get("e"), "its connections to Redis closed: its process died");
+    // Two registry polls (1 s apart) without its connections, then x again: its registration (TTL 10 s) would take longer.
+    assert.ok(seconds < 8, `took ${seconds.toFixed(1)} s`);
+    assert.equal(runCounts().get(30), 2, "x, lost with e, computed again once");
+    // Its registration lapses, and the client's next read of the registry drops its name: Redis is left empty.
+    await waitFor("e's registration to lapse", async () => (await redis.sismember(registry.workers, "e")) === 0, 20);
   });
 });

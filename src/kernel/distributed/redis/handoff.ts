@@ -149,8 +149,8 @@ const LONGEST_LOOK_MS = 250;
 
 /** Hands every value `worker` keeps to peers, or to Redis (see the header); resolves when none is left with it. */
 export async function handOffKept(worker: HandoffWorker, timeoutSeconds: number): Promise<void> {
-  const values = worker.kept.entries().filter((entry) => worker.storeOf(entry.clientId) !== undefined);
   const address = worker.address;
+  const values = await stillItsOwn(worker, worker.kept.entries());
   if (values.length === 0 || address === undefined) return;
   const deadline = performance.now() + timeoutSeconds * 1000;
   const plan = planHandoff(values, recipientsOf(await registeredWorkers(worker.redis), worker.name));
@@ -171,6 +171,21 @@ export async function handOffKept(worker: HandoffWorker, timeoutSeconds: number)
     for (const [clientId, ofClient] of byClient(entries)) worker.log(`handed ${describe(ofClient)} of client ${clientId} to worker ${peer}: ${keysOf(ofClient)}`);
   }
   if (toRedis.length > 0) await intoRedis(worker, toRedis, timeoutSeconds);
+}
+
+/**
+ * The `entries` whose records in Redis still name `worker` as their holder: a copy recomputed
+ * elsewhere meanwhile (this worker was frozen and taken for gone), or forgotten, is nobody's.
+ */
+async function stillItsOwn(worker: HandoffWorker, entries: readonly KeptEntry[]): Promise<KeptEntry[]> {
+  const own: KeptEntry[] = [];
+  for (const [clientId, ofClient] of byClient(entries)) {
+    const store = worker.storeOf(clientId);
+    if (store === undefined) continue;
+    const places = await store.whereAre(ofClient.map(({ key }) => key));
+    own.push(...ofClient.filter((_, i) => places[i]?.holder === worker.name));
+  }
+  return own;
 }
 
 /** Waits until each of `asked` names another holder in Redis, or until `deadline`; the handed ones, with their new holder. */
@@ -214,7 +229,10 @@ async function intoRedis(worker: HandoffWorker, entries: readonly KeptEntry[], t
 export async function acquireHeld(worker: HandoffWorker, clientId: string, message: AcquireHeldMessage): Promise<void> {
   const store = worker.storeOf(clientId);
   if (store === undefined || worker.address === undefined || worker.status() !== "running") return;
-  const jobs = new Map(message.keys);
+  // A value it keeps already (computed here again meanwhile) stays as it is.
+  const held = worker.kept.of(clientId);
+  const jobs = new Map(message.keys.filter(([key]) => !held.has(key)));
+  if (jobs.size === 0) return;
   let values: Readonly<Record<string, unknown>>;
   try {
     values = await worker.fetch(store, message.from, message.address, [...jobs.keys()]);

@@ -24,7 +24,7 @@ import { PASSWORD_VARIABLE, type RedisTarget, redisTargetOf } from "./address";
 import { type ConnectOptions, connectRedis } from "./connection";
 import { Namespace } from "./keys";
 import { OutcomeReader } from "./outcomes";
-import { type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient } from "./registry";
+import { DeadWorkers, type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient, workersListening } from "./registry";
 import { WorkerRequests } from "./requests";
 import { HolderReader } from "./holders";
 import { RedisStore } from "./store";
@@ -76,6 +76,8 @@ export class RedisTransport implements Transport {
   /** Reads results that workers keep, from those workers. */
   private readonly holders: HolderReader;
   private readonly workers = new Map<string, RegisteredWorker>();
+  /** Which registered workers' processes died (./registry DeadWorkers). */
+  private readonly deadWorkers = new DeadWorkers();
   private events: TransportEvents | undefined;
   /** Messages for the scheduler, as from `worker` (outcomes, replies, tasks that could not be queued). */
   private readonly report = (worker: WorkerAddress, messages: readonly FromWorker[]): void => this.events?.received(worker, messages);
@@ -237,7 +239,7 @@ export class RedisTransport implements Transport {
       this.lastAnswer = performance.now();
       if (alive === 0) return this.fail(this.dataLost());
       await observeRedisTime(this.redis, this.clock);
-      this.updateWorkers(found);
+      this.updateWorkers(this.deadWorkers.living(found, await workersListening(this.redis, found.map(({ info }) => info.name))));
       this.checkWaiting();
     } catch (error) {
       // Redis unreachable: the connection retries, and tick() decides when that is fatal.
@@ -281,7 +283,7 @@ export class RedisTransport implements Transport {
     for (const name of [...this.workers.keys()]) {
       if (seen.has(name)) continue;
       this.workers.delete(name);
-      this.left(name, "it left, or stopped heartbeating (its registration in Redis expired)");
+      this.left(name, this.deadWorkers.dead(name) ? "its connections to Redis closed: its process died" : "it left, or stopped heartbeating (its registration in Redis expired)");
     }
   }
 
