@@ -167,10 +167,13 @@ export const DEAD_AFTER_POLLS = 2;
  * DEAD_AFTER_POLLS polls in a row — a moment without one, as the connection comes back after a
  * blip or a new worker subscribes after it registered, is not death. They are gone seconds after
  * they died rather than once their registration lapses (its TTL), so the tasks placed on them run
- * elsewhere that much sooner.
+ * elsewhere that much sooner; their registration is removed (a live worker's next heartbeat
+ * would write it again).
  */
 export class DeadWorkers {
   private readonly unheard = new Map<string, number>();
+
+  constructor(private readonly redis: Redis) {}
 
   /** `found` less the workers now taken for dead, given which of them `listening` has. */
   living(found: readonly RegisteredWorker[], listening: ReadonlySet<string>): RegisteredWorker[] {
@@ -183,6 +186,7 @@ export class DeadWorkers {
       }
       const polls = (this.unheard.get(name) ?? 0) + 1;
       this.unheard.set(name, polls);
+      if (polls === DEAD_AFTER_POLLS) void this.redis.multi().del(registry.worker(name)).srem(registry.workers, name).exec().catch(() => {});
       return polls < DEAD_AFTER_POLLS;
     });
   }

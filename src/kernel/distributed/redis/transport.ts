@@ -77,7 +77,7 @@ export class RedisTransport implements Transport {
   private readonly holders: HolderReader;
   private readonly workers = new Map<string, RegisteredWorker>();
   /** Which registered workers' processes died (./registry DeadWorkers). */
-  private readonly deadWorkers = new DeadWorkers();
+  private readonly deadWorkers: DeadWorkers;
   private events: TransportEvents | undefined;
   /** Messages for the scheduler, as from `worker` (outcomes, replies, tasks that could not be queued). */
   private readonly report = (worker: WorkerAddress, messages: readonly FromWorker[]): void => this.events?.received(worker, messages);
@@ -105,6 +105,7 @@ export class RedisTransport implements Transport {
     this.namespace = new Namespace(clientId);
     this.store = new RedisStore(redis, this.namespace, { partSize: options.partSize });
     this.requests = new WorkerRequests(redis, clientId, this.description, this.clock, this.report);
+    this.deadWorkers = new DeadWorkers(redis);
     this.tasks = new TaskQueue(
       redis,
       this.store,
