@@ -19,16 +19,13 @@ import { sweepStaleFolders } from "../../src/kernel/distributed/worker/folders";
 import { total } from "../fixtures/cluster-tasks";
 import { countedRamp, describeWorker } from "../fixtures/redis-tasks";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
-import { type WorkerProcess, closeRedisTest, linesWith, startWorker } from "../helpers/redis-workers";
+import { type WorkerProcess, closeRedisTest, linesWith, onlyOn as onlyOnWorker, rampSum, startWorker } from "../helpers/redis-workers";
 import { waitFor } from "../helpers/wait";
 
 /** Short, so that a frozen peer is given up on quickly. */
 const PEER_TIMEOUT = 2;
 const workerArgs = ["--no-profile", "--peer-timeout", String(PEER_TIMEOUT)];
 const N = 1_000_000; // 8 MB per value: far above --hold-above
-
-/** Σ start + i for i < n. */
-const rampSum = (n: number, start: number): number => n * start + (n * (n - 1)) / 2;
 
 describe("Redis workers that keep results: faults lose nothing", () => {
   let server: RedisServer;
@@ -47,16 +44,7 @@ describe("Redis workers that keep results: faults lose nothing", () => {
     return worker;
   }
 
-  /** Runs `fn` while only worker `name` takes jobs (the others stopped with SIGSTOP). */
-  async function onlyOn<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const others = [...workers.values()].filter((worker) => worker.name !== name);
-    for (const worker of others) process.kill(worker.pid, "SIGSTOP");
-    try {
-      return await fn();
-    } finally {
-      for (const worker of others) process.kill(worker.pid, "SIGCONT");
-    }
-  }
+  const onlyOn = <T>(name: string, fn: () => Promise<T>): Promise<T> => onlyOnWorker(workers.values(), name, fn);
 
   /** Submits `countedRamp(N, start)` and waits until it is computed (not gathered). */
   async function computed(start: number, n = N): Promise<Future<Float64Array>> {
