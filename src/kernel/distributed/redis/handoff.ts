@@ -7,7 +7,8 @@
 // Clients then find it there (their gathers and later tasks read the record; a client seeing the
 // worker leave reads where its values went, ./task-queue relocate). What no peer takes, or takes
 // in time (`handoffTimeout`), the leaving worker writes into Redis itself; what cannot be written
-// in that time again is left to be recomputed. A shutdown never waits longer than twice the timeout.
+// in that time again is left to be recomputed. A shutdown never waits longer than three times the
+// timeout (the tasks placed on it, the peers, the writes into Redis).
 
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
