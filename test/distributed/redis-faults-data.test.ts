@@ -78,9 +78,12 @@ describe("Redis workers that keep results: faults lose nothing", () => {
   });
   after(async () => {
     for (const worker of workers.values()) process.kill(worker.pid, "SIGCONT");
-    await closeRedisTest(client, workers.values(), redis, server);
-    rmSync(runs, { force: true });
-    sweepStaleFolders("tsdask-worker-");
+    try {
+      await closeRedisTest(client, workers.values(), redis, server);
+    } finally {
+      rmSync(runs, { force: true });
+      sweepStaleFolders("tsdask-worker-");
+    }
   });
 
   let kept: Future<Float64Array>[];
