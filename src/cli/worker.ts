@@ -19,7 +19,8 @@ export const WORKER_USAGE = [
   '                [--tls-ca FILE] [--listen tcp://HOST:PORT | --no-listen] [--contact-address HOST:PORT]',
   '                [--tls-cert FILE --tls-key FILE]',
   '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--allowed-failures N]',
-  '                [--part-size "64 MiB"] [--hold-above "64 KiB"]',
+  '                [--part-size "64 MiB"] [--hold-above "64 KiB"] [--peer-timeout SECONDS]',
+  "                [--handoff-timeout SECONDS]",
   "                [--profile-interval SECONDS] [--profile-cycle SECONDS] [--no-profile]",
   "                              run tasks for the clients of that Redis (rediss:// for TLS);",
   `                              the password: ${PASSWORD_VARIABLE} or --password-file (one in the address shows in ps);`,
@@ -35,7 +36,10 @@ export const WORKER_USAGE = [
   "                              their client's secret in Redis; --no-listen: no data listener;",
   "                              results above --hold-above stay in its memory (spilled to disk",
   "                              past 60 % of --memory-limit, paused past 80 %), Redis holds where",
-  "                              they live, and peers and clients fetch them from --listen",
+  "                              they live, and peers and clients fetch them from --listen; a peer",
+  "                              silent for --peer-timeout (default 30 s) is given up on;",
+  "                              SIGTERM hands the results it alone keeps to peers (or Redis,",
+  "                              past --handoff-timeout, default 20 s) before it leaves",
 ].join("\n");
 
 function positiveNumber(option: string, text: string | undefined): number | undefined {
@@ -69,6 +73,10 @@ export interface WorkerCommandOptions {
   readonly partSize?: number;
   /** Results above this many bytes stay in the worker's memory (default 64 KiB). */
   readonly holdAbove?: number;
+  /** Seconds a peer may take to connect or stay silent while asked for data (default 30). */
+  readonly peerTimeout?: number;
+  /** Seconds a worker leaving on SIGTERM waits for peers to take what it keeps before writing the rest into Redis (default 20). */
+  readonly handoffTimeout?: number;
   /** The statistical profiler's interval and cycle (seconds), or false (--no-profile); default Dask's. */
   readonly profile?: ProfilingOptions | false;
 }
@@ -98,6 +106,8 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
         "allowed-failures": { type: "string" },
         "part-size": { type: "string" },
         "hold-above": { type: "string" },
+        "peer-timeout": { type: "string" },
+        "handoff-timeout": { type: "string" },
         "profile-interval": { type: "string" },
         "profile-cycle": { type: "string" },
         "no-profile": { type: "boolean", default: false },
@@ -156,6 +166,8 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
     allowedFailures,
     partSize: size("part-size"),
     holdAbove: size("hold-above"),
+    peerTimeout: positiveNumber("peer-timeout", values["peer-timeout"]),
+    handoffTimeout: positiveNumber("handoff-timeout", values["handoff-timeout"]),
     ...(profile === undefined ? {} : { profile }),
     ...(moduleRoots === undefined ? {} : { moduleRoots }),
   };
@@ -231,6 +243,8 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
       maxStalledCount: options.allowedFailures,
       partSize: options.partSize,
       holdAbove: options.holdAbove,
+      peerTimeout: options.peerTimeout,
+      handoffTimeout: options.handoffTimeout,
       profile: options.profile,
       listen: options.listen,
       contactAddress: options.contactAddress,

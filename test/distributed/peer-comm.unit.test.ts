@@ -217,6 +217,40 @@ describe("a data listener on loopback TCP", () => {
     }
   });
 
+  test("a peer that takes requests and answers nothing (frozen) fails them after the client's timeout, naming it; a connection idle between requests stays open", async () => {
+    const context = { store, digests: new Digests(), transfers: new TransferStats(), clock: new WorkerClock() };
+    let connections = 0;
+    // Answers requests for x; any other it leaves unanswered, as a frozen process would.
+    const silent = await listenNetwork(
+      { scheme: "tcp", host: "127.0.0.1", port: 0 },
+      {
+        secretOf: async (clientId) => (clientId === CLIENT ? SECRET : undefined),
+        onConnection: (connection) => {
+          connections++;
+          connection.setKeepsAlive(false);
+          connection.on("message", (request) => {
+            if ((request as GetDataRequest).keys[0] === "x") serveGetData(request as GetDataRequest, connection, context);
+          });
+        },
+        onRejected: () => {},
+        handshakeTimeout: 30,
+      },
+    );
+    const address = formatCommAddress(silent.address);
+    const peers = new PeerClient({ credentials: { clientId: CLIENT, secret: SECRET }, timeout: 0.3 });
+    try {
+      assert.deepEqual((await peers.getData(address, ["x"], "me")).missing, []);
+      // Idle for longer than the timeout, with no request waiting: the pooled connection stays.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      assert.deepEqual((await peers.getData(address, ["x"], "me")).missing, []);
+      assert.equal(connections, 1);
+      await assert.rejects(peers.getData(address, ["frozen"], "me"), new RegExp(`^Error: The connection to worker ${address} closed \\(nothing sent or received for 0\\.3 s\\)$`));
+    } finally {
+      peers.close();
+      await silent.close();
+    }
+  });
+
   test("a wrong secret or an unknown client gets nothing: refused, named with the remote address", async () => {
     for (const [credentials, reason] of [
       [{ clientId: CLIENT, secret: OTHER }, "it does not know the cluster's secret"],

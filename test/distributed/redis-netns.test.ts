@@ -2,17 +2,20 @@
 // own, on a private bridge the test makes; the Client reaches them through its own interface. The
 // inputs and results really cross network interfaces (their byte counters say so), and the
 // results equal the local scheduler's. Each worker's data listener is on its own interface, where
-// a peer on another host reaches it. Where namespaces cannot be made, the test says why.
+// a peer on another host reaches it, and the seeds' QR example runs with its blocks crossing the
+// veth pairs from worker to worker. Where namespaces cannot be made, the test says why.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { Client, get } from "../../src";
+import * as da from "../../src/kernel/collections/array";
 import { PeerSecret } from "../../src/kernel/distributed/comm/handshake";
 import { Namespace } from "../../src/kernel/distributed/redis/keys";
 import { registeredWorkers } from "../../src/kernel/distributed/redis/registry";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { PeerClient } from "../../src/kernel/distributed/worker/peers";
 import { ramp, total } from "../fixtures/cluster-tasks";
+import { describeWorker } from "../fixtures/redis-tasks";
 import { add } from "../fixtures/tasks";
 import { type PrivateNetwork, createNetwork, namespacesUnavailable } from "../helpers/netns";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server";
@@ -94,6 +97,34 @@ describe("a Redis cluster across network namespaces", { skip: unavailable }, () 
     } finally {
       peers.close();
       redis.disconnect();
+      await client.close();
+    }
+  });
+
+  test("the seeds' QR example with big values kept by their workers: blocks cross the veth pairs from peer to peer; q·r equals the local scheduler's", async () => {
+    // The seeds' example (bench/redis-data.ts) at 4000×1000: four 8 MB blocks, far above the
+    // default --hold-above, so every block stays with its worker and its consumers fetch it there.
+    const a = da.random.random([4000, 1000], { chunks: [1000, 1000], seed: 7 });
+    const [q, r] = da.linalg.qr(a);
+    const expected = await q.dot(r).compute({ scheduler: "sync" });
+    const before = { alpha: network.counters("alpha"), beta: network.counters("beta") };
+    const client = await Client.connect(server.url);
+    try {
+      const product = await q.dot(r).compute({ scheduler: client });
+      assert.deepEqual(product.shape, [4000, 1000]);
+      let worst = 0;
+      for (let i = 0; i < expected.data.length; i++) worst = Math.max(worst, Math.abs(product.data[i] - expected.data[i]));
+      assert.ok(worst < 1e-9, `q·r differs from the local scheduler's by up to ${worst}`);
+      const seen = await client.run(describeWorker);
+      const fromPeers = Object.values(seen).flatMap((worker) => worker.incoming.filter((transfer) => transfer.who === (worker.name === "alpha" ? "beta" : "alpha")).map((transfer) => ({ ...transfer, to: worker.name })));
+      const peerBytes = fromPeers.reduce((sum, transfer) => sum + transfer.total, 0);
+      assert.ok(peerBytes >= 8e6, `the workers fetched ${peerBytes} bytes from each other: ${JSON.stringify(seen)}`);
+      // What came from a peer crossed both hosts' interfaces (plus the other traffic).
+      const alphaSent = network.counters("alpha").sent - before.alpha.sent;
+      const betaSent = network.counters("beta").sent - before.beta.sent;
+      const sentToPeer = (name: string): number => fromPeers.filter((transfer) => transfer.who === name).reduce((sum, transfer) => sum + transfer.total, 0);
+      assert.ok(alphaSent >= sentToPeer("alpha") && betaSent >= sentToPeer("beta"), `alpha sent ${alphaSent}, beta ${betaSent} bytes`);
+    } finally {
       await client.close();
     }
   });

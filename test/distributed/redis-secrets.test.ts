@@ -271,6 +271,7 @@ describe("connectTimeout is in seconds", () => {
       });
     }
     await assert.rejects(Client.connect(url, { partSize: "1 MiB" as unknown as number }), /option partSize must be a positive number of bytes, got "1 MiB"/);
+    await assert.rejects(Client.connect(url, { peerTimeout: "30 s" as unknown as number }), /option peerTimeout must be a positive number of seconds, got "30 s"/);
     for (const [name, value, unit] of [
       ["lockDuration", "5", "a positive number of seconds"],
       ["stalledInterval", -2, "a positive number of seconds"],
@@ -278,6 +279,8 @@ describe("connectTimeout is in seconds", () => {
       ["memoryLimit", "4 GiB", "a positive number of bytes"],
       ["nthreads", 1.5, "a whole number ≥ 1"],
       ["maxStalledCount", -1, "a whole number ≥ 0"],
+      ["peerTimeout", 0, "a positive number of seconds"],
+      ["handoffTimeout", "20", "a positive number of seconds"],
     ] as const) {
       await assert.rejects(RedisWorker.start({ url, [name]: value }), (error: Error) => {
         assert.ok(error instanceof TypeError, `${name}: ${error}`);

@@ -43,8 +43,12 @@ describe("tsdask worker: command line", () => {
       allowedFailures: undefined,
       partSize: undefined,
       holdAbove: undefined,
+      peerTimeout: undefined,
+      handoffTimeout: undefined,
     });
     assert.equal(parseWorkerArgs(["redis://h:1", "--memory-limit", "500MB"]).memoryLimit, 500e6);
+    assert.equal(parseWorkerArgs(["redis://h:1", "--peer-timeout", "2.5"]).peerTimeout, 2.5);
+    assert.equal(parseWorkerArgs(["redis://h:1", "--handoff-timeout", "5"]).handoffTimeout, 5);
     assert.equal(parseWorkerArgs(["redis://h:1", "--allowed-failures", "0"]).allowedFailures, 0);
   });
 
@@ -56,6 +60,8 @@ describe("tsdask worker: command line", () => {
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--allowed-failures", "two"]), /--allowed-failures needs a whole number of 0 or more, got "two"/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--allowed-failures=-1"]), /--allowed-failures needs a whole number of 0 or more, got "-1"/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--colour"]), /colour/);
+    assert.throws(() => parseWorkerArgs(["redis://h:1", "--peer-timeout", "soon"]), /--peer-timeout needs a positive number, got "soon"/);
+    assert.throws(() => parseWorkerArgs(["redis://h:1", "--handoff-timeout", "0"]), /--handoff-timeout needs a positive number, got "0"/);
   });
 });
 

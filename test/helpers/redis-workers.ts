@@ -79,6 +79,20 @@ export async function startWorker(url: string, options: WorkerProcessOptions): P
   };
 }
 
+/** Runs `fn` while only worker `name` of `workers` takes jobs (the others stopped with SIGSTOP). */
+export async function onlyOn<T>(workers: Iterable<WorkerProcess>, name: string, fn: () => Promise<T>): Promise<T> {
+  const others = [...workers].filter((worker) => worker.name !== name);
+  for (const worker of others) process.kill(worker.pid, "SIGSTOP");
+  try {
+    return await fn();
+  } finally {
+    for (const worker of others) process.kill(worker.pid, "SIGCONT");
+  }
+}
+
+/** Σ start + i for i < n: what `total(ramp(n, start))` gives. */
+export const rampSum = (n: number, start: number): number => n * start + (n * (n - 1)) / 2;
+
 /** Lines of a worker's `output` that contain `text`. */
 export function linesWith(output: string, text: string): string[] {
   return output.split("\n").filter((line) => line.includes(text));

@@ -64,10 +64,19 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     socket.on("data", (chunk: Buffer) => reader.push(chunk));
     let failure: Error | undefined;
     socket.on("error", (error) => (failure = error));
+    socket.on("timeout", () => socket.destroy(new Error(`nothing sent or received for ${socket.timeout! / 1000} s`)));
     socket.on("close", () => {
       this.closedWith = failure;
       this.emit("close", failure);
     });
+  }
+
+  /**
+   * Breaks the connection (a "close" with an error) once `seconds` pass with no byte sent or
+   * received; 0 turns it off. For a peer awaited for a reply: a frozen one then fails the wait.
+   */
+  setIdleTimeout(seconds: number): void {
+    this.socket.setTimeout(seconds * 1000);
   }
 
   /** Connects to a listening socket file; rejects with an error naming the path. */

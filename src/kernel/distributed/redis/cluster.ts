@@ -26,6 +26,7 @@ const OPTION_NAMES = new Set([
   "connectionLostTimeout",
   "pollInterval",
   "holdAbove",
+  "peerTimeout",
   "workerSaturation",
   "taskStreamLength",
 ]);
@@ -108,7 +109,7 @@ function checkOptions(options: RedisClusterOptions): void {
   }
   checkOptionUnits(
     options,
-    { connectTimeout: "seconds", partSize: "bytes", noWorkersTimeout: "seconds", connectionLostTimeout: "seconds", pollInterval: "seconds", holdAbove: "bytes" },
+    { connectTimeout: "seconds", partSize: "bytes", noWorkersTimeout: "seconds", connectionLostTimeout: "seconds", pollInterval: "seconds", holdAbove: "bytes", peerTimeout: "seconds" },
     "Client.connect",
   );
   if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) {

@@ -21,6 +21,14 @@ import type { RedisStore } from "./store";
  */
 export const DEFAULT_HOLD_ABOVE = 64 * 1024;
 
+/** A value a worker keeps: whose, which, the job that computed it and its size in memory. */
+export interface KeptEntry {
+  readonly clientId: string;
+  readonly key: string;
+  readonly job: number;
+  readonly nbytes: number;
+}
+
 /** What the kept values need of their worker. */
 export interface KeepingWorker {
   /** Bytes: the data store spills above Dask's target share of it, the worker pauses above its pause share. */
@@ -106,6 +114,16 @@ export class KeptValues {
       }),
     );
     return published.filter(Boolean).length;
+  }
+
+  /** Every value it keeps, for every client: what a leaving worker hands over (./handoff). */
+  entries(): KeptEntry[] {
+    const entries: KeptEntry[] = [];
+    for (const [at, job] of this.jobs) {
+      const split = at.indexOf(":");
+      if (this.store.has(at)) entries.push({ clientId: at.slice(0, split), key: at.slice(split + 1), job, nbytes: this.store.nbytesOf(at)! });
+    }
+    return entries;
   }
 
   drop(clientId: string, keys: readonly string[]): void {

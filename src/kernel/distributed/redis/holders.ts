@@ -27,6 +27,8 @@ export class HolderReader {
     private readonly report: (worker: WorkerAddress, messages: readonly FromWorker[]) => void,
     /** Says something the user should hear once. */
     private readonly notice: (message: string) => void,
+    /** Seconds a holder may stay silent (see DEFAULT_PEER_TIMEOUT). */
+    private readonly timeout: number,
   ) {}
 
   /**
@@ -58,7 +60,7 @@ export class HolderReader {
         missing = reply.missing;
       } catch (error) {
         this.unreachable.add(address);
-        this.notice(`Cannot reach worker ${holder} at ${address} (${(error as Error).message}): the results it keeps come through Redis`);
+        this.notice(`Cannot reach worker ${holder} at ${address} (${(error as Error).message}) for ${keys.join(", ")}: the results it keeps come through Redis`);
       }
     }
     if (missing.length === 0) return;
@@ -80,7 +82,7 @@ export class HolderReader {
   private connections(): Promise<PeerClient> {
     this.peers ??= new PeerSecrets(this.redis).of(this.store.namespace.clientId).then((secret) => {
       if (secret === undefined) throw new Error("this client's peer secret is not in Redis");
-      return new PeerClient({ credentials: { clientId: this.store.namespace.clientId, secret }, tls: this.tls });
+      return new PeerClient({ credentials: { clientId: this.store.namespace.clientId, secret }, tls: this.tls, timeout: this.timeout });
     });
     this.peers.catch(() => (this.peers = undefined));
     return this.peers;

@@ -22,7 +22,7 @@ import { throughRedis } from "./fallback";
 import type { KeptValues } from "./held";
 import { decodeCarried } from "./jobs";
 import { PeerSecrets } from "./peer-secret";
-import type { RedisStore, StoredFrames } from "./store";
+import type { RedisStore, StoredFrames, ValueLocation } from "./store";
 
 /** What getting inputs needs of the worker. */
 export interface InputWorker {
@@ -64,6 +64,8 @@ export class InputGatherer {
     private readonly redis: Redis,
     /** For tls:// peers: the CA their certificates are checked against (--tls-ca). */
     private readonly peerTls: TlsOptions | undefined,
+    /** Seconds a peer may stay silent (see DEFAULT_PEER_TIMEOUT). */
+    private readonly peerTimeout: number,
   ) {
     this.secrets = new PeerSecrets(redis);
   }
@@ -85,21 +87,52 @@ export class InputGatherer {
     for (const [key, frames] of carried) add(key, decodeCarried(frames));
     // Inputs the job carried were not read: no transfer, as in Dask for data already on the worker.
     if (stored.frames.size > 0) this.fromRedis(gathered, stored, received, fetchedAt, clock.now());
+    const tried = new Set<string>();
+    await this.fromHolders(gathered, store, stored.located, tried, add);
+    if (gathered.missing.length > 0) {
+      // A value its holder did not have may have moved meanwhile (computed again elsewhere after
+      // the holder was taken for gone, or handed over by a leaving one): one more look at the
+      // records, trying holders not tried yet; a lost value is reported only if it is still lost.
+      const asked = clock.now();
+      const again = await store.fetch(gathered.missing.splice(0));
+      const readAt = clock.now();
+      gathered.missing.push(...again.missing);
+      for (const [key, frames] of again.frames) add(key, decodeValue(frames));
+      if (again.frames.size > 0) this.fromRedis(gathered, again, asked, readAt, clock.now());
+      const moved = new Map([...again.located].filter(([, { holder }]) => !tried.has(holder) || holder === this.worker.name));
+      gathered.missing.push(...[...again.located.keys()].filter((key) => !moved.has(key)));
+      await this.fromHolders(gathered, store, moved, tried, add);
+    }
+    return gathered;
+  }
+
+  /**
+   * The values of `keys` that `holder` keeps, from its data listener at `address` (a leaving worker
+   * hands them over, ./handoff), logged as a fetch of inputs is; rejects if it cannot be reached.
+   */
+  async fetchHeld(store: RedisStore, holder: string, address: string, keys: readonly string[]): Promise<FetchResult["values"]> {
+    const peers = await this.peersOf(store.namespace.clientId);
+    const result = await peers.getData(address, keys, this.worker.name);
+    this.fromPeer({ inputs: new Map(), missing: [], bytes: 0, startstops: [], metrics: [], transfer: undefined }, holder, result);
+    return result.values;
+  }
+
+  /** Gets the values at `located` from their holders (this worker itself among them), adding each holder asked to `tried`. */
+  private async fromHolders(gathered: TaskInputs, store: RedisStore, located: ReadonlyMap<string, ValueLocation>, tried: Set<string>, add: (key: string, value: unknown) => void): Promise<void> {
     const byHolder = new Map<string, { address: string; keys: string[] }>();
-    const clientId = store.namespace.clientId;
-    const kept = this.worker.kept.of(clientId);
-    for (const [key, location] of stored.located) {
+    const kept = this.worker.kept.of(store.namespace.clientId);
+    for (const [key, location] of located) {
       if (location.holder === this.worker.name) {
         if (kept.has(key)) add(key, kept.get(key));
         else gathered.missing.push(key);
         continue;
       }
+      tried.add(location.holder);
       const group = byHolder.get(location.holder) ?? { address: location.address, keys: [] };
       byHolder.set(location.holder, group);
       group.keys.push(key);
     }
     await Promise.all([...byHolder].map(([holder, { address, keys: held }]) => this.fromHolder(gathered, store, holder, address, held, add)));
-    return gathered;
   }
 
   /** Closes the connections made for `clientId` (it left). */
@@ -135,7 +168,7 @@ export class InputGatherer {
       } catch (error) {
         if (!this.unreachable.has(address)) {
           this.unreachable.add(address);
-          this.worker.warn(`cannot reach peer ${holder} at ${address} (${(error as Error).message}): the values it keeps come through Redis`);
+          this.worker.warn(`cannot reach peer ${holder} at ${address} (${(error as Error).message}) for ${keys.join(", ")}: the values it keeps come through Redis`);
         }
       }
       if (result !== undefined) {
@@ -178,7 +211,7 @@ export class InputGatherer {
     if (peers === undefined) {
       peers = this.secrets.of(clientId).then((secret) => {
         if (secret === undefined) throw new Error(`client ${clientId} has no secret in Redis (it left)`);
-        return new PeerClient({ credentials: { clientId, secret }, tls: this.peerTls });
+        return new PeerClient({ credentials: { clientId, secret }, tls: this.peerTls, timeout: this.peerTimeout });
       });
       peers.catch(() => this.peers.delete(clientId));
       this.peers.set(clientId, peers);

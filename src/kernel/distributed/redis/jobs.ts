@@ -100,6 +100,18 @@ export interface PublishHeldMessage {
   readonly keys: readonly string[];
 }
 
+/**
+ * From a leaving worker (./handoff) to a peer: fetch these values it keeps (key, job) from its
+ * data listener, keep them, and record them as yours in place of its.
+ */
+export interface AcquireHeldMessage {
+  readonly op: "acquire-held";
+  /** The leaving worker's name, and its data listener. */
+  readonly from: string;
+  readonly address: string;
+  readonly keys: readonly (readonly [key: string, job: number])[];
+}
+
 /** What a worker answers on the asking client's reply stream. */
 export type AnsweredMessage = RunMessage | ProfileRequestMessage | PluginAddMessage | PluginRemoveMessage;
 
@@ -109,9 +121,10 @@ export interface WorkerRequest {
   readonly client: string;
   /**
    * Times of a profile request are on the Redis server's clock, as are those of its reply.
-   * free-keys (values the worker keeps that the client forgot) and publish-held get no reply.
+   * free-keys (values the worker keeps that the client forgot), publish-held and acquire-held
+   * (from a leaving worker, not a client) get no reply.
    */
-  readonly message: AnsweredMessage | FreeKeysMessage | PublishHeldMessage;
+  readonly message: AnsweredMessage | FreeKeysMessage | PublishHeldMessage | AcquireHeldMessage;
 }
 
 /** Times are on the Redis server's clock. */

@@ -23,3 +23,10 @@ function fits(value: unknown, unit: Unit): boolean {
 function describe(value: unknown): string {
   return typeof value === "string" ? JSON.stringify(value) : typeof value === "object" && value !== null ? "an object" : String(value);
 }
+
+/**
+ * Seconds a peer (a worker's data listener) may take to accept a connection, or leave a request
+ * with no byte moving, before the fetch fails and goes elsewhere: Dask's
+ * distributed.comm.timeouts.connect and .tcp, both 30 s by default.
+ */
+export const DEFAULT_PEER_TIMEOUT = 30;

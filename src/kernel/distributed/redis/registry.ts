@@ -147,3 +147,52 @@ export async function connectedClients(redis: Redis): Promise<Set<string>> {
   for (const match of list.matchAll(/ name=tsdask-client-([A-Za-z0-9_-]+) /g)) connected.add(match[1]);
   return connected;
 }
+
+/**
+ * The workers among `names` with a connection to Redis subscribed to their request channel. A
+ * worker's process that died (SIGKILL, a crash) lost its connections with it, at once; a frozen
+ * one still has them, and a stopping one leaves the registry before it closes them.
+ */
+export async function workersListening(redis: Redis, names: readonly string[]): Promise<Set<string>> {
+  if (names.length === 0) return new Set();
+  const reply = (await redis.pubsub("NUMSUB", ...names.map((name) => registry.requests(name)))) as (string | number)[];
+  return new Set(names.filter((_, i) => Number(reply[2 * i + 1]) > 0));
+}
+
+/** Polls in a row a registered worker may have no connection listening before it is taken for dead. */
+export const DEAD_AFTER_POLLS = 2;
+
+/**
+ * Registered workers whose process died: no connection listening (workersListening) for
+ * DEAD_AFTER_POLLS polls in a row — a moment without one, as the connection comes back after a
+ * blip or a new worker subscribes after it registered, is not death. They are gone seconds after
+ * they died rather than once their registration lapses (its TTL), so the tasks placed on them run
+ * elsewhere that much sooner; their registration is removed (a live worker's next heartbeat
+ * would write it again).
+ */
+export class DeadWorkers {
+  private readonly unheard = new Map<string, number>();
+
+  constructor(private readonly redis: Redis) {}
+
+  /** `found` less the workers now taken for dead, given which of them `listening` has. */
+  living(found: readonly RegisteredWorker[], listening: ReadonlySet<string>): RegisteredWorker[] {
+    const names = new Set(found.map(({ info }) => info.name));
+    for (const name of [...this.unheard.keys()]) if (!names.has(name)) this.unheard.delete(name);
+    return found.filter(({ info: { name } }) => {
+      if (listening.has(name)) {
+        this.unheard.delete(name);
+        return true;
+      }
+      const polls = (this.unheard.get(name) ?? 0) + 1;
+      this.unheard.set(name, polls);
+      if (polls === DEAD_AFTER_POLLS) void this.redis.multi().del(registry.worker(name)).srem(registry.workers, name).exec().catch(() => {});
+      return polls < DEAD_AFTER_POLLS;
+    });
+  }
+
+  /** Whether `name` was taken for dead (rather than gone from the registry). */
+  dead(name: string): boolean {
+    return (this.unheard.get(name) ?? 0) >= DEAD_AFTER_POLLS;
+  }
+}

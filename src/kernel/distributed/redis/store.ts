@@ -192,13 +192,31 @@ export class RedisStore {
 
   /**
    * Records that job number `job`'s value of `key` stays with a worker (`location`), as `publish`
-   * stores a value (same rules, same `issued`), the value itself not in Redis.
+   * stores a value (same rules, same `issued`), the value itself not in Redis. `replacing`: the
+   * worker whose location of the same job this one takes the place of (it handed the value over,
+   * see ./handoff).
    */
-  publishLocation(key: string, location: ValueLocation, job: number): { issued: true; result: Promise<PublishOutcome> } {
+  publishLocation(key: string, location: ValueLocation, job: number, replacing = ""): { issued: true; result: Promise<PublishOutcome> } {
     const metadata: Metadata = { f: [], t: location.type, p: this.partSize, n: location.nbytes };
     const fields = ["m", JSON.stringify(metadata), "h", location.holder, "a", location.address];
-    const result = this.scripts.tsdaskPublish(this.namespace.value(key), this.namespace.staging(key, "inline"), this.namespace.alive, job, "", ...fields).then(publishOutcome);
+    const result = this.scripts.tsdaskPublish(this.namespace.value(key), this.namespace.staging(key, "inline"), this.namespace.alive, job, replacing, ...fields).then(publishOutcome);
     return { issued: true, result };
+  }
+
+  /**
+   * Where each of `keys`' values is now (one round trip): `{ holder }` for a worker keeping it,
+   * `{}` for bytes in Redis, undefined for no value at all.
+   */
+  async whereAre(keys: readonly string[]): Promise<({ readonly holder?: string } | undefined)[]> {
+    const pipeline = this.redis.pipeline();
+    for (const key of keys) pipeline.hmget(this.namespace.value(key), "h", "m");
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([error, fields]) => {
+      if (error) throw error;
+      const [holder, metadata] = fields as (string | null)[];
+      if (holder !== null) return { holder };
+      return metadata === null ? undefined : {};
+    });
   }
 
   /** Removes `key`'s record if it says worker `holder` keeps the value (which it lost): readers then find it missing. */

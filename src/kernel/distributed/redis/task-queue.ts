@@ -310,9 +310,24 @@ export class TaskQueue {
     return { values, located: read.located };
   }
 
-  /** Keys whose results `worker` keeps (it left: they are lost). */
-  keptBy(worker: WorkerAddress): string[] {
-    return [...this.held].filter(([, value]) => value.holder === worker).map(([key]) => key);
+  /**
+   * `worker` left: the results it kept that it handed over (./handoff) get their new place, from
+   * their records in Redis; resolves with the others, which are lost (all of them if Redis cannot
+   * be read).
+   */
+  async relocate(worker: WorkerAddress): Promise<string[]> {
+    const kept = [...this.held].filter(([, value]) => value.holder === worker).map(([key]) => key);
+    if (kept.length === 0) return [];
+    const places = await this.store.whereAre(kept).catch(() => kept.map(() => undefined));
+    const lost: string[] = [];
+    kept.forEach((key, i) => {
+      const held = this.held.get(key);
+      const place = places[i];
+      if (held?.holder !== worker) return; // forgotten, or computed again, meanwhile
+      if (place === undefined || place.holder === worker) lost.push(key);
+      else this.held.set(key, { ...held, holder: place.holder });
+    });
+    return lost;
   }
 
   // ---- What the outcome reader tells ---------------------------------------------------------

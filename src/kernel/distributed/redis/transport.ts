@@ -24,12 +24,13 @@ import { PASSWORD_VARIABLE, type RedisTarget, redisTargetOf } from "./address";
 import { type ConnectOptions, connectRedis } from "./connection";
 import { Namespace } from "./keys";
 import { OutcomeReader } from "./outcomes";
-import { type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient } from "./registry";
+import { DeadWorkers, type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient, workersListening } from "./registry";
 import { WorkerRequests } from "./requests";
 import { HolderReader } from "./holders";
 import { RedisStore } from "./store";
 import { type QueuedTask, TaskQueue } from "./task-queue";
 import { RedisConnectionLostError, RedisDataLostError } from "./errors";
+import { DEFAULT_PEER_TIMEOUT } from "./options";
 
 export interface RedisTransportOptions extends ConnectOptions {
   /** The client's name in the registry (default "tsdask-client"). */
@@ -48,6 +49,12 @@ export interface RedisTransportOptions extends ConnectOptions {
    * own --hold-above, 64 KiB unless it says otherwise).
    */
   readonly holdAbove?: number;
+  /**
+   * Seconds a worker keeping results may take to accept this client's connection, or stay silent
+   * while it gathers from it, before its results go through Redis or are recomputed (default 30,
+   * Dask's distributed.comm.timeouts.connect and .tcp).
+   */
+  readonly peerTimeout?: number;
 }
 
 /** Longest wait for Redis while closing, ms. */
@@ -69,6 +76,8 @@ export class RedisTransport implements Transport {
   /** Reads results that workers keep, from those workers. */
   private readonly holders: HolderReader;
   private readonly workers = new Map<string, RegisteredWorker>();
+  /** Which registered workers' processes died (./registry DeadWorkers). */
+  private readonly deadWorkers: DeadWorkers;
   private events: TransportEvents | undefined;
   /** Messages for the scheduler, as from `worker` (outcomes, replies, tasks that could not be queued). */
   private readonly report = (worker: WorkerAddress, messages: readonly FromWorker[]): void => this.events?.received(worker, messages);
@@ -96,6 +105,7 @@ export class RedisTransport implements Transport {
     this.namespace = new Namespace(clientId);
     this.store = new RedisStore(redis, this.namespace, { partSize: options.partSize });
     this.requests = new WorkerRequests(redis, clientId, this.description, this.clock, this.report);
+    this.deadWorkers = new DeadWorkers(redis);
     this.tasks = new TaskQueue(
       redis,
       this.store,
@@ -104,9 +114,10 @@ export class RedisTransport implements Transport {
       () => this.stopped,
       (worker, keys) => this.requests.free(worker, keys),
       options.holdAbove,
-      (worker) => this.workers.get(worker)?.info.nthreads,
+      // A worker leaving (SIGTERM) gets no more tasks of its own.
+      (worker) => (this.workers.get(worker)?.beat?.status === "closing" ? undefined : this.workers.get(worker)?.info.nthreads),
     );
-    this.holders = new HolderReader(redis, this.store, options.tls, this.report, (message) => this.notice(message));
+    this.holders = new HolderReader(redis, this.store, options.tls, this.report, (message) => this.notice(message), options.peerTimeout ?? DEFAULT_PEER_TIMEOUT);
     this.options = {
       noWorkersTimeout: options.noWorkersTimeout ?? 10,
       connectionLostTimeout: options.connectionLostTimeout ?? 20,
@@ -229,7 +240,7 @@ export class RedisTransport implements Transport {
       this.lastAnswer = performance.now();
       if (alive === 0) return this.fail(this.dataLost());
       await observeRedisTime(this.redis, this.clock);
-      this.updateWorkers(found);
+      this.updateWorkers(this.deadWorkers.living(found, await workersListening(this.redis, found.map(({ info }) => info.name))));
       this.checkWaiting();
     } catch (error) {
       // Redis unreachable: the connection retries, and tick() decides when that is fatal.
@@ -273,18 +284,22 @@ export class RedisTransport implements Transport {
     for (const name of [...this.workers.keys()]) {
       if (seen.has(name)) continue;
       this.workers.delete(name);
-      this.left(name, "it left, or stopped heartbeating (its registration in Redis expired)");
+      this.left(name, this.deadWorkers.dead(name) ? "its connections to Redis closed: its process died" : "it left, or stopped heartbeating (its registration in Redis expired)");
     }
   }
 
   /**
    * Worker `name` is gone (or restarted): the results it kept went with it, and are recomputed if
-   * still needed; the tasks placed on it (for those results) are queued again once they are.
+   * still needed, unless it handed them over as it left (./handoff: Redis says where they are
+   * now); the tasks placed on it (for those results) are queued again once they are.
    */
   private left(name: string, reason: string): void {
     this.events?.workerLeft(name, reason);
-    const lost = [...this.tasks.workerLeft(name), ...this.tasks.keptBy(name).map((key) => ({ op: "missing-data", key, errantWorker: name }) as const)];
-    if (lost.length > 0) this.events?.received("redis", lost);
+    const placed = this.tasks.workerLeft(name);
+    void this.tasks.relocate(name).then((lost) => {
+      const messages = [...placed, ...lost.map((key) => ({ op: "missing-data", key, errantWorker: name }) as const)];
+      if (messages.length > 0 && !this.stopped) this.events?.received("redis", messages);
+    });
   }
 
   /** A Redis-clock time on this process's clock. */

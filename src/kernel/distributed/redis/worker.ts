@@ -34,6 +34,8 @@ import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "./inline";
 import { keySizes } from "../worker/transfers";
 import { DEFAULT_HOLD_ABOVE, KeptValues, workerFolder } from "./held";
+import { DEFAULT_HANDOFF_TIMEOUT, type HandoffWorker, acquireHeld, retire } from "./handoff";
+import { InFlightValues } from "./in-flight";
 import { InputGatherer, type TaskInputs } from "./inputs";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, redisTargetOf } from "./address";
@@ -53,7 +55,7 @@ import {
   taskJobNumber,
 } from "./jobs";
 import { Namespace, TASK_QUEUE, registry, workerTaskQueue } from "./keys";
-import { checkOptionUnits } from "./options";
+import { DEFAULT_PEER_TIMEOUT, checkOptionUnits } from "./options";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
 import { DEFAULT_PART_SIZE, type PublishOutcome, RedisStore, sweepNamespace, typeName } from "./store";
 
@@ -94,6 +96,10 @@ export interface RedisWorkerOptions extends DataListenOptions {
   readonly lockDuration?: number;
   /** Seconds between checks for jobs whose worker stopped renewing its lock (default 2). */
   readonly stalledInterval?: number;
+  /** Seconds a leaving worker waits for peers to take the results it keeps before it writes the rest into Redis (default 20, see ./handoff). */
+  readonly handoffTimeout?: number;
+  /** Seconds a peer may take to connect or stay silent while asked for data (default 30, see DEFAULT_PEER_TIMEOUT). */
+  readonly peerTimeout?: number;
   /** Largest Redis string a result is cut into, bytes (default 64 MiB; see RedisStore). */
   readonly partSize?: number;
   /** Takeovers of one job before it fails as a task that kills its workers (default 3, Dask's allowed-failures). */
@@ -139,29 +145,6 @@ const MAX_JOBS_PER_THREAD = 16;
 /** Seconds between looks at which registered clients still have connections open (CLIENT LIST). */
 const DEAD_CLIENT_CHECK_INTERVAL = 5;
 
-/**
- * In-memory bytes (Dask's sizeof) of the values its tasks hold in this process — inputs read
- * from Redis or peers, and results until they are stored; with the results it keeps, its managed memory.
- */
-class InFlightValues {
-  total = 0;
-
-  /** What one task holds; released when it is done. */
-  hold(): { add(bytes: number): void; release(): void } {
-    let held = 0;
-    return {
-      add: (bytes) => {
-        held += bytes;
-        this.total += bytes;
-      },
-      release: () => {
-        this.total -= held;
-        held = 0;
-      },
-    };
-  }
-}
-
 export class RedisWorker {
   readonly name: string;
   readonly target: RedisTarget;
@@ -189,6 +172,8 @@ export class RedisWorker {
   private readonly inputs: InputGatherer;
   /** Whether it said in its log that it published kept values for a peer that cannot reach it. */
   private toldPublished = false;
+  /** What handing results over to peers needs of it, leaving or taking (./handoff). */
+  private readonly handoff: HandoffWorker;
   /** Tiny tasks run on this thread (see ./inline), which prefixes qualify. */
   private readonly inline = new InlineRunner();
   private readonly inlinePolicy = new InlinePolicy();
@@ -254,7 +239,11 @@ export class RedisWorker {
       { name, clock, transfers: this.core.transfers, kept: this.kept, digest: (metrics) => this.digest(["gather-dep"], metrics), warn: (line) => this.core.warn(line) },
       redis,
       options.tls,
+      options.peerTimeout,
     );
+    const [kept, status, log] = [this.kept, () => this.core.status, (line: string) => this.core.warn(line)];
+    const meter = { add: (activity: string, value: number, unit: string) => this.core.digests.add(["gather-dep", activity, unit], value) };
+    this.handoff = { name, address: listener?.address, redis, kept, status, log, meter, storeOf: (id) => this.served.get(id)?.store, fetch: (...args) => this.inputs.fetchHeld(...args) };
     this.core.noteStart();
     listener?.attach({ held: (clientId) => this.kept.of(clientId), digests: this.core.digests, transfers: this.core.transfers, clock, log: (line) => this.core.warn(line) });
   }
@@ -273,6 +262,8 @@ export class RedisWorker {
         lockDuration: "seconds",
         stalledInterval: "seconds",
         partSize: "bytes",
+        peerTimeout: "seconds",
+        handoffTimeout: "seconds",
         maxStalledCount: "whole number ≥ 0",
         deadClientGrace: "seconds",
       },
@@ -292,6 +283,8 @@ export class RedisWorker {
       stalledInterval: options.stalledInterval ?? 2,
       maxStalledCount: options.maxStalledCount ?? 3,
       partSize: options.partSize ?? DEFAULT_PART_SIZE,
+      peerTimeout: options.peerTimeout ?? DEFAULT_PEER_TIMEOUT,
+      handoffTimeout: options.handoffTimeout ?? DEFAULT_HANDOFF_TIMEOUT,
       deadClientGrace: options.deadClientGrace ?? Number(process.env.TSDASK_DEAD_CLIENT_GRACE ?? 30),
     };
     if (!(settings.deadClientGrace > 0)) throw new RangeError(`deadClientGrace (TSDASK_DEAD_CLIENT_GRACE) must be a number of seconds > 0, got ${settings.deadClientGrace}`);
@@ -686,6 +679,7 @@ export class RedisWorker {
     const { message } = request;
     if (message.op === "free-keys") return this.kept.drop(request.client, message.keys);
     if (message.op === "publish-held") return this.publishKept(request.client, message.keys);
+    if (message.op === "acquire-held") return acquireHeld(this.handoff, request.client, message);
     const reply =
       message.op === "profile"
         ? await this.core.profileReply(message)
@@ -768,7 +762,7 @@ export class RedisWorker {
     }
   }
 
-  /** Stops taking jobs, lets running ones finish, leaves the registry and disconnects. */
+  /** Stops taking jobs, lets running ones finish, hands over what it keeps, leaves the registry and disconnects. */
   close(): Promise<void> {
     this.closing ??= this.closeNow();
     return this.closing;
@@ -777,6 +771,11 @@ export class RedisWorker {
   private async closeNow(): Promise<void> {
     this.core.status = "closing";
     await this.core.plugins.teardownAll();
+    // This heartbeat tells clients it is leaving: they place no more tasks on it. It beats on while it hands over.
+    this.beating = this.beating.then(() => this.heartbeat());
+    // The shared queue first, then its own (see serve), whose tasks run here before it hands over what it keeps.
+    const queues = [...this.served.values()].map(({ namespace, queues: [shared, own] }) => ({ namespace, shared: shared.worker, own: own.worker }));
+    await retire(this.handoff, queues, this.options.handoffTimeout);
     clearInterval(this.heartbeatTimer);
     await this.beating;
     await this.refreshing;

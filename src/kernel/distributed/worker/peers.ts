@@ -45,8 +45,12 @@ export interface Reply {
  * ../comm/connection): peers fetching inputs and the scheduler gathering results both use it.
  */
 export class PeerClient {
-  /** `options`: the credentials and TLS settings tcp:// and tls:// listeners want. */
-  constructor(private readonly options: Omit<ConnectOptions, "timeout"> = {}) {}
+  /**
+   * `options`: the credentials and TLS settings tcp:// and tls:// listeners want; `timeout`, when
+   * given, bounds connecting and any stretch with no byte moving while a reply is awaited (a
+   * frozen peer fails the request, naming it, rather than holding it forever).
+   */
+  constructor(private readonly options: ConnectOptions = {}) {}
 
   private readonly connections = new Map<WorkerAddress, Promise<Connection>>();
   private readonly waiters = new Map<Connection, Waiter[]>();
@@ -72,6 +76,7 @@ export class PeerClient {
         return;
       }
       queue.push({ resolve, reject });
+      if (queue.length === 1 && this.options.timeout !== undefined) connection.setIdleTimeout(this.options.timeout);
       try {
         connection.send(message);
       } catch (error) {
@@ -111,7 +116,11 @@ export class PeerClient {
     this.waiters.set(connection, queue);
     // Peer connections never keep the worker alive: the scheduler's does.
     connection.setKeepsAlive(false);
-    connection.on("message", (value, bytes, decodeSeconds) => queue.shift()?.resolve({ value, bytes, decodeSeconds }));
+    connection.on("message", (value, bytes, decodeSeconds) => {
+      queue.shift()?.resolve({ value, bytes, decodeSeconds });
+      // An idle connection in the pool waits for nothing: it may stay quiet.
+      if (queue.length === 0) connection.setIdleTimeout(0);
+    });
     connection.on("close", (error) => {
       this.waiters.delete(connection);
       if (this.connections.get(worker) !== undefined) this.connections.delete(worker);
