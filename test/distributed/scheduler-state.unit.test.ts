@@ -375,6 +375,24 @@ describe("cluster scheduler state", () => {
     assert.deepEqual(state.takeQueueInstructions().forget, ["y"]);
   });
 
+  test("queue placement: a rescheduled task is queued again with its input kept; one missing its input has the input recomputed first", () => {
+    const state = newState({ placement: "queue" });
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ x: [], y: ["x"] }));
+    state.takeQueueInstructions();
+    state.handle("unix://a", [finished("x")], 1);
+    assert.deepEqual(state.takeQueueInstructions().enqueue.map((t) => t.key), ["y"]);
+    // y's worker left after handing x over: y goes back to the queue, x stays in memory.
+    state.handle("redis", [{ op: "reschedule", key: "y" }], 2);
+    assert.equal(state.stateOf(state.slotOf("x")!), "memory");
+    assert.deepEqual(state.takeQueueInstructions().enqueue.map((t) => t.key), ["y"]);
+    // y's worker left with x: x is computed again before y is queued again.
+    state.handle("redis", [{ op: "missing-data", key: "x", errantWorker: "unix://a", task: "y" }], 3);
+    assert.deepEqual(state.takeQueueInstructions().enqueue.map((t) => t.key), ["x"]);
+    assert.equal(state.stateOf(state.slotOf("y")!), "waiting");
+  });
+
   test("heartbeats: clock offset, memory, bandwidth and cumulative metrics; the reply carries the time", () => {
     const state = newState();
     state.addWorker({ ...registration("a"), now: 105 }, 100);

@@ -218,6 +218,15 @@ export interface MissingDataMessage {
   readonly task?: string;
 }
 
+/**
+ * Queue placement, Dask's `reschedule`: task `key`'s job is over without an outcome, its inputs
+ * still in the store (a worker it was placed on left after handing them over): queue it again.
+ */
+export interface RescheduleMessage {
+  readonly op: "reschedule";
+  readonly key: string;
+}
+
 /** The worker now also holds these keys (fetched from peers): the scheduler adds it to their holders. */
 export interface AddKeysMessage {
   readonly op: "add-keys";
@@ -313,6 +322,7 @@ export type FromWorker =
   | TaskFinishedMessage
   | TaskErredMessage
   | MissingDataMessage
+  | RescheduleMessage
   | AddKeysMessage
   | ReleaseWorkerDataMessage
   | WorkerStatusMessage

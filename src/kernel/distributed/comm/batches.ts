@@ -27,6 +27,7 @@ const PLAIN: ReadonlySet<Message["op"]> = new Set<Message["op"]>([
   "close",
   "register",
   "missing-data",
+  "reschedule",
   "add-keys",
   "release-worker-data",
   "worker-status-change",

@@ -179,18 +179,19 @@ export class TaskQueue {
   }
 
   /**
-   * `worker` left: the jobs placed in its own queue go, and their tasks are reported as missing
-   * the input it kept (lost with it), so the scheduler recomputes that input and queues them again.
+   * `worker` left: the jobs placed in its own queue go. Returns their tasks, each with the input
+   * it was placed for: the caller tells the scheduler to queue them again once it knows whether
+   * that input went with the worker or was handed over (see relocate).
    */
-  workerLeft(worker: string): FromWorker[] {
-    const lost: FromWorker[] = [];
+  workerLeft(worker: string): { readonly task: string; readonly input: string }[] {
+    const placed: { task: string; input: string }[] = [];
     for (const [key, job] of [...this.pending]) {
       if (job.placed?.worker !== worker) continue;
       this.queueOf(job).remove(job.jobId).catch(() => {});
       this.ended(key, job);
-      lost.push({ op: "missing-data", key: job.placed.input, errantWorker: worker, task: key });
+      placed.push({ task: key, input: job.placed.input });
     }
-    return lost;
+    return placed;
   }
 
   /** Adds jobs a slice at a time: the first run while later ones are still being added, and memory stays bounded. */

@@ -297,7 +297,10 @@ export class RedisTransport implements Transport {
     this.events?.workerLeft(name, reason);
     const placed = this.tasks.workerLeft(name);
     void this.tasks.relocate(name).then((lost) => {
-      const messages = [...placed, ...lost.map((key) => ({ op: "missing-data", key, errantWorker: name }) as const)];
+      // A task placed there for an input that was handed over runs elsewhere, its input kept.
+      const gone = new Set(lost);
+      const messages: FromWorker[] = placed.map(({ task, input }) => (gone.has(input) ? { op: "missing-data", key: input, errantWorker: name, task } : { op: "reschedule", key: task }));
+      messages.push(...lost.map((key) => ({ op: "missing-data", key, errantWorker: name }) as const));
       if (messages.length > 0 && !this.stopped) this.events?.received("redis", messages);
     });
   }

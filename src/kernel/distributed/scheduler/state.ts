@@ -271,7 +271,7 @@ export class ClusterState extends WorkStealing {
       // store): a worker whose registration lapsed while it ran, or the transport itself.
       if (this.placement !== "queue") return;
       ws = new WorkerState({ op: "register", address, name: address, host: "", pid: 0, nthreads: 0, memoryLimit: 0, globals: [], now }, 0, now);
-      messages = messages.filter((message) => message.op === "task-finished" || message.op === "task-erred" || message.op === "missing-data");
+      messages = messages.filter((message) => message.op === "task-finished" || message.op === "task-erred" || message.op === "missing-data" || message.op === "reschedule");
     }
     ws.lastSeen = now;
     for (const message of messages) {
@@ -288,6 +288,9 @@ export class ClusterState extends WorkStealing {
         case "missing-data":
           if (this.placement === "queue") this.missingFromStore(message.key, message.task);
           else this.missingData(ws, message.key, message.errantWorker);
+          break;
+        case "reschedule":
+          if (this.placement === "queue") this.reschedule(message.key);
           break;
         case "add-keys":
           for (const key of message.keys) this.addReplica(ws, key);
@@ -594,11 +597,16 @@ export class ClusterState extends WorkStealing {
   private missingFromStore(key: string, task: string | undefined): void {
     const slot = this.slotByKey.get(key);
     if (slot !== undefined) this.loseResult(slot);
-    const dependent = task === undefined ? undefined : this.slotByKey.get(task);
-    if (dependent === undefined || this.state[dependent] !== PROCESSING) return;
+    if (task !== undefined) this.reschedule(task);
+  }
+
+  /** Queue placement: `task`'s job ended without an outcome; it waits for its inputs and is queued again. */
+  private reschedule(task: string): void {
+    const slot = this.slotByKey.get(task);
+    if (slot === undefined || this.state[slot] !== PROCESSING) return;
     this.inFlight--;
-    this.setState(dependent, WAITING);
-    this.recountInputs(dependent);
+    this.setState(slot, WAITING);
+    this.recountInputs(slot);
   }
 
   /** `ws` could not fetch `key` from `errant`: that holder is dropped, and `ws`'s tasks needing it start over. */
