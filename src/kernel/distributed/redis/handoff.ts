@@ -65,7 +65,9 @@ export function planHandoff(values: readonly KeptEntry[], recipients: readonly R
       continue;
     }
     room.set(best, room.get(best)! - value.nbytes);
-    toPeers.set(best, [...(toPeers.get(best) ?? []), value]);
+    const taking = toPeers.get(best);
+    if (taking === undefined) toPeers.set(best, [value]);
+    else taking.push(value);
   }
   return { toPeers, toRedis };
 }
@@ -274,7 +276,12 @@ function byClient(entries: readonly KeptEntry[]): Map<string, KeptEntry[]> {
 
 function groupBy<T>(items: readonly T[], by: (item: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
-  for (const item of items) groups.set(by(item), [...(groups.get(by(item)) ?? []), item]);
+  for (const item of items) {
+    const name = by(item);
+    const group = groups.get(name);
+    if (group === undefined) groups.set(name, [item]);
+    else group.push(item);
+  }
   return groups;
 }
 
