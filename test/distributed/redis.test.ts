@@ -207,6 +207,17 @@ describe("a Redis cluster through the Client", () => {
     });
   });
 
+  test("keys released and submitted again at once run again (their new jobs are not dropped with the old values)", { timeout: 60_000 }, async () => {
+    const keys = ["again-0", "again-1", "again-2"];
+    for (let round = 1; round <= 3; round++) {
+      const futures = client.map(inc, [round, round + 10, round + 20], { key: keys });
+      assert.deepEqual(await client.gather(futures), [round + 1, round + 11, round + 21], `round ${round}`);
+      // Released and submitted again within one turn of the event loop: the scheduler forgets the
+      // old values and queues the new tasks in one flush.
+      for (const future of futures) future.release();
+    }
+  });
+
   // Port of distributed/tests/test_client.py::test_run (on Redis workers)
   test("client.run(fn, ...args, { workers }) on Redis workers; worker restrictions are refused (workers pull from one queue)", async () => {
     assert.deepEqual(await client.run(inc, 1), { w1: 2, w2: 2 });

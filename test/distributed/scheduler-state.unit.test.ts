@@ -6,6 +6,7 @@ import { TaskStreamRing } from "../../src/kernel/distributed/scheduler/task-stre
 import { formatKey, keyFromId, keyId } from "../../src/kernel/graph/keys";
 import type { ComputeTaskMessage, FromWorker, RegisterMessage, ToWorker, WorkerMetrics } from "../../src/kernel/distributed/messages";
 import type { TaskStreamRecord } from "../../src/protocol/records";
+import { queueOps } from "../helpers/queue-instructions";
 
 /** A graph from `key → dependencies`, listed dependencies first; `wanted`: the keys asked for (default: the last). */
 function graph(edges: Record<string, readonly string[]>, wanted?: readonly string[]): GraphSubmission {
@@ -362,17 +363,35 @@ describe("cluster scheduler state", () => {
     state.addWorker(registration("a"), 0);
     sent(state);
     state.submit(graph({ x: [], y: ["x"] }));
-    let instructions = state.takeQueueInstructions();
-    assert.deepEqual(instructions.enqueue.map((t) => t.key), ["x"]);
+    assert.deepEqual(queueOps(state.takeQueueInstructions()), [["enqueue", ["x"]]]);
     state.handle("unix://a", [finished("x")], 1);
-    instructions = state.takeQueueInstructions();
-    assert.deepEqual(instructions.enqueue.map((t) => t.key), ["y"]);
-    assert.deepEqual(instructions.enqueue[0].dependencies, [{ key: "x", nbytes: 8, whoHas: [] }]);
+    const instructions = state.takeQueueInstructions();
+    assert.deepEqual(queueOps(instructions), [["enqueue", ["y"]]]);
+    assert.deepEqual(instructions[0].op === "enqueue" && instructions[0].tasks[0].dependencies, [{ key: "x", nbytes: 8, whoHas: [] }]);
     state.handle("unix://b-unknown", [finished("y")], 2);
     state.handle("unix://a", [finished("y")], 2);
-    assert.deepEqual(state.takeQueueInstructions().forget, ["x"]);
+    assert.deepEqual(queueOps(state.takeQueueInstructions()), [["forget", ["x"]]]);
     state.unwant(state.slotOf("y")!);
-    assert.deepEqual(state.takeQueueInstructions().forget, ["y"]);
+    assert.deepEqual(queueOps(state.takeQueueInstructions()), [["forget", ["y"]]]);
+  });
+
+  test("queue placement: a key released and submitted again before the transport hears of it is forgotten first, then queued again", () => {
+    const state = newState({ placement: "queue" });
+    state.addWorker(registration("a"), 0);
+    sent(state);
+    state.submit(graph({ x: [] }));
+    state.takeQueueInstructions();
+    state.handle("unix://a", [finished("x")], 1);
+    assert.deepEqual(queueOps(state.takeQueueInstructions()), []);
+    // Released and submitted again within one turn: the old value goes before the new job is queued.
+    state.unwant(state.slotOf("x")!);
+    state.submit(graph({ x: [] }));
+    state.submit(graph({ z: [] }));
+    assert.deepEqual(queueOps(state.takeQueueInstructions()), [
+      ["forget", ["x"]],
+      ["enqueue", ["x", "z"]],
+    ]);
+    assert.equal(state.stateOf(state.slotOf("x")!), "processing");
   });
 
   test("queue placement: a rescheduled task is queued again with its input kept; one missing its input has the input recomputed first", () => {
@@ -382,14 +401,14 @@ describe("cluster scheduler state", () => {
     state.submit(graph({ x: [], y: ["x"] }));
     state.takeQueueInstructions();
     state.handle("unix://a", [finished("x")], 1);
-    assert.deepEqual(state.takeQueueInstructions().enqueue.map((t) => t.key), ["y"]);
+    assert.deepEqual(queueOps(state.takeQueueInstructions()), [["enqueue", ["y"]]]);
     // y's worker left after handing x over: y goes back to the queue, x stays in memory.
     state.handle("redis", [{ op: "reschedule", key: "y" }], 2);
     assert.equal(state.stateOf(state.slotOf("x")!), "memory");
-    assert.deepEqual(state.takeQueueInstructions().enqueue.map((t) => t.key), ["y"]);
+    assert.deepEqual(queueOps(state.takeQueueInstructions()), [["enqueue", ["y"]]]);
     // y's worker left with x: x is computed again before y is queued again.
     state.handle("redis", [{ op: "missing-data", key: "x", errantWorker: "unix://a", task: "y" }], 3);
-    assert.deepEqual(state.takeQueueInstructions().enqueue.map((t) => t.key), ["x"]);
+    assert.deepEqual(queueOps(state.takeQueueInstructions()), [["enqueue", ["x"]]]);
     assert.equal(state.stateOf(state.slotOf("y")!), "waiting");
   });
 

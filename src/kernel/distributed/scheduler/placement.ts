@@ -42,6 +42,9 @@ const EMPTY_WORKERS: readonly WorkerState[] = [];
 const NO_VALID_WORKER: ReadonlySet<WorkerState> = new Set();
 
 /** Whether `ws` is one of the workers a restriction names (by address, name or host, as Dask's worker and host restrictions). */
+
+/** What queue placement asks of the transport: consecutive tasks to enqueue, or keys to forget. */
+export type QueueInstruction = { readonly op: "enqueue"; readonly tasks: ComputeTaskMessage[] } | { readonly op: "forget"; readonly keys: string[] };
 export function matchesRestriction(ws: WorkerState, restriction: WorkerRestriction): boolean {
   return restriction.workers.has(ws.address) || restriction.workers.has(ws.name) || restriction.workers.has(ws.registration.host);
 }
@@ -63,9 +66,8 @@ export abstract class TaskPlacement extends TaskTable {
   protected totalThreads = 0;
   /** Workers with messages in their outbox. */
   protected dirty: WorkerState[] = [];
-  /** Queue placement: tasks for the shared queue, and keys to drop from the store. */
-  protected toQueue: ComputeTaskMessage[] = [];
-  protected toForget: string[] = [];
+  /** Queue placement: tasks for the shared queue and keys to drop from the store, in the order the events asked. */
+  private queueInstructions: QueueInstruction[] = [];
   /** Queue placement: tasks enqueued or running, against the cluster's slots. */
   protected inFlight = 0;
   protected readonly functionSpec: (id: number) => FnSpec;
@@ -103,13 +105,24 @@ export abstract class TaskPlacement extends TaskTable {
     return out;
   }
 
-  /** Queue placement: tasks for the shared queue, and keys to drop from the store. */
-  takeQueueInstructions(): { enqueue: ComputeTaskMessage[]; forget: string[] } {
+  /**
+   * Queue placement: tasks for the shared queue and keys to drop from the store, to be carried out
+   * in this order. The order matters when a key is released and submitted again between two
+   * takes: its old value must go before its new task is queued, not after (which would drop the
+   * new task's job and leave it processing forever).
+   */
+  takeQueueInstructions(): QueueInstruction[] {
     this.event(() => this.scheduleQueued());
-    const out = { enqueue: this.toQueue, forget: this.toForget };
-    this.toQueue = [];
-    this.toForget = [];
+    const out = this.queueInstructions;
+    this.queueInstructions = [];
     return out;
+  }
+
+  /** Queue placement: `key`'s job leaves the queue (unless running) and its value the store. */
+  protected forgetQueued(key: string): void {
+    const last = this.queueInstructions[this.queueInstructions.length - 1];
+    if (last?.op === "forget") last.keys.push(key);
+    else this.queueInstructions.push({ op: "forget", keys: [key] });
   }
 
   // ---- Placing ready tasks ---------------------------------------------------------------------
@@ -410,7 +423,10 @@ export abstract class TaskPlacement extends TaskTable {
   protected enqueue(slot: number): void {
     this.setState(slot, PROCESSING);
     this.inFlight++;
-    this.toQueue.push(this.computeTask(slot, undefined));
+    const task = this.computeTask(slot, undefined);
+    const last = this.queueInstructions[this.queueInstructions.length - 1];
+    if (last?.op === "enqueue") last.tasks.push(task);
+    else this.queueInstructions.push({ op: "enqueue", tasks: [task] });
     this.listeners.dispatched(slot, undefined);
   }
 

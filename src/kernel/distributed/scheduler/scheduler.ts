@@ -598,9 +598,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.flushQueued = false;
     if (this.closed) return;
     if (this.transport.placement === "queue") {
-      const { enqueue, forget } = this.state.takeQueueInstructions();
-      if (enqueue.length > 0) this.transport.enqueue!(enqueue);
-      if (forget.length > 0) this.transport.forget!(forget);
+      for (const instruction of this.state.takeQueueInstructions()) {
+        if (instruction.op === "enqueue") this.transport.enqueue!(instruction.tasks);
+        else this.transport.forget!(instruction.keys);
+      }
     }
     let outboxes = this.state.takeMessages();
     for (let from = 0, size = FIRST_SEND; outboxes.length > 0; from += size, size = SEND_SLICE) {

@@ -474,7 +474,7 @@ export class ClusterState extends WorkStealing {
           else this.erredOn.set(slot, ws);
         } else {
           this.inFlight--;
-          if (slot !== root) this.toForget.push(this.keys[slot]);
+          if (slot !== root) this.forgetQueued(this.keys[slot]);
         }
       }
       if (slot === root) this.setState(slot, ERRED, worker, report);
@@ -513,7 +513,7 @@ export class ClusterState extends WorkStealing {
 
   /** MEMORY → RELEASED: workers drop the result; forgotten too if no dependent could need it again. */
   private release(slot: number): void {
-    if (this.placement === "queue") this.toForget.push(this.keys[slot]);
+    if (this.placement === "queue") this.forgetQueued(this.keys[slot]);
     const first = this.holder[slot];
     if (first !== undefined) {
       this.dropResult(first, slot);
@@ -542,7 +542,7 @@ export class ClusterState extends WorkStealing {
         this.freeOn(ws, this.keys[slot]);
       } else {
         this.inFlight--;
-        this.toForget.push(this.keys[slot]);
+        this.forgetQueued(this.keys[slot]);
       }
     }
     this.setState(slot, RELEASED);
