@@ -88,3 +88,18 @@ test("BufferMover gives a view its built-in class, as structured clone does, and
   assert.equal(arrived[0].self, arrived[0]);
   assert.equal((arrived[0].buffer as Uint8Array)[BIG - 1], 3);
 });
+
+test("BufferMover moves a given buffer itself, uncopied: it arrives whole and is detached here; other big buffers are still copied", async () => {
+  const given = new Float64Array(BIG / 8).fill(2);
+  const kept = new Float64Array(BIG / 8).fill(3);
+  const mover = new BufferMover(new Set([given.buffer]));
+  const moved = mover.move({ given, kept, again: [given] }) as { given: Float64Array; kept: Float64Array; again: Float64Array[] };
+  assert.equal(moved.given.buffer, given.buffer, "no copy of the given buffer");
+  assert.notEqual(moved.kept.buffer, kept.buffer);
+  assert.equal(moved.again[0], moved.given);
+  assert.deepEqual(mover.transfer, [given.buffer, moved.kept.buffer]);
+  const arrived = (await delivered(moved, mover.transfer)) as typeof moved;
+  assert.deepEqual([arrived.given.length, arrived.given[0], arrived.kept[0]], [BIG / 8, 2, 3]);
+  assert.equal(given.length, 0, "the given buffer left this side");
+  assert.deepEqual([kept.length, kept[0]], [BIG / 8, 3], "a copied one stays whole");
+});

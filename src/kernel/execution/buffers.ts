@@ -177,11 +177,17 @@ function viewOn(view: ArrayBufferView, buffer: ArrayBuffer): ArrayBufferView {
  * themselves are not changed: they can be moved again for another message.
  */
 export class BufferMover {
-  /** The copies to move with the message. */
+  /** The copies (and given buffers) to move with the message. */
   readonly transfer: ArrayBuffer[] = [];
-  /** Each big buffer's copy, across every value of the message. */
+  /** Each big buffer's copy, across every value of the message (a given buffer is its own). */
   private readonly copies = new Map<ArrayBuffer, ArrayBuffer>();
   private readonly rebuilder = new ValueRebuilder((binary) => this.moved(binary), holdsBigBuffer);
+
+  /**
+   * `given`: buffers nobody else uses (a task's inputs fetched for it alone): they move with the
+   * message themselves, uncopied, and are detached (empty) on this side afterwards.
+   */
+  constructor(private readonly given: ReadonlySet<ArrayBuffer> = new Set()) {}
 
   /** `value` with its big plain buffers as moved copies. Throws RangeError on a value too deep to walk (the caller sends it as it is). */
   move(value: unknown): unknown {
@@ -193,7 +199,7 @@ export class BufferMover {
     if (!isBigPlainBuffer(buffer)) return binary;
     let copy = this.copies.get(buffer);
     if (copy === undefined) {
-      copy = buffer.slice(0);
+      copy = this.given.has(buffer) ? buffer : buffer.slice(0);
       this.copies.set(buffer, copy);
       this.transfer.push(copy);
     }

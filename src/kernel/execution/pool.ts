@@ -66,6 +66,8 @@ interface Entry {
   readonly done: (outcome: TaskOutcome) => void;
   /** Its values hold big plain buffers that go to the thread as moved copies (PoolOptions.moveInputs). */
   readonly movesBuffers: boolean;
+  /** Buffers of its values that move to the thread themselves, uncopied (see `enqueue`). */
+  readonly given: readonly ArrayBuffer[] | undefined;
   /** For the first task of a batch: ms spent cloning the batch into the worker's message (TaskTiming.postSeconds). */
   postMs?: number;
 }
@@ -283,12 +285,18 @@ export class WorkerPool {
     return this.functions.idOf(spec);
   }
 
-  enqueue(client: PoolClient, job: PoolJob, wire: WireExpr, fnIds: readonly number[], done: (outcome: TaskOutcome) => void): void {
+  /**
+   * Queues a task. `given` (with moveInputs): big plain buffers of the task's values that nothing
+   * else uses, such as inputs fetched for this task alone; they move to the thread without a copy,
+   * and are detached on this thread once the task is handed over.
+   */
+  enqueue(client: PoolClient, job: PoolJob, wire: WireExpr, fnIds: readonly number[], done: (outcome: TaskOutcome) => void, given?: readonly ArrayBuffer[]): void {
     if (this.broken !== undefined) {
       done({ node: job.node, ok: false, error: this.broken, workerId: null });
       return;
     }
-    this.queue.push({ client, job, wire, fnIds, done, movesBuffers: this.moveInputs && this.wireHoldsBuffers(wire) });
+    const movesBuffers = this.moveInputs && this.wireHoldsBuffers(wire);
+    this.queue.push({ client, job, wire, fnIds, done, movesBuffers, given: movesBuffers && given !== undefined && given.length > 0 ? given : undefined });
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       // The loop submits several tasks in a row; hand them out together.
@@ -421,7 +429,7 @@ export class WorkerPool {
       // made to move, that is the batch's serialize time.
       const posting = performance.now();
       const message: unknown[] = [fns.length > 0 ? fns : null];
-      const mover = batch.some((entry) => entry.movesBuffers) ? new BufferMover() : undefined;
+      const mover = batch.some((entry) => entry.movesBuffers) ? new BufferMover(new Set(batch.flatMap((entry) => entry.given ?? []))) : undefined;
       for (const entry of batch) message.push(mover !== undefined && entry.movesBuffers ? movedWire(entry.wire, mover) : entry.wire);
       worker.transport.post(message as unknown as RunMessage, mover?.transfer);
       if (this.metrics) batch[0].postMs = performance.now() - posting;

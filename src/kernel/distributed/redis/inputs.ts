@@ -42,6 +42,8 @@ export interface TaskInputs {
   readonly missing: string[];
   /** Σ in-memory sizes of the inputs. */
   bytes: number;
+  /** Inputs fetched from a peer for this task alone: nothing else here holds their memory (see TaskRequest.givenInputs). */
+  readonly given: Set<string>;
   /** The task stream's transfer phases, on the Redis clock. */
   readonly startstops: StartStop[];
   /** "gather-dep" metrics. */
@@ -76,7 +78,7 @@ export class InputGatherer {
     const received = clock.now();
     const toRead = carried.size === 0 ? keys : keys.filter((key) => !carried.has(key));
     const stored = toRead.length > 0 ? await store.fetch(toRead) : NOTHING_STORED;
-    const gathered: TaskInputs = { inputs: new Map(), missing: [...stored.missing], bytes: 0, startstops: [], metrics: [], transfer: undefined };
+    const gathered: TaskInputs = { inputs: new Map(), missing: [...stored.missing], bytes: 0, given: new Set(), startstops: [], metrics: [], transfer: undefined };
     if (gathered.missing.length > 0) return gathered;
     const fetchedAt = clock.now();
     const add = (key: string, value: unknown): void => {
@@ -113,7 +115,7 @@ export class InputGatherer {
   async fetchHeld(store: RedisStore, holder: string, address: string, keys: readonly string[]): Promise<FetchResult["values"]> {
     const peers = await this.peersOf(store.namespace.clientId);
     const result = await peers.getData(address, keys, this.worker.name);
-    this.fromPeer({ inputs: new Map(), missing: [], bytes: 0, startstops: [], metrics: [], transfer: undefined }, holder, result);
+    this.fromPeer({ inputs: new Map(), missing: [], bytes: 0, given: new Set(), startstops: [], metrics: [], transfer: undefined }, holder, result);
     return result.values;
   }
 
@@ -172,7 +174,11 @@ export class InputGatherer {
         }
       }
       if (result !== undefined) {
-        for (const [key, value] of Object.entries(result.values)) add(key, value);
+        for (const [key, value] of Object.entries(result.values)) {
+          add(key, value);
+          // Read from the socket into memory of its own (../comm/connection), which nothing else refers to.
+          gathered.given.add(key);
+        }
         gathered.missing.push(...result.missing);
         this.fromPeer(gathered, holder, result);
         return;

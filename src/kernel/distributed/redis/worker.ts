@@ -560,7 +560,7 @@ export class RedisWorker {
     let run: TaskRun;
     try {
       run = await new Promise<TaskRun>((resolve) => {
-        const request = { key: data.key, name: data.name, task, inputs };
+        const request = { key: data.key, name: data.name, task, inputs, givenInputs: gathered.given };
         if (inline) {
           this.inline.run(request, functions, resolve);
           return;

@@ -8,6 +8,7 @@ import { type Key, keyFromId } from "../../graph/keys";
 import type { TaskTiming } from "../../callbacks/state";
 import type { TaskOutcome } from "../../scheduler/executor";
 import { AdaptiveBatching } from "../../execution/batching";
+import { ownedBuffers } from "../../execution/buffers";
 import { type PoolJob, WorkerPool } from "../../execution/pool";
 import { CALL, type FnSpec, LIST, LITERAL, type PackedError, type WireExpr, packError } from "../../execution/wire";
 import type { WireTask } from "../messages";
@@ -20,6 +21,11 @@ export interface TaskRequest {
   readonly task: WireTask;
   /** keyId → value of every key the expression references. */
   readonly inputs: ReadonlyMap<string, unknown>;
+  /**
+   * Inputs whose values this task alone holds (fetched for it, kept nowhere): their big buffers
+   * move to the thread uncopied, and are detached here once it has them.
+   */
+  readonly givenInputs?: ReadonlySet<string>;
 }
 
 export interface TaskRun {
@@ -114,7 +120,8 @@ export class TaskRunner extends AdaptiveBatching {
       done(failedRun(error, submitted));
       return new RunningTask(this.pool, job);
     }
-    this.pool.enqueue(this, job, wire, fnIds, (outcome) => done(this.toRun(outcome, submitted)));
+    const given = request.givenInputs === undefined ? undefined : [...request.givenInputs].flatMap((key) => ownedBuffers(request.inputs.get(key)));
+    this.pool.enqueue(this, job, wire, fnIds, (outcome) => done(this.toRun(outcome, submitted)), given);
     return new RunningTask(this.pool, job);
   }
 
