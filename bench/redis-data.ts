@@ -5,8 +5,8 @@
 // - an all-to-all exchange: 16 producers each make 16 blocks of 4 MiB (1 GiB in all), then 16
 //   consumers each take one block from every producer, so about half the bytes cross between
 //   the two workers; peer bandwidth (bytes the workers' incoming transfer logs moved ÷ the time
-//   at least one transfer was under way) against this machine's memcpy floor (Buffer.copy of
-//   64 MiB): target ≥ 0.5; beside it the consumers' end-to-end figure (the same bytes ÷ the
+//   at least one transfer was under way) against this machine's memcpy floor (one 4 MiB block
+//   copied into fresh memory, as bench/worker-transfer and bench/cluster measure it): target ≥ 0.5; beside it the consumers' end-to-end figure (the same bytes ÷ the
 //   consumers' wall time, which also pays for handing inputs to task threads), for blocks in plain
 //   memory and in shared memory (as tsdask/array's), and the ceiling under both: raw Node sockets
 //   between two processes sending each other as much at once (./loopback).
@@ -21,6 +21,7 @@ import { type WorkerProcess, startWorker } from "../test/helpers/redis-workers";
 import { block, firstElements, incomingTransfers, sharedBlock } from "./graphs";
 import { onLocalCluster, printTable } from "./harness";
 import { bestLoopback } from "./loopback";
+import { memcpyFloor } from "./worker-transfer";
 
 const WORKERS = 2;
 const PRODUCERS = 16;
@@ -101,19 +102,6 @@ async function allToAll(client: Client, kind: BlockKind): Promise<Exchange> {
   return { seconds, transferSeconds: busySeconds(moved), bytesMoved: moved.reduce((sum, entry) => sum + entry.total, 0), senders: [...new Set(moved.map((entry) => entry.who))] };
 }
 
-/** memcpy's bandwidth on this machine, bytes/s: the best of 5 copies of 64 MiB. */
-function memcpyFloor(): number {
-  const from = Buffer.alloc(64 * MiB, 1);
-  const to = Buffer.alloc(64 * MiB);
-  let best = Infinity;
-  for (let i = 0; i < 5; i++) {
-    const start = performance.now();
-    from.copy(to);
-    best = Math.min(best, (performance.now() - start) / 1000);
-  }
-  return from.byteLength / best;
-}
-
 /** redis-server's used_memory, sampled every 20 ms while `body` runs: its idle figure before, and the peak. */
 async function redisMemoryDuring<T>(url: string, body: () => Promise<T>): Promise<{ result: T; idle: number; peak: number }> {
   const redis = new Redis(url, { lazyConnect: true });
@@ -162,7 +150,9 @@ async function exchanges(client: Client): Promise<Record<BlockKind, Exchange>> {
 }
 
 async function main(): Promise<void> {
-  const floor = memcpyFloor();
+  // The floor every bench of peer transfers uses: one block copied into fresh memory, since a
+  // received block lands in memory of its own (a copy into a cache-warm buffer is ~5× faster).
+  const floor = memcpyFloor(BLOCK_BYTES / Float64Array.BYTES_PER_ELEMENT);
   const loopback = { tcp: await bestLoopback("tcp", true), unix: await bestLoopback("unix", true) };
   const server = await startRedisServer();
   try {
