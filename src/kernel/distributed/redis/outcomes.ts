@@ -6,7 +6,7 @@ import type { Redis } from "ioredis";
 import type { StartStop, TransferLogEntry } from "../../../protocol/records";
 import type { FromWorker, TaskErredMessage, TaskFinishedMessage, WorkerAddress } from "../messages";
 import type { WorkerClock } from "../worker/clock";
-import { type OutcomeEntry, type Publication, type ReplyEntry, carryFrames, decodeOutcome, decodeReply } from "./jobs";
+import { type OutcomeEntry, type Publication, type ReplyEntry, carryFrames, decodeOutcome, decodeReply, taskJobNumber } from "./jobs";
 import type { Namespace } from "./keys";
 import type { WorkerRequests } from "./requests";
 import type { Pending, TaskQueue } from "./task-queue";
@@ -167,7 +167,7 @@ export class OutcomeReader {
         const carried = publication === "published" && entry.frames !== undefined ? carryFrames(entry.frames) : undefined;
         // Likewise the worker keeps the value only if its record is the stored one.
         const holder = publication === "published" && entry.heldAt !== undefined ? entry.worker : undefined;
-        this.tasks.hold(entry.key, { name: job.name, carried, ...(holder === undefined ? {} : { holder, nbytes: entry.nbytes }) });
+        this.tasks.hold(entry.key, { name: job.name, carried, job: taskJobNumber(job.jobId), ...(holder === undefined ? {} : { holder, nbytes: entry.nbytes }) });
         const finished: RedisTaskFinished = {
           op: "task-finished",
           key: entry.key,
@@ -191,8 +191,13 @@ export class OutcomeReader {
         };
         return [erred];
       }
-      case "missing":
-        return entry.missing.map((key) => ({ op: "missing-data", key, errantWorker: "redis", task: entry.key }));
+      case "missing": {
+        // An input lost and computed again while this job looked for it is there now: the task
+        // runs again on the new copy, which is not taken for lost too (a third run).
+        const lost = entry.missing.filter((key) => !this.tasks.computedAfter(key, job.jobId));
+        if (lost.length === 0) return [{ op: "reschedule", key: entry.key }];
+        return lost.map((key) => ({ op: "missing-data", key, errantWorker: "redis", task: entry.key }));
+      }
     }
   }
 

@@ -11,7 +11,7 @@ import type { ChainableCommander, Redis } from "ioredis";
 import { type FnSpec, packError } from "../../execution/wire";
 import type { ComputeTaskMessage, FromWorker, TaskErredMessage, WireTask, WorkerAddress } from "../messages";
 import { staticOrderOf } from "../scheduler/state";
-import { type TaskJobData, decodeCarried, encodeTask, taskJobId } from "./jobs";
+import { type TaskJobData, decodeCarried, encodeTask, taskJobId, taskJobNumber } from "./jobs";
 import { type Namespace, TASK_QUEUE, workerTaskQueue } from "./keys";
 import { placeByData } from "./placement";
 import type { RedisStore, ValueLocation } from "./store";
@@ -29,6 +29,8 @@ export interface Held {
   readonly holder?: string;
   /** Its size in the holder's memory, for placement. */
   readonly nbytes?: number;
+  /** The number of the job that computed it (see computedAfter). */
+  readonly job?: number;
 }
 
 /** A task's job, queued or running. */
@@ -340,6 +342,15 @@ export class TaskQueue {
 
   isHeld(key: string): boolean {
     return this.held.has(key);
+  }
+
+  /**
+   * Whether `key`'s result in the store was computed by a job queued after `jobId`: a report from
+   * that job that the key is missing was about an older copy, lost and computed again meanwhile.
+   */
+  computedAfter(key: string, jobId: string): boolean {
+    const job = this.held.get(key)?.job;
+    return job !== undefined && job > taskJobNumber(jobId);
   }
 
   /** `key`'s result is in the store (`value.carried`: its frames, kept while the budget allows). */
