@@ -3,7 +3,7 @@
 // faults are seen in milliseconds. Several tests are ports of Dask's tests/test_scheduler.py.
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { Client, KilledWorkerError } from "../../src";
+import { Client, KilledWorkerError, get } from "../../src";
 import type { Future } from "../../src/kernel/distributed/client/future";
 import { add, callCount, divideCounted, inc, incOnlyOnce, openGate, resetTaskState, waitForGate, waitForGateAfter } from "../fixtures/memory-tasks";
 import { MemoryCluster, type MemoryClusterOptions } from "../helpers/memory-cluster";
@@ -55,6 +55,16 @@ describe("in-memory cluster: placement", () => {
     assert.equal(await y.result(), 12);
     assert.deepEqual(await client.gather(client.map(inc, [1, 2, 3])), [2, 3, 4]);
     assert.ok(performance.now() - started < 1000, "no process, socket or thread: milliseconds");
+  });
+
+  test("a graph's first tasks leave for the workers before listeners hear it was submitted", async () => {
+    const { cluster, client } = await start();
+    const unsent: number[] = [];
+    cluster.scheduler.on("graph-submitted", () => {
+      for (const ws of cluster.workers.values()) unsent.push(ws.outbox.length);
+    });
+    assert.deepEqual(await get({ a: [inc, 1], b: [inc, 2] }, ["a", "b"], { scheduler: client }), [2, 3]);
+    assert.deepEqual(unsent, [0, 0], "each worker's compute-task went out within the submission");
   });
 
   // Port of distributed/tests/test_scheduler.py::test_respect_data_in_memory

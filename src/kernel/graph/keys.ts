@@ -47,8 +47,12 @@ export function formatKey(key: Key): string {
     return `'${key.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
   }
   if (typeof key === "number") return String(key);
-  const parts = key.map((part) => formatKey(part));
-  return parts.length === 1 ? `(${parts[0]},)` : `(${parts.join(", ")})`;
+  // Built by appending (no list of parts to join): every tuple key of a graph is named once.
+  if (key.length === 0) return "()";
+  if (key.length === 1) return `(${formatKey(key[0])},)`;
+  let text = "(" + formatKey(key[0]);
+  for (let i = 1; i < key.length; i++) text += ", " + formatKey(key[i]);
+  return text + ")";
 }
 
 /**

@@ -246,7 +246,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   submit(graph: GraphSubmission, listener?: TaskListener): Int32Array {
     this.checkOpen();
     const slots = this.state.submit(graph, listener, now());
-    this.scheduleFlush();
+    // The first tasks leave now, before listeners and plugins hear of the graph and the client
+    // sets up its bookkeeping: the workers start on them meanwhile (no worker report can be
+    // waiting to be answered in the same flush: nothing of this graph ran yet).
+    this.flush();
     this.tell("graph-submitted", graph, slots);
     if (this.plugins.names.length > 0) this.plugins.updateGraph(graphUpdate(graph, slots, this.state));
     return slots;
