@@ -16,6 +16,13 @@ export type RedisTaskFinished = TaskFinishedMessage & { readonly transfer?: Tran
 
 /** Entries of each stream read per round trip (a job makes four or five events, one of them its outcome). */
 const OUTCOME_BATCH = 4000;
+/**
+ * Entries read from a stream before the read trims them: a chain's task wakes the read three
+ * times (its job added, taken, completed), and a trim with each read was a command of its own
+ * per wake-up. The stream stays that short while tasks run, and is trimmed whole once reads come
+ * back empty (idle for a blocking read's second).
+ */
+const TRIM_EVERY = 1000;
 const COMPLETED = Buffer.from("completed");
 const FAILED = Buffer.from("failed");
 
@@ -42,7 +49,8 @@ export class OutcomeReader {
    * Reads task outcomes from the task queues' event streams (the "completed" and "failed" events of
    * jobs; BullMQ's other events are passed over) and workers' replies from the reply stream, past
    * the last entries handled, until the transport stops. What was handled is removed in the same
-   * write as the next read (events up to the last one read, replies one by one). That write waits
+   * write as a later read (events up to the last one read, once TRIM_EVERY of them or the stream
+   * went quiet; replies one by one with the next read). That write waits
    * for the next turn of the event loop, after the jobs these outcomes made ready were added: a
    * chain's next task does not wait behind it.
    */
@@ -52,7 +60,9 @@ export class OutcomeReader {
     const { replies } = this.namespace;
     const lastEvent = new Map<string, string>();
     let lastReply = "0-0";
-    let eventsRead: [stream: string, lastId: string][] = [];
+    /** Per stream: entries read and not trimmed yet. */
+    const untrimmed = new Map<string, number>();
+    let idle = false;
     let handledReplies: string[] = [];
     while (!this.stopped()) {
       const taskEvents = this.tasks.eventStreams();
@@ -61,12 +71,17 @@ export class OutcomeReader {
         const read = this.blocking.pipeline();
         this.tasks.queueDeletions(read);
         this.tasks.outcomesInHand = false;
-        for (const [stream, lastId] of eventsRead) read.xtrim(stream, "MINID", nextStreamId(lastId));
+        const trimmed: string[] = [];
+        for (const [stream, count] of untrimmed) {
+          if (count < TRIM_EVERY && !idle) continue;
+          read.xtrim(stream, "MINID", nextStreamId(lastEvent.get(stream)!));
+          trimmed.push(stream);
+        }
         if (handledReplies.length > 0) read.xdel(replies, ...handledReplies);
         const after = taskEvents.map((stream) => lastEvent.get(stream) ?? "0-0");
         read.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", ...taskEvents, replies, ...after, lastReply);
         const results = (await read.exec()) ?? [];
-        eventsRead = [];
+        for (const stream of trimmed) untrimmed.delete(stream);
         handledReplies = [];
         const [error, value] = results[results.length - 1] ?? [new Error("no reply")];
         if (error !== null) throw error;
@@ -78,15 +93,15 @@ export class OutcomeReader {
         await new Promise((resolve) => setTimeout(resolve, 100));
         continue;
       }
+      idle = reply === null;
       if (reply === null) continue;
       const read = streamsRead(reply);
       const events: StreamEntry[] = [];
       for (const stream of taskEvents) {
         const entries = read.get(stream) ?? [];
         if (entries.length === 0) continue;
-        const lastId = entries[entries.length - 1][0].toString();
-        lastEvent.set(stream, lastId);
-        eventsRead.push([stream, lastId]);
+        lastEvent.set(stream, entries[entries.length - 1][0].toString());
+        untrimmed.set(stream, (untrimmed.get(stream) ?? 0) + entries.length);
         events.push(...entries);
       }
       const replyEntries = read.get(replies) ?? [];
