@@ -68,24 +68,26 @@ export class OutcomeReader {
       const taskEvents = this.tasks.eventStreams();
       let reply: unknown;
       try {
-        const read = this.blocking.pipeline();
-        this.tasks.queueDeletions(read);
-        this.tasks.outcomesInHand = false;
-        const trimmed: string[] = [];
-        for (const [stream, count] of untrimmed) {
-          if (count < TRIM_EVERY && !idle) continue;
-          read.xtrim(stream, "MINID", nextStreamId(lastEvent.get(stream)!));
-          trimmed.push(stream);
-        }
-        if (handledReplies.length > 0) read.xdel(replies, ...handledReplies);
+        const trimmed = [...untrimmed].filter(([, count]) => idle || count >= TRIM_EVERY).map(([stream]) => stream);
         const after = taskEvents.map((stream) => lastEvent.get(stream) ?? "0-0");
-        read.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", ...taskEvents, replies, ...after, lastReply);
-        const results = (await read.exec()) ?? [];
-        for (const stream of trimmed) untrimmed.delete(stream);
-        handledReplies = [];
-        const [error, value] = results[results.length - 1] ?? [new Error("no reply")];
-        if (error !== null) throw error;
-        reply = value;
+        const readArgs = ["COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", ...taskEvents, replies, ...after, lastReply];
+        this.tasks.outcomesInHand = false;
+        if (!this.tasks.deletionsPending && trimmed.length === 0 && handledReplies.length === 0) {
+          // Most reads of a chain carry nothing else: the read alone, without making a pipeline.
+          reply = await this.blocking.callBuffer("XREAD", ...readArgs);
+        } else {
+          const read = this.blocking.pipeline();
+          this.tasks.queueDeletions(read);
+          for (const stream of trimmed) read.xtrim(stream, "MINID", nextStreamId(lastEvent.get(stream)!));
+          if (handledReplies.length > 0) read.xdel(replies, ...handledReplies);
+          read.callBuffer("XREAD", ...readArgs);
+          const results = (await read.exec()) ?? [];
+          for (const stream of trimmed) untrimmed.delete(stream);
+          handledReplies = [];
+          const [error, value] = results[results.length - 1] ?? [new Error("no reply")];
+          if (error !== null) throw error;
+          reply = value;
+        }
       } catch (error) {
         if (this.stopped()) return;
         // The connection dropped: it reconnects by itself (the transport bounds how long); unread entries wait.
