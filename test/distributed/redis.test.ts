@@ -310,6 +310,26 @@ describe("a Redis cluster through the Client", () => {
     assert.ok(metrics.some((metric) => metric.context === "execute" && metric.prefix === "step" && metric.activity === "thread-cpu"), "their execute metrics");
   });
 
+  test("a chain's outcome reads trim the event stream now and then, not with every read; once quiet, it is trimmed behind them", async () => {
+    // A chain's task wakes the client's read three times (its job added, taken, completed): a trim
+    // with each read was a command of its own per wake-up, on the path to the next task.
+    const events = `tsdask:${clientId(client)}:tasks:events`;
+    const monitor = await redis.monitor();
+    let trims = 0;
+    monitor.on("monitor", (_time: string, args: string[], source: string) => {
+      if (source !== "lua" && args[0]?.toLowerCase() === "xtrim" && args[1] === events) trims++;
+    });
+    try {
+      const graph: Record<string, unknown> = { "trim-0": 0 };
+      for (let i = 1; i <= 60; i++) graph[`trim-${i}`] = [inc, `trim-${i - 1}`];
+      assert.equal(await get(graph, "trim-60", { scheduler: client }), 60);
+      assert.ok(trims <= 2, `the event stream was trimmed ${trims} times during a 60-task chain`);
+      await waitFor("the quiet stream to be trimmed behind the reads", async () => (await redis.xlen(events)) === 0, 15);
+    } finally {
+      monitor.disconnect();
+    }
+  });
+
   test("contextMeter in tiny tasks run on a worker's own thread: every digest counted once, before an await and after it", async () => {
     const before = client.scheduler.taskStream.index;
     const counted = (activity: string): number =>

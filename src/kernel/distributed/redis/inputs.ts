@@ -89,6 +89,8 @@ export class InputGatherer {
     for (const [key, frames] of carried) add(key, decodeCarried(frames));
     // Inputs the job carried were not read: no transfer, as in Dask for data already on the worker.
     if (stored.frames.size > 0) this.fromRedis(gathered, stored, received, fetchedAt, clock.now());
+    // A chain's step: nothing kept by a worker to ask for.
+    if (stored.located.size === 0) return gathered;
     const tried = new Set<string>();
     await this.fromHolders(gathered, store, stored.located, tried, add);
     if (gathered.missing.length > 0) {

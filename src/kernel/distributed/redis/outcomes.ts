@@ -16,6 +16,13 @@ export type RedisTaskFinished = TaskFinishedMessage & { readonly transfer?: Tran
 
 /** Entries of each stream read per round trip (a job makes four or five events, one of them its outcome). */
 const OUTCOME_BATCH = 4000;
+/**
+ * Entries read from a stream before the read trims them: a chain's task wakes the read three
+ * times (its job added, taken, completed), and a trim with each read was a command of its own
+ * per wake-up. The stream stays that short while tasks run, and is trimmed whole once reads come
+ * back empty (idle for a blocking read's second).
+ */
+const TRIM_EVERY = 1000;
 const COMPLETED = Buffer.from("completed");
 const FAILED = Buffer.from("failed");
 
@@ -42,7 +49,8 @@ export class OutcomeReader {
    * Reads task outcomes from the task queues' event streams (the "completed" and "failed" events of
    * jobs; BullMQ's other events are passed over) and workers' replies from the reply stream, past
    * the last entries handled, until the transport stops. What was handled is removed in the same
-   * write as the next read (events up to the last one read, replies one by one). That write waits
+   * write as a later read (events up to the last one read, once TRIM_EVERY of them or the stream
+   * went quiet; replies one by one with the next read). That write waits
    * for the next turn of the event loop, after the jobs these outcomes made ready were added: a
    * chain's next task does not wait behind it.
    */
@@ -52,25 +60,34 @@ export class OutcomeReader {
     const { replies } = this.namespace;
     const lastEvent = new Map<string, string>();
     let lastReply = "0-0";
-    let eventsRead: [stream: string, lastId: string][] = [];
+    /** Per stream: entries read and not trimmed yet. */
+    const untrimmed = new Map<string, number>();
+    let idle = false;
     let handledReplies: string[] = [];
     while (!this.stopped()) {
       const taskEvents = this.tasks.eventStreams();
       let reply: unknown;
       try {
-        const read = this.blocking.pipeline();
-        this.tasks.queueDeletions(read);
-        this.tasks.outcomesInHand = false;
-        for (const [stream, lastId] of eventsRead) read.xtrim(stream, "MINID", nextStreamId(lastId));
-        if (handledReplies.length > 0) read.xdel(replies, ...handledReplies);
+        const trimmed = [...untrimmed].filter(([, count]) => idle || count >= TRIM_EVERY).map(([stream]) => stream);
         const after = taskEvents.map((stream) => lastEvent.get(stream) ?? "0-0");
-        read.callBuffer("XREAD", "COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", ...taskEvents, replies, ...after, lastReply);
-        const results = (await read.exec()) ?? [];
-        eventsRead = [];
-        handledReplies = [];
-        const [error, value] = results[results.length - 1] ?? [new Error("no reply")];
-        if (error !== null) throw error;
-        reply = value;
+        const readArgs = ["COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", ...taskEvents, replies, ...after, lastReply];
+        this.tasks.outcomesInHand = false;
+        if (!this.tasks.deletionsPending && trimmed.length === 0 && handledReplies.length === 0) {
+          // Most reads of a chain carry nothing else: the read alone, without making a pipeline.
+          reply = await this.blocking.callBuffer("XREAD", ...readArgs);
+        } else {
+          const read = this.blocking.pipeline();
+          this.tasks.queueDeletions(read);
+          for (const stream of trimmed) read.xtrim(stream, "MINID", nextStreamId(lastEvent.get(stream)!));
+          if (handledReplies.length > 0) read.xdel(replies, ...handledReplies);
+          read.callBuffer("XREAD", ...readArgs);
+          const results = (await read.exec()) ?? [];
+          for (const stream of trimmed) untrimmed.delete(stream);
+          handledReplies = [];
+          const [error, value] = results[results.length - 1] ?? [new Error("no reply")];
+          if (error !== null) throw error;
+          reply = value;
+        }
       } catch (error) {
         if (this.stopped()) return;
         // The connection dropped: it reconnects by itself (the transport bounds how long); unread entries wait.
@@ -78,15 +95,15 @@ export class OutcomeReader {
         await new Promise((resolve) => setTimeout(resolve, 100));
         continue;
       }
+      idle = reply === null;
       if (reply === null) continue;
       const read = streamsRead(reply);
       const events: StreamEntry[] = [];
       for (const stream of taskEvents) {
         const entries = read.get(stream) ?? [];
         if (entries.length === 0) continue;
-        const lastId = entries[entries.length - 1][0].toString();
-        lastEvent.set(stream, lastId);
-        eventsRead.push([stream, lastId]);
+        lastEvent.set(stream, entries[entries.length - 1][0].toString());
+        untrimmed.set(stream, (untrimmed.get(stream) ?? 0) + entries.length);
         events.push(...entries);
       }
       const replyEntries = read.get(replies) ?? [];

@@ -82,13 +82,15 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   end
   redis.call('DEL', KEYS[1])
 end
-if #ARGV > 2 then
+if #ARGV > 2 and ARGV[1] ~= '' then
+  redis.call('HSET', KEYS[1], 'j', ARGV[1], unpack(ARGV, 3))
+elseif #ARGV > 2 then
   redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 else
   redis.call('RENAME', KEYS[2], KEYS[1])
-end
-if ARGV[1] ~= '' then
-  redis.call('HSET', KEYS[1], 'j', ARGV[1])
+  if ARGV[1] ~= '' then
+    redis.call('HSET', KEYS[1], 'j', ARGV[1])
+  end
 end
 return 1
 `;

@@ -412,6 +412,11 @@ export class TaskQueue {
     for (const key of keys) this.deleting.set(key, this.deletion.answered);
   }
 
+  /** Whether deletions wait for the outcome loop's next read (see deleteValues). */
+  get deletionsPending(): boolean {
+    return this.deletion !== undefined;
+  }
+
   /** Adds the pending deletions to `pipeline`. */
   queueDeletions(pipeline: ChainableCommander): void {
     const deletion = this.deletion;
