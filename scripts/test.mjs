@@ -34,7 +34,6 @@ const RUN_ALONE = [
   "diagnostics/statprof.test.js", // a hot function's share of the samples
   "dashboard/cluster-feed.test.js", // the workers' profile windows and an idle feed's quiet
   "executors-pool.test.js", // 4 tasks of 1 s on 2 workers take about 2 s
-  "distributed/redis-faults.test.js", // a killed or frozen worker's job taken over within seconds
   "interrupt.test.js", // a kernel interrupt ends the cell within 3 s
   "distributed/worker.test.js", // spilling and pausing seen in the next heartbeats
   "metrics/context-meter.unit.test.js", // ThreadClock splits a sleep from CPU time by the thread's own counter
@@ -57,6 +56,7 @@ const LONGEST_FIRST = [
   "dashboard/lab.browser.test.js",
   "browser-quickstart.test.js",
   "distributed/redis.test.js",
+  "distributed/redis-faults.test.js", // mostly waits: leases, stalled checks, sleeping tasks
   "notebook.test.js", // the short user notebooks, the display bridge
   "metrics/panel.lab.test.js",
   "browser.test.js",
