@@ -205,5 +205,6 @@ const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(pat
 // Unit files are quick and in-process: two at a time use both cores.
 const codes = [await nodeTest(unit, 2), await nodeTestInOrder(heavy, HEAVY_CONCURRENCY), await nodeTestInOrder(alone, 1)];
 rmSync(cpuDir, { recursive: true, force: true });
-console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s; the non-unit ones used ${cpuTotal.toFixed(0)} CPU-s`);
+const cpuText = env.TSDASK_PYTHON === undefined ? "" : `; the non-unit ones used ${cpuTotal.toFixed(0)} CPU-s`;
+console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s${cpuText}`);
 process.exit(codes.find((code) => code !== 0) ?? 0);
