@@ -35,12 +35,12 @@ function addedNow(server: RedisServer, stream: string): number {
   return added;
 }
 
-/** Blocks this thread, as a long synchronous cell would, until `condition` holds (checked every 250 ms); throws after `seconds`. */
-function busyUntil(condition: () => boolean, seconds: number): void {
+/** Blocks this thread, as a long synchronous cell would, until `condition` holds (checked every 250 ms); throws naming `what` after `seconds`. */
+function busyUntil(what: string, condition: () => boolean, seconds: number): void {
   const end = performance.now() + seconds * 1000;
   const idle = new Int32Array(new SharedArrayBuffer(4));
   while (!condition()) {
-    assert.ok(performance.now() < end, `the condition did not hold within ${seconds} s of a busy client`);
+    assert.ok(performance.now() < end, `a client busy for ${seconds} s waited in vain for ${what}`);
     Atomics.wait(idle, 0, 0, 250);
   }
 }
@@ -161,7 +161,7 @@ describe("Redis faults: workers", () => {
       // Redis): the worker runs the tasks while nothing is read here. It lasts until the worker
       // has added more events than BullMQ's trim keeps, however long a loaded machine takes
       // (up to 120 s), checked by redis-cli, which blocks this thread as the cell would.
-      busyUntil(() => addedNow(server, events) - eventsBefore > 10_500, 120);
+      busyUntil("more than 10 500 events", () => addedNow(server, events) - eventsBefore > 10_500, 120);
       const eventsWhileBusy = (await added()) - eventsBefore;
       const guard = new Promise<never>((_, reject) => setTimeout(() => reject(new Error("outcomes were lost: the computation never finished")), 120_000).unref());
       const results = (await Promise.race([computing, guard])) as number[];
