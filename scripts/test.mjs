@@ -4,7 +4,8 @@
 //   npm run test:unit [-- <substring>]   the unit tier only: test/**/*.unit.test.ts, no real parts
 // <substring> keeps the test files whose path contains it.
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildLabextension, labextensionIsStale } from "./build-labextension.mjs";
@@ -33,7 +34,6 @@ const RUN_ALONE = [
   "diagnostics/statprof.test.js", // a hot function's share of the samples
   "dashboard/cluster-feed.test.js", // the workers' profile windows and an idle feed's quiet
   "executors-pool.test.js", // 4 tasks of 1 s on 2 workers take about 2 s
-  "distributed/redis-faults.test.js", // a killed or frozen worker's job taken over within seconds
   "interrupt.test.js", // a kernel interrupt ends the cell within 3 s
   "distributed/worker.test.js", // spilling and pausing seen in the next heartbeats
   "metrics/context-meter.unit.test.js", // ThreadClock splits a sleep from CPU time by the thread's own counter
@@ -56,6 +56,7 @@ const LONGEST_FIRST = [
   "dashboard/lab.browser.test.js",
   "browser-quickstart.test.js",
   "distributed/redis.test.js",
+  "distributed/redis-faults.test.js", // mostly waits: leases, stalled checks, sleeping tasks
   "notebook.test.js", // the short user notebooks, the display bridge
   "metrics/panel.lab.test.js",
   "browser.test.js",
@@ -147,24 +148,49 @@ function capture(command, commandArgs) {
 }
 
 /**
+ * Runs a command under the test venv's Python, which waits for it with wait4: the CPU seconds of
+ * the command and every process it started and reaped (kernels, JupyterLab, Chromium, Redis
+ * servers, workers). Unlike wall time, that figure hardly changes with what else the machine runs.
+ */
+const CPU_SECONDS = `import os, signal, subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the test run too; wait for its end
+signal.signal(signal.SIGTERM, lambda *_: child.terminate())
+_, status, usage = os.wait4(child.pid, 0)
+with open(sys.argv[1], "w") as out: out.write(str(usage.ru_utime + usage.ru_stime))
+code = os.waitstatus_to_exitcode(status)  # -N: killed by signal N, which a shell reports as 128 + N
+sys.exit(128 - code if code < 0 else code)`;
+const cpuDir = mkdtempSync(join(tmpdir(), "tsdask-test-cpu-"));
+let cpuTotal = 0;
+
+/**
  * Runs `group` `concurrency` files at a time in the order given (node's own runner starts them in
  * order of name, which left the longest file to run on alone at the end). Each file's report is
- * printed whole when it ends, then its wall time, the figure LONGEST_FIRST is ordered by.
+ * printed whole when it ends, then its wall time, the figure LONGEST_FIRST is ordered by, and its
+ * CPU seconds, the figure to compare runs by on a shared machine.
  */
 async function nodeTestInOrder(group, concurrency) {
   const queue = [...group];
   let failed = 0;
-  const slot = async () => {
+  const slot = async (lane) => {
     for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
       const fileStarted = Date.now();
-      const { code, output } = await capture(process.execPath, ["--test", "--test-reporter=spec", file]);
+      const cpuFile = join(cpuDir, `lane-${lane}`);
+      rmSync(cpuFile, { force: true });
+      const run = [process.execPath, "--test", "--test-reporter=spec", file];
+      // The unit tier alone sets up no Python: its one file here runs unmeasured.
+      const measured = env.TSDASK_PYTHON !== undefined;
+      const { code, output } = await (measured ? capture(env.TSDASK_PYTHON, ["-c", CPU_SECONDS, cpuFile, ...run]) : capture(run[0], run.slice(1)));
       process.stdout.write(output);
       const seconds = ((Date.now() - fileStarted) / 1000).toFixed(0);
-      console.log(`${file}: ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s\n`);
+      const cpu = existsSync(cpuFile) ? Number(readFileSync(cpuFile, "utf8")) : undefined;
+      cpuTotal += cpu ?? 0;
+      const cpuText = cpu === undefined ? "" : ` (${cpu.toFixed(0)} CPU-s)`;
+      console.log(`${file}: ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s${cpuText}\n`);
       if (code !== 0) failed = code;
     }
   };
-  await Promise.all(Array.from({ length: concurrency }, slot));
+  await Promise.all(Array.from({ length: concurrency }, (_, lane) => slot(lane)));
   return failed;
 }
 
@@ -178,5 +204,7 @@ const rank = (path) => {
 const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path)).sort((a, b) => rank(a) - rank(b));
 // Unit files are quick and in-process: two at a time use both cores.
 const codes = [await nodeTest(unit, 2), await nodeTestInOrder(heavy, HEAVY_CONCURRENCY), await nodeTestInOrder(alone, 1)];
-console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+rmSync(cpuDir, { recursive: true, force: true });
+const cpuText = env.TSDASK_PYTHON === undefined ? "" : `; the non-unit ones used ${cpuTotal.toFixed(0)} CPU-s`;
+console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s${cpuText}`);
 process.exit(codes.find((code) => code !== 0) ?? 0);

@@ -5,7 +5,7 @@
 // running or stored.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 import { Worker as BullWorker } from "bullmq";
 import { Redis } from "ioredis";
@@ -25,6 +25,25 @@ import { waitFor } from "../helpers/wait";
 
 /** Tasks `name` said it was running in its last heartbeat. */
 const executing = (client: Client, name: string): number => client.workers.get(name)?.metrics?.taskCounts.executing ?? 0;
+
+/** The stream's entries-added, read synchronously by redis-cli (this thread stays busy meanwhile). */
+function addedNow(server: RedisServer, stream: string): number {
+  const cli = join(dirname(process.env.TSDASK_REDIS_SERVER ?? "/usr/bin/redis-server"), "redis-cli");
+  const info = execFileSync(cli, ["-p", String(server.port), "--raw", "XINFO", "STREAM", stream], { encoding: "utf8" }).split("\n");
+  const added = Number(info[info.indexOf("entries-added") + 1]);
+  assert.ok(Number.isInteger(added), `redis-cli XINFO STREAM ${stream} gave no entries-added:\n${info.join("\n")}`);
+  return added;
+}
+
+/** Blocks this thread, as a long synchronous cell would, until `condition` holds (checked every 250 ms); throws naming `what` after `seconds`. */
+function busyUntil(what: string, condition: () => boolean, seconds: number): void {
+  const end = performance.now() + seconds * 1000;
+  const idle = new Int32Array(new SharedArrayBuffer(4));
+  while (!condition()) {
+    assert.ok(performance.now() < end, `a client busy for ${seconds} s waited in vain for ${what}`);
+    Atomics.wait(idle, 0, 0, 250);
+  }
+}
 
 /** How many task-stream records name `key` (a task run twice, or reported twice, would show twice). */
 const recordsOf = (client: Client, key: string): number => client.scheduler.getTaskStream().filter((record) => record.key === key).length;
@@ -139,8 +158,10 @@ describe("Redis faults: workers", () => {
         process.kill(fast.pid, "SIGCONT");
       }
       // A long synchronous cell (waiting, not computing, to leave the CPUs to the worker and
-      // Redis): the worker runs the tasks while nothing is read here.
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10_000);
+      // Redis): the worker runs the tasks while nothing is read here. It lasts until the worker
+      // has added more events than BullMQ's trim keeps, however long a loaded machine takes
+      // (up to 120 s), checked by redis-cli, which blocks this thread as the cell would.
+      busyUntil("more than 10 500 events", () => addedNow(server, events) - eventsBefore > 10_500, 120);
       const eventsWhileBusy = (await added()) - eventsBefore;
       const guard = new Promise<never>((_, reject) => setTimeout(() => reject(new Error("outcomes were lost: the computation never finished")), 120_000).unref());
       const results = (await Promise.race([computing, guard])) as number[];
