@@ -6,8 +6,9 @@
 //   consumers each take one block from every producer, so about half the bytes cross between
 //   the two workers; peer bandwidth (bytes the workers' incoming transfer logs moved ÷ the time
 //   at least one transfer was under way) against this machine's memcpy floor (one 4 MiB block
-//   copied into fresh memory, as bench/worker-transfer and bench/cluster measure it): target ≥ 0.5; beside it the consumers' end-to-end figure (the same bytes ÷ the
-//   consumers' wall time, which also pays for handing inputs to task threads), for blocks in plain
+//   copied into fresh memory, as bench/worker-transfer and bench/cluster measure it): target
+//   ≥ 0.5; beside it the consumers' end-to-end figure (the same bytes ÷ the consumers' wall
+//   time, which also pays for handing inputs to task threads), for blocks in plain
 //   memory and in shared memory (as tsdask/array's), and the ceiling under both: raw Node sockets
 //   between two processes sending each other as much at once (./loopback).
 // Run: npm run bench -- redis-data
@@ -150,8 +151,6 @@ async function exchanges(client: Client): Promise<Record<BlockKind, Exchange>> {
 }
 
 async function main(): Promise<void> {
-  // The floor every bench of peer transfers uses: one block copied into fresh memory, since a
-  // received block lands in memory of its own (a copy into a cache-warm buffer is ~5× faster).
   const floor = memcpyFloor(BLOCK_BYTES / Float64Array.BYTES_PER_ELEMENT);
   const loopback = { tcp: await bestLoopback("tcp", true), unix: await bestLoopback("unix", true) };
   const server = await startRedisServer();

@@ -41,10 +41,10 @@ const EMPTY_WORKERS: readonly WorkerState[] = [];
 /** A strict restriction that names no running worker. */
 const NO_VALID_WORKER: ReadonlySet<WorkerState> = new Set();
 
-/** Whether `ws` is one of the workers a restriction names (by address, name or host, as Dask's worker and host restrictions). */
-
 /** What queue placement asks of the transport: consecutive tasks to enqueue, or keys to forget. */
 export type QueueInstruction = { readonly op: "enqueue"; readonly tasks: ComputeTaskMessage[] } | { readonly op: "forget"; readonly keys: string[] };
+
+/** Whether `ws` is one of the workers a restriction names (by address, name or host, as Dask's worker and host restrictions). */
 export function matchesRestriction(ws: WorkerState, restriction: WorkerRestriction): boolean {
   return restriction.workers.has(ws.address) || restriction.workers.has(ws.name) || restriction.workers.has(ws.registration.host);
 }
