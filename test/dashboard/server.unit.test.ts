@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { DashboardFeed, DashboardPublisher, type DashboardServer, get, parseDashboardAddress, serveDashboard, withCallbacks } from "../../src";
 import type { DashboardSnapshot } from "../../src/protocol/dashboard";
+import { within } from "../helpers/wait";
 
 /** Reads server-sent events from `url` until `until` says stop (or the time runs out). */
 async function readEvents(url: string, until: (events: DashboardSnapshot[]) => boolean, ms = 10_000): Promise<DashboardSnapshot[]> {
@@ -158,7 +159,7 @@ test("a script that serves the dashboard ends when its work is done, even with a
     const events = await readEvents(new URL("events", url).href, (e) => e.length >= 1);
     assert.equal(events[0]!.progress![0]!.state, "finished");
     const stream = readEvents(new URL("events", url).href, () => false, 15_000);
-    const code = await Promise.race([exited, new Promise<"hung">((resolve) => setTimeout(() => resolve("hung"), 10_000))]);
+    const code = await within(exited, 10_000);
     assert.equal(code, 0, "the script ended by itself");
     await stream;
   } finally {

@@ -9,6 +9,7 @@ import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { freePort } from "./net";
+import { within } from "./wait";
 
 export const ROOT = process.cwd();
 
@@ -19,17 +20,6 @@ function requiredEnv(name: string): string {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Waits for `promise` at most `ms`. The timer is cleared when the promise wins: a pending one kept
- * the test file's process alive that long after its last test (node --test waits for the event
- * loop to drain), 15 s of every browser file's wall time.
- */
-async function atMost(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
 
 export interface LabServer {
   readonly baseUrl: string;
@@ -116,7 +106,7 @@ export async function startJupyterLab(notebooks: readonly string[]): Promise<Lab
       if (running) {
         // The server's own shutdown also shuts its kernels down; a hard kill would orphan them.
         await api("/api/shutdown", "POST").catch(() => undefined);
-        await atMost(exited, 15_000);
+        await within(exited, 15_000);
       }
       if (running && child.pid !== undefined) {
         try {
@@ -125,7 +115,7 @@ export async function startJupyterLab(notebooks: readonly string[]): Promise<Lab
           // it exited just now
         }
       }
-      await atMost(exited, 5_000);
+      await within(exited, 5_000);
       rmSync(scratch, { recursive: true, force: true });
     },
   };
