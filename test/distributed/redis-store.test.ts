@@ -1,5 +1,6 @@
 // RedisStore and Redis addresses against a real redis-server: frames as raw bytes, values cut
-// into parts, publish-once, the client-liveness guard, deletion and the sweep; connecting with
+// into parts, publish-once, the client-liveness guard, deletion and the sweep, the way around an
+// unreachable holder (../../src/kernel/distributed/redis/fallback); connecting with
 // wrong credentials, to nothing, to a silent server and over TLS (a Client and a worker too).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -12,6 +13,7 @@ import { Client, get } from "../../src";
 import { parseRedisUrl } from "../../src/kernel/distributed/redis/address";
 import { connectRedis } from "../../src/kernel/distributed/redis/connection";
 import { RedisConnectError } from "../../src/kernel/distributed/redis/errors";
+import { throughRedis } from "../../src/kernel/distributed/redis/fallback";
 import { Namespace } from "../../src/kernel/distributed/redis/keys";
 import { RedisStore } from "../../src/kernel/distributed/redis/store";
 import { type SilentServer, freePort, startSilentServer } from "../helpers/net";
@@ -206,6 +208,21 @@ describe("RedisStore", () => {
     assert.equal((await store.put("x", new Uint8Array(100))).result, "client-gone");
     assert.equal(await store.pushReply(Buffer.from("late")), "client-gone");
     assert.deepEqual(await redis.keys(`${gone.prefix}:*`), []);
+  });
+
+  test("asking a gone holder through Redis: a value another worker keeps by now is located there, not missing", async () => {
+    const store = new RedisStore(redis, namespace);
+    const location = (holder: string) => ({ holder, address: `tcp://127.0.0.1:${holder === "old" ? 1 : 2}`, nbytes: 8, type: "Float64Array" });
+    await store.publishLocation("stays", location("old"), 1).result;
+    await store.publishLocation("moved", location("old"), 1).result;
+    // Computed again on "new" after "old" was taken for gone: job 2's record replaces job 1's.
+    assert.equal(await store.publishLocation("moved", location("new"), 2).result, "published");
+    // Nobody listens on old's request channel: the holder is gone at once.
+    const got = await throughRedis(redis, store, "old", ["stays", "moved", "never"]);
+    assert.deepEqual([...got.located], [["moved", location("new")]]);
+    assert.deepEqual(got.missing.sort(), ["never", "stays"]);
+    assert.equal(got.frames.size, 0);
+    await store.delete(["stays", "moved"]);
   });
 
   test("deleted values are gone; the sweep leaves nothing of the namespace", async () => {

@@ -18,8 +18,10 @@ const LONGEST_LOOK_MS = 500;
 const REGISTRATION_CHECK_MS = 1000;
 
 /**
- * Asks worker `holder` to publish `keys` (`store`'s client's) and waits for them: their frames,
- * and as missing those the holder no longer has or cannot publish.
+ * Asks worker `holder` to publish `keys` (`store`'s client's) and waits for them: their frames;
+ * as located, those another worker keeps meanwhile (computed again after this holder was taken
+ * for gone, or handed over by it), for the asker to read there; as missing, those the holder no
+ * longer has or cannot publish.
  */
 export async function throughRedis(redis: Redis, store: RedisStore, holder: string, keys: readonly string[]): Promise<StoredFrames> {
   const request: WorkerRequest = { client: store.namespace.clientId, message: { op: "publish-held", keys } satisfies PublishHeldMessage };
@@ -37,9 +39,11 @@ export async function throughRedis(redis: Redis, store: RedisStore, holder: stri
     }
     (got as { bytes: number }).bytes += read.bytes;
     got.missing.push(...read.missing);
-    // A key recomputed meanwhile may have a new holder: it is missing to this asker, which asks again.
-    waiting = [...read.located].filter(([, location]) => location.holder === holder).map(([key]) => key);
-    got.missing.push(...[...read.located.keys()].filter((key) => !waiting.includes(key)));
+    waiting = [];
+    for (const [key, location] of read.located) {
+      if (location.holder === holder) waiting.push(key);
+      else got.located.set(key, location);
+    }
     if (waiting.length === 0) return got;
     let gone = !heard;
     if (!gone && performance.now() - lastCheck >= REGISTRATION_CHECK_MS) {

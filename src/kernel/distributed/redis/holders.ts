@@ -2,7 +2,8 @@
 // data listener, as LocalCluster's scheduler gathers (a "gather" over ../worker/peers), with the
 // client's own secret (./peer-secret) and, for tls:// listeners, the client's CA. A holder that
 // cannot be reached is said so once, and its values come through Redis from then on
-// (./fallback); values whose holder is gone are reported lost, for the scheduler to recompute.
+// (./fallback); values whose holder is gone are reported lost, for the scheduler to recompute,
+// unless another worker keeps them by then.
 
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import type { Redis } from "ioredis";
@@ -67,6 +68,9 @@ export class HolderReader {
     const published = await throughRedis(this.redis, this.store, holder, missing);
     for (const [key, frames] of published.frames) into.set(key, decodeValue(frames));
     if (published.missing.length > 0) this.report("redis", published.missing.map((key) => ({ op: "missing-data", key, errantWorker: holder })));
+    // Kept by another worker since (computed again while this holder did not answer): read there.
+    // Reporting them lost would lose that new copy too; each further round needs another move.
+    if (published.located.size > 0) for (const [key, value] of await this.read(published.located)) into.set(key, value);
   }
 
   private async gather(address: string, keys: readonly string[]): Promise<Pick<GatherReplyMessage, "values" | "missing">> {

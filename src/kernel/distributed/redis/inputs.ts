@@ -190,7 +190,8 @@ export class InputGatherer {
     const published = await throughRedis(this.redis, store, holder, keys);
     const fetchedAt = this.worker.clock.now();
     for (const [key, frames] of published.frames) add(key, decodeValue(frames));
-    gathered.missing.push(...published.missing);
+    // Moved to another holder meanwhile: missing here, looked up again by gather().
+    gathered.missing.push(...published.missing, ...published.located.keys());
     if (published.frames.size > 0) this.fromRedis(gathered, published, received, fetchedAt, this.worker.clock.now());
   }
 
