@@ -3,7 +3,8 @@
 // with SIGTERM hands the results only it keeps to a peer (or into Redis when no peer takes them in
 // time) and nothing is computed again; a fetch from a frozen peer (SIGSTOP), by a worker needing
 // inputs or by the client gathering, times out after --peer-timeout / peerTimeout, naming the
-// peer and the key, and the value is recomputed. The tasks note each run in a file, so that a
+// peer and the key, and the value is recomputed; a peer frozen only for a moment is read directly
+// again once it answers. The tasks note each run in a file, so that a
 // result computed twice shows.
 import assert from "node:assert/strict";
 import { readFileSync, rmSync } from "node:fs";
@@ -202,5 +203,33 @@ describe("Redis workers that keep results: faults lose nothing", () => {
     assert.equal(runCounts().get(30), 2, "x, lost with e, computed again once");
     // Its registration lapses, and the client's next read of the registry drops its name: Redis is left empty.
     await waitFor("e's registration to lapse", async () => (await redis.sismember(registry.workers, "e")) === 0, 20);
+  });
+
+  test("a peer frozen for a moment and thawed serves its values directly again, not through Redis for good", async () => {
+    const f = await addWorker("f");
+    const d = workers.get("d")!;
+    // A bigger input on d: a task needing both goes to d, which fetches the other from f.
+    const big = await onlyOn("d", () => computed(40, 2 * N));
+    const fetchedFromF = async (): Promise<string[]> => (await client.run(describeWorker, { workers: "d" })).d.incoming.filter((transfer) => transfer.who === "f").flatMap((transfer) => transfer.keys);
+    const [before, during, after] = await onlyOn("f", () => Promise.all([41, 42, 43].map((start) => computed(start))));
+    assert.equal(await client.submit(total, before, big).result(), rampSum(N, 41) + rampSum(2 * N, 40));
+    assert.ok((await fetchedFromF()).includes(String(before.key)), "fetched from f directly");
+
+    process.kill(f.pid, "SIGSTOP");
+    let sum: Promise<number>;
+    try {
+      sum = client.submit(total, during, big).result();
+      await waitFor("d to give up on f", () => linesWith(d.output(), "cannot reach peer f").length > 0, 30);
+    } finally {
+      process.kill(f.pid, "SIGCONT");
+    }
+    // Thawed, f publishes the value d asked for into Redis.
+    assert.equal(await sum, rampSum(N, 42) + rampSum(2 * N, 40));
+    const address = /cannot reach peer f at (\S+) /.exec(linesWith(d.output(), "cannot reach peer f")[0])![1];
+    const answered = `tsdask worker d: the peer at ${address} answers again: the values it keeps come from it directly`;
+    await waitFor("d to reach f again", () => linesWith(d.output(), answered).length > 0, 30);
+    assert.equal(await client.submit(total, after, big).result(), rampSum(N, 43) + rampSum(2 * N, 40));
+    assert.ok((await fetchedFromF()).includes(String(after.key)), "fetched from f directly once it answered again");
+    for (const start of [41, 42, 43]) assert.equal(runCounts().get(start), 1, `${start} ran once`);
   });
 });

@@ -1,8 +1,8 @@
 // The client's reads of results that workers keep (./held): gathered straight from each holder's
 // data listener, as LocalCluster's scheduler gathers (a "gather" over ../worker/peers), with the
 // client's own secret (./peer-secret) and, for tls:// listeners, the client's CA. A holder that
-// cannot be reached is said so once, and its values come through Redis from then on
-// (./fallback); values whose holder is gone are reported lost, for the scheduler to recompute,
+// cannot be reached is said so, and its values come through Redis (./fallback) until it answers
+// again (./unreachable); values whose holder is gone are reported lost, for the scheduler to recompute,
 // unless another worker keeps them by then.
 
 import type { ConnectionOptions as TlsOptions } from "node:tls";
@@ -13,11 +13,12 @@ import { PeerClient } from "../worker/peers";
 import { throughRedis } from "./fallback";
 import { PeerSecrets } from "./peer-secret";
 import type { RedisStore, ValueLocation } from "./store";
+import { UnreachableAddresses } from "./unreachable";
 
 export class HolderReader {
   private peers: Promise<PeerClient> | undefined;
   /** Data addresses that could not be reached: their values come through Redis. */
-  private readonly unreachable = new Set<string>();
+  private readonly unreachable = new UnreachableAddresses((address) => this.notice(`The worker at ${address} answers again: the results it keeps come from it directly`));
 
   constructor(
     private readonly redis: Redis,
@@ -49,6 +50,7 @@ export class HolderReader {
   }
 
   close(): void {
+    this.unreachable.close();
     void this.peers?.then((peers) => peers.close(), () => {});
   }
 
@@ -60,8 +62,8 @@ export class HolderReader {
         for (const [key, value] of Object.entries(reply.values)) into.set(key, value);
         missing = reply.missing;
       } catch (error) {
-        this.unreachable.add(address);
-        this.notice(`Cannot reach worker ${holder} at ${address} (${(error as Error).message}) for ${keys.join(", ")}: the results it keeps come through Redis`);
+        this.unreachable.add(address, () => this.gather(address, []));
+        this.notice(`Cannot reach worker ${holder} at ${address} (${(error as Error).message}) for ${keys.join(", ")}: the results it keeps come through Redis until it answers again`);
       }
     }
     if (missing.length === 0) return;

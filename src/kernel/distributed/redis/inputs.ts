@@ -4,8 +4,9 @@
 // bytes), with the client's secret (./peer-secret) and, for tls:// peers, the worker's CA. Each
 // read is logged as LocalCluster logs a fetch: a transfer log entry naming its source (the peer
 // worker, or "redis"), the bandwidth estimate, "gather-dep" metrics and the task stream's
-// transfer phase. A peer that cannot be reached is said so once in the log, and its values come
-// through Redis from then on (./fallback); values nobody has any more are missing.
+// transfer phase. A peer that cannot be reached is said so in the log, and its values come
+// through Redis (./fallback) until it answers again (./unreachable); values nobody has any more
+// are missing.
 
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import type { Redis } from "ioredis";
@@ -23,6 +24,7 @@ import type { KeptValues } from "./held";
 import { decodeCarried } from "./jobs";
 import { PeerSecrets } from "./peer-secret";
 import type { RedisStore, StoredFrames, ValueLocation } from "./store";
+import { UnreachableAddresses } from "./unreachable";
 
 /** What getting inputs needs of the worker. */
 export interface InputWorker {
@@ -59,7 +61,7 @@ export class InputGatherer {
   private readonly peers = new Map<string, Promise<PeerClient>>();
   private readonly secrets: PeerSecrets;
   /** Data addresses that could not be reached: their values come through Redis. */
-  private readonly unreachable = new Set<string>();
+  private readonly unreachable: UnreachableAddresses;
 
   constructor(
     private readonly worker: InputWorker,
@@ -70,6 +72,7 @@ export class InputGatherer {
     private readonly peerTimeout: number,
   ) {
     this.secrets = new PeerSecrets(redis);
+    this.unreachable = new UnreachableAddresses((address) => this.worker.warn(`the peer at ${address} answers again: the values it keeps come from it directly`));
   }
 
   /** The values of `keys` for a task of `store`'s client: those in `carried` (frames a job carried) are not read. */
@@ -148,6 +151,7 @@ export class InputGatherer {
 
   close(): void {
     for (const clientId of [...this.peers.keys()]) this.forgetClient(clientId);
+    this.unreachable.close();
   }
 
   /** Logs the read of `stored` from Redis: `received` → `fetchedAt` on the wire, then decoding until `decodedAt`. */
@@ -171,8 +175,9 @@ export class InputGatherer {
         result = await peers.getData(address, keys, this.worker.name);
       } catch (error) {
         if (!this.unreachable.has(address)) {
-          this.unreachable.add(address);
-          this.worker.warn(`cannot reach peer ${holder} at ${address} (${(error as Error).message}) for ${keys.join(", ")}: the values it keeps come through Redis`);
+          const clientId = store.namespace.clientId;
+          this.unreachable.add(address, async () => (await this.peersOf(clientId)).getData(address, [], this.worker.name));
+          this.worker.warn(`cannot reach peer ${holder} at ${address} (${(error as Error).message}) for ${keys.join(", ")}: the values it keeps come through Redis until it answers again`);
         }
       }
       if (result !== undefined) {
