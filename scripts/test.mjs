@@ -49,7 +49,7 @@ const HEAVY_CONCURRENCY = 2;
  * the other slot around them instead of one long file running on alone at the end.
  */
 const LONGEST_FIRST = [
-  "notebook-diagnosing.test.js", // seven QR factorisations of the seeds' size in one notebook
+  "notebook-diagnosing.test.js", // four QR factorisations of the seeds' size in one notebook
   "dashboard/cluster-lab.browser.test.js",
   "notebook-metrics.test.js", // two user notebooks with QR factorisations
   "dashboard/sizing-lab.browser.test.js",
