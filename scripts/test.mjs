@@ -25,8 +25,8 @@ const UNIT_TEST = /\.unit\.test\.js$/;
 /**
  * Heavy test files that run alone, after the others: they measure time, CPU or samples of every
  * core, which a neighbour on a 2-core machine would disturb. Every other heavy file runs beside
- * HEAVY_CONCURRENCY - 1 others: each makes its own ports, folders, Redis servers, Chromium
- * profiles, clusters and network namespaces, so no two share one.
+ * others: each makes its own ports, folders, Redis servers, Chromium profiles, clusters and
+ * network namespaces, so no two share one.
  */
 const RUN_ALONE = [
   "metrics/fpm-invariant.test.js", // activities add up to wall time × cores
@@ -39,28 +39,47 @@ const RUN_ALONE = [
   "metrics/context-meter.unit.test.js", // ThreadClock splits a sleep from CPU time by the thread's own counter
 ];
 /**
- * Heavy files at a time. Two side by side keep both cores busy while one file waits on a kernel,
- * a server or a browser; the tests wait on events with generous deadlines, so a neighbour only
- * slows them. (Three gained little more: the suite is mostly CPU-bound on 2 cores.)
+ * Heavy files that keep a core busy, at a time: two keep both cores of this machine busy (three
+ * gained little more, the suite being mostly CPU-bound on 2 cores).
  */
-const HEAVY_CONCURRENCY = 2;
+const BUSY_AT_ONCE = 2;
 /**
- * The longest heavy files (minutes, not seconds), started first so that the shorter ones fill
- * the other slot around them instead of one long file running on alone at the end.
+ * Heavy files that mostly wait (a browser, JupyterLab, a kernel, leases and timeouts of Redis
+ * workers: their CPU seconds are half their wall time or less) take a third slot beside the two
+ * busy ones. Their waits are for events, with generous deadlines, so the load only slows them.
+ */
+const MOSTLY_WAITS = [
+  "dashboard/cluster-lab.browser.test.js", // 44 CPU-s in 98 s
+  "distributed/redis-faults.test.js", // 42 CPU-s in 93 s
+  "dashboard/sizing-lab.browser.test.js", // 40 CPU-s in 81 s
+  "dashboard/lab.browser.test.js", // 38 CPU-s in 78 s
+  "distributed/redis-faults-data.test.js", // 9 CPU-s in 45 s
+  "distributed/redis-peers-data.test.js", // 6 CPU-s in 25 s
+  "browser.test.js", // 21 CPU-s in 36 s
+  "distributed/redis-secrets.test.js", // 11 CPU-s in 18 s
+  "distributed/redis-diagnostics.test.js", // 8 CPU-s in 17 s
+  "distributed/cluster-fpm.test.js", // 7 CPU-s in 17 s
+];
+const AT_ONCE = BUSY_AT_ONCE + 1;
+/**
+ * The longest heavy files (minutes, not seconds), by wall time, started first so that the shorter
+ * ones fill the other slots around them instead of one long file running on alone at the end.
  */
 const LONGEST_FIRST = [
   "notebook-diagnosing.test.js", // four QR factorisations of the seeds' size in one notebook
-  "dashboard/cluster-lab.browser.test.js",
   "notebook-metrics.test.js", // two user notebooks with QR factorisations
+  "dashboard/cluster-lab.browser.test.js",
+  "distributed/redis-faults.test.js", // mostly waits: leases, stalled checks, sleeping tasks
   "dashboard/sizing-lab.browser.test.js",
   "dashboard/lab.browser.test.js",
-  "browser-quickstart.test.js",
   "distributed/redis.test.js",
-  "distributed/redis-faults.test.js", // mostly waits: leases, stalled checks, sleeping tasks
-  "notebook.test.js", // the short user notebooks, the display bridge
+  "browser-quickstart.test.js",
   "metrics/panel.lab.test.js",
-  "browser.test.js",
+  "distributed/redis-faults-data.test.js",
   "package.test.js",
+  "distributed/cluster-qr.test.js",
+  "browser.test.js",
+  "notebook.test.js", // the short user notebooks, the display bridge
 ];
 
 function exec(command, commandArgs, options = {}) {
@@ -164,34 +183,59 @@ const cpuDir = mkdtempSync(join(tmpdir(), "tsdask-test-cpu-"));
 let cpuTotal = 0;
 
 /**
- * Runs `group` `concurrency` files at a time in the order given (node's own runner starts them in
- * order of name, which left the longest file to run on alone at the end). Each file's report is
- * printed whole when it ends, then its wall time, the figure LONGEST_FIRST is ordered by, and its
- * CPU seconds, the figure to compare runs by on a shared machine.
+ * Runs one test file, measured, and prints its report whole when it ends, then its wall time, the
+ * figure LONGEST_FIRST is ordered by, and its CPU seconds, the figure to compare runs by on a
+ * shared machine. Resolves to its exit code.
  */
-async function nodeTestInOrder(group, concurrency) {
+let measuredFiles = 0;
+async function runMeasured(file) {
+  const fileStarted = Date.now();
+  const cpuFile = join(cpuDir, `file-${measuredFiles++}`);
+  const run = [process.execPath, "--test", "--test-reporter=spec", file];
+  // The unit tier alone sets up no Python: its one file here runs unmeasured.
+  const measured = env.TSDASK_PYTHON !== undefined;
+  const { code, output } = await (measured ? capture(env.TSDASK_PYTHON, ["-c", CPU_SECONDS, cpuFile, ...run]) : capture(run[0], run.slice(1)));
+  process.stdout.write(output);
+  const seconds = ((Date.now() - fileStarted) / 1000).toFixed(0);
+  const cpu = existsSync(cpuFile) ? Number(readFileSync(cpuFile, "utf8")) : undefined;
+  cpuTotal += cpu ?? 0;
+  const cpuText = cpu === undefined ? "" : ` (${cpu.toFixed(0)} CPU-s)`;
+  console.log(`${file}: ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s${cpuText}\n`);
+  return code;
+}
+
+/**
+ * Runs `group` in the order given (node's own runner starts files in order of name, which left the
+ * longest file to run on alone at the end), `atOnce` files at a time of which at most `busyAtOnce`
+ * keep a core busy (not on MOSTLY_WAITS): when only busy files are left and that many run, a free
+ * slot waits for one of them to end. Resolves to the last failing exit code, or 0.
+ */
+function runInOrder(group, { atOnce, busyAtOnce }) {
   const queue = [...group];
+  const waits = (file) => MOSTLY_WAITS.some((name) => file === `build/test/${name}`);
+  let running = 0;
+  let busy = 0;
   let failed = 0;
-  const slot = async (lane) => {
-    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
-      const fileStarted = Date.now();
-      const cpuFile = join(cpuDir, `lane-${lane}`);
-      rmSync(cpuFile, { force: true });
-      const run = [process.execPath, "--test", "--test-reporter=spec", file];
-      // The unit tier alone sets up no Python: its one file here runs unmeasured.
-      const measured = env.TSDASK_PYTHON !== undefined;
-      const { code, output } = await (measured ? capture(env.TSDASK_PYTHON, ["-c", CPU_SECONDS, cpuFile, ...run]) : capture(run[0], run.slice(1)));
-      process.stdout.write(output);
-      const seconds = ((Date.now() - fileStarted) / 1000).toFixed(0);
-      const cpu = existsSync(cpuFile) ? Number(readFileSync(cpuFile, "utf8")) : undefined;
-      cpuTotal += cpu ?? 0;
-      const cpuText = cpu === undefined ? "" : ` (${cpu.toFixed(0)} CPU-s)`;
-      console.log(`${file}: ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s${cpuText}\n`);
-      if (code !== 0) failed = code;
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, (_, lane) => slot(lane)));
-  return failed;
+  return new Promise((resolve) => {
+    const fill = () => {
+      while (running < atOnce) {
+        const next = queue.findIndex((file) => busy < busyAtOnce || waits(file));
+        if (next === -1) break;
+        const [file] = queue.splice(next, 1);
+        const isBusy = !waits(file);
+        running++;
+        if (isBusy) busy++;
+        runMeasured(file).then((code) => {
+          running--;
+          if (isBusy) busy--;
+          if (code !== 0) failed = code;
+          fill();
+        });
+      }
+      if (running === 0 && queue.length === 0) resolve(failed);
+    };
+    fill();
+  });
 }
 
 const started = Date.now();
@@ -203,7 +247,7 @@ const rank = (path) => {
 };
 const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path)).sort((a, b) => rank(a) - rank(b));
 // Unit files are quick and in-process: two at a time use both cores.
-const codes = [await nodeTest(unit, 2), await nodeTestInOrder(heavy, HEAVY_CONCURRENCY), await nodeTestInOrder(alone, 1)];
+const codes = [await nodeTest(unit, 2), await runInOrder(heavy, { atOnce: AT_ONCE, busyAtOnce: BUSY_AT_ONCE }), await runInOrder(alone, { atOnce: 1, busyAtOnce: 1 })];
 rmSync(cpuDir, { recursive: true, force: true });
 const cpuText = env.TSDASK_PYTHON === undefined ? "" : `; the non-unit ones used ${cpuTotal.toFixed(0)} CPU-s`;
 console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s${cpuText}`);
