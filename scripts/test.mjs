@@ -55,10 +55,8 @@ const MOSTLY_WAITS = [
   "dashboard/lab.browser.test.js", // 38 CPU-s in 78 s
   "distributed/redis-faults-data.test.js", // 9 CPU-s in 45 s
   "distributed/redis-peers-data.test.js", // 6 CPU-s in 25 s
-  "browser.test.js", // 21 CPU-s in 36 s
   "distributed/redis-secrets.test.js", // 11 CPU-s in 18 s
   "distributed/redis-diagnostics.test.js", // 8 CPU-s in 17 s
-  "distributed/cluster-fpm.test.js", // 7 CPU-s in 17 s
 ];
 const AT_ONCE = BUSY_AT_ONCE + 1;
 /**
