@@ -37,6 +37,7 @@ const RUN_ALONE = [
   "interrupt.test.js", // a kernel interrupt ends the cell within 3 s
   "distributed/worker.test.js", // spilling and pausing seen in the next heartbeats
   "metrics/context-meter.unit.test.js", // ThreadClock splits a sleep from CPU time by the thread's own counter
+  "metrics/fine-performance-metrics.unit.test.js", // a task's wall time split into its thread's CPU and the rest
 ];
 /**
  * Heavy files that keep a core busy, at a time: two keep both cores of this machine busy (three
@@ -149,9 +150,6 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-const nodeTest = (group, concurrency) =>
-  group.length === 0 ? 0 : exec(process.execPath, ["--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...group], { env });
-
 /** Runs a command to its end, its stdout and stderr kept together in arrival order. */
 function capture(command, commandArgs) {
   return new Promise((resolve, reject) => {
@@ -203,34 +201,51 @@ async function runMeasured(file) {
 }
 
 /**
- * Runs `group` in the order given (node's own runner starts files in order of name, which left the
- * longest file to run on alone at the end), `atOnce` files at a time of which at most `busyAtOnce`
- * keep a core busy (not on MOSTLY_WAITS): when only busy files are left and that many run, a free
- * slot waits for one of them to end. Resolves to the last failing exit code, or 0.
+ * One thing to run: a test file, or the unit tier's files in one runner. `slots`: how many of the
+ * slots it takes; `busy`: how many cores it keeps busy (none for a file on MOSTLY_WAITS).
  */
-function runInOrder(group, { atOnce, busyAtOnce }) {
-  const queue = [...group];
-  const waits = (file) => MOSTLY_WAITS.some((name) => file === `build/test/${name}`);
-  let running = 0;
+const fileJob = (file) => ({ run: () => runMeasured(file), slots: 1, busy: MOSTLY_WAITS.some((name) => file === `build/test/${name}`) ? 0 : 1 });
+
+/** The unit tier's files, two at a time (quick and in-process: both cores); the report printed whole at the end. */
+function unitTierJob(group) {
+  const run = async () => {
+    const tierStarted = Date.now();
+    const { code, output } = await capture(process.execPath, ["--test", "--test-concurrency=2", "--test-reporter=spec", ...group]);
+    process.stdout.write(output);
+    const seconds = ((Date.now() - tierStarted) / 1000).toFixed(0);
+    console.log(`the unit tier (${group.length} test files): ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s\n`);
+    return code;
+  };
+  return { run, slots: 2, busy: 2 };
+}
+
+/**
+ * Runs `jobs` in the order given (node's own runner starts files in order of name, which left the
+ * longest file to run on alone at the end), as many at a time as fit in `atOnce` slots with at
+ * most `busyAtOnce` busy cores: a job that does not fit yet lets a later one that does go first.
+ * Resolves to the last failing exit code, or 0.
+ */
+function runInOrder(jobs, { atOnce, busyAtOnce }) {
+  const queue = [...jobs];
+  let slots = 0;
   let busy = 0;
   let failed = 0;
   return new Promise((resolve) => {
     const fill = () => {
-      while (running < atOnce) {
-        const next = queue.findIndex((file) => busy < busyAtOnce || waits(file));
+      for (;;) {
+        const next = queue.findIndex((job) => slots + job.slots <= atOnce && busy + job.busy <= busyAtOnce);
         if (next === -1) break;
-        const [file] = queue.splice(next, 1);
-        const isBusy = !waits(file);
-        running++;
-        if (isBusy) busy++;
-        runMeasured(file).then((code) => {
-          running--;
-          if (isBusy) busy--;
+        const [job] = queue.splice(next, 1);
+        slots += job.slots;
+        busy += job.busy;
+        job.run().then((code) => {
+          slots -= job.slots;
+          busy -= job.busy;
           if (code !== 0) failed = code;
           fill();
         });
       }
-      if (running === 0 && queue.length === 0) resolve(failed);
+      if (slots === 0 && queue.length === 0) resolve(failed);
     };
     fill();
   });
@@ -244,8 +259,10 @@ const rank = (path) => {
   return index === -1 ? LONGEST_FIRST.length : index;
 };
 const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path)).sort((a, b) => rank(a) - rank(b));
-// Unit files are quick and in-process: two at a time use both cores.
-const codes = [await nodeTest(unit, 2), await runInOrder(heavy, { atOnce: AT_ONCE, busyAtOnce: BUSY_AT_ONCE }), await runInOrder(alone, { atOnce: 1, busyAtOnce: 1 })];
+// The unit tier first, beside a heavy file that mostly waits, then the heavy files; last, one by
+// one, those that run alone.
+const together = [...(unit.length === 0 ? [] : [unitTierJob(unit)]), ...heavy.map(fileJob)];
+const codes = [await runInOrder(together, { atOnce: AT_ONCE, busyAtOnce: BUSY_AT_ONCE }), await runInOrder(alone.map(fileJob), { atOnce: 1, busyAtOnce: 1 })];
 rmSync(cpuDir, { recursive: true, force: true });
 const cpuText = env.TSDASK_PYTHON === undefined ? "" : `; the non-unit ones used ${cpuTotal.toFixed(0)} CPU-s`;
 console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s${cpuText}`);
