@@ -55,8 +55,6 @@ const MOSTLY_WAITS = [
   "dashboard/sizing-lab.browser.test.js", // 40 CPU-s in 81 s
   "dashboard/lab.browser.test.js", // 38 CPU-s in 78 s
   "distributed/redis-peers-data.test.js", // 6 CPU-s in 25 s
-  "distributed/redis-secrets.test.js", // 11 CPU-s in 18 s
-  "distributed/redis-diagnostics.test.js", // 8 CPU-s in 17 s
 ];
 const AT_ONCE = BUSY_AT_ONCE + 1;
 /**
