@@ -48,6 +48,10 @@ const BUSY_AT_ONCE = 2;
  * Heavy files that mostly wait (a browser, JupyterLab, a kernel, leases and timeouts of Redis
  * workers: their CPU seconds are half their wall time or less) take a third slot beside the two
  * busy ones. Their waits are for events, with generous deadlines, so the load only slows them.
+ * Files with a time bound or a count that load can break stay off it, however long they wait
+ * (browser: a progress bar's values sampled while it runs; cluster-fpm: sleeps between scaling
+ * steps; redis-secrets, redis-diagnostics: a timeout's and a first sample's bounds;
+ * redis-faults-data: a rerun count that a late report under load can raise).
  */
 const MOSTLY_WAITS = [
   "dashboard/cluster-lab.browser.test.js", // 44 CPU-s in 98 s
@@ -185,7 +189,7 @@ async function runMeasured(file) {
   const fileStarted = Date.now();
   const cpuFile = join(cpuDir, `file-${measuredFiles++}`);
   const run = [process.execPath, "--test", "--test-reporter=spec", file];
-  // The unit tier alone sets up no Python: its one file here runs unmeasured.
+  // The unit tier alone (--unit) sets up no Python: its files that run alone run unmeasured.
   const measured = env.TSDASK_PYTHON !== undefined;
   const { code, output } = await (measured ? capture(env.TSDASK_PYTHON, ["-c", CPU_SECONDS, cpuFile, ...run]) : capture(run[0], run.slice(1)));
   process.stdout.write(output);
