@@ -1,8 +1,9 @@
 // The shipped .d.ts files type-check under tslab's own compiler (TypeScript 5.0.4, its cell
-// options): notebooks compile every cell against them, so newer syntax would break users.
+// options): notebooks compile every cell against them, so newer syntax would break users. The
+// cells: the public API, seed 001's forms, clusters, fine performance metrics, seed 003's diagnostics.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { cellDiagnostics, inUserProject, tslabTypeScript } from "./helpers/tslab-cell";
+import { compiledOnce, tslabTypeScript } from "./helpers/tslab-cell";
 
 const cell = `
 import { get, delayed, compute, Callback, withCallbacks, ref, quote, type Key, type State } from "tsdask";
@@ -22,11 +23,6 @@ async function main() {
 }
 main();
 `;
-
-test("a tslab cell using the public API compiles with TypeScript 5.0 against dist/*.d.ts", async () => {
-  assert.equal(tslabTypeScript.version, "5.0.4");
-  assert.deepEqual(await inUserProject((dir) => cellDiagnostics(dir, cell)), []);
-});
 
 const seedsCell = `
 import { get, Callback, Profiler, threadProf, config, withConfig, visualize, displayPlot, setDefaultGraphScheduler,
@@ -87,18 +83,93 @@ async function main() {
 main();
 `;
 
-test("seed 001's forms, config, the GraphScheduler seam and display handles type-check under TypeScript 5.0", async () => {
-  assert.deepEqual(await inUserProject((dir) => cellDiagnostics(dir, seedsCell)), []);
-});
-
-test("the two Profiler forms stay apart in a notebook cell's types (no strictNullChecks there)", async () => {
-  const misuse = `
+const misuse = `
 import { Profiler, get, config } from "tsdask";
 new Profiler().results();
 const records: number = new Profiler(get).results;
 config.set({ schedular: "threads" });
 `;
-  const errors = await inUserProject((dir) => cellDiagnostics(dir, misuse));
+
+// The fine performance metrics API (local schedulers and a cluster).
+const metricsCell = `
+import { FinePerformanceMetrics, contextMeter, span, get, withCallbacks, type MetricRecord, type SpanRecord, type FpmPanel } from "tsdask";
+function read(ms: number): number {
+  const waited: number = contextMeter.meter("I/O", () => ms * 2);
+  contextMeter.digestMetric("S3 Infrequent Access", 1024, "bytes");
+  return waited;
+}
+const readMetered: (ms: number) => number = contextMeter.meter("I/O")(read);
+async function main() {
+  const fpm = new FinePerformanceMetrics();
+  const result = await withCallbacks(fpm, () => span("load", (id: string) => get({ x: [readMetered, 1] }, "x", { scheduler: "threads" })));
+  const asyncValue: Promise<number> = contextMeter.meter("I/O", async () => 1);
+  const records: MetricRecord[] = fpm.records();
+  const spans: SpanRecord[] = fpm.spans();
+  const seconds: number = fpm.breakdown({ unit: "seconds", functions: ["x"] }).total;
+  const panel: FpmPanel = await fpm.visualize({ selection: { unit: "bytes" }, save: false });
+  return [result, asyncValue, records, spans, seconds, panel.summary, String(fpm)];
+}
+main();
+`;
+
+const metricsClusterCell = `
+import { Client, LocalCluster, span, type MetricRecord, type SpanRecord, type FpmPanel, type FpmData, type WorkerView } from "tsdask";
+async function main() {
+  const cluster = await LocalCluster.start({ nWorkers: 2, threadsPerWorker: 1 });
+  const client = await Client.connect(cluster);
+  await span("load", () => client.submit((x: number) => x + 1, 1).result());
+  const metrics: MetricRecord[] = await client.metrics();
+  const spans: SpanRecord[] = await client.spans();
+  const idle: number = spans[0].metrics.filter((m) => m.activity === "idle or other spans")[0].value;
+  const data: FpmData = await client.metricsData();
+  const panel: FpmPanel = await client.visualizeMetrics({ selection: { spans: ["load"] }, filename: "cluster-fpm.html" });
+  const perWorker = await client.run((worker: WorkerView) => worker.digestsTotal.filter((d) => d.span !== undefined).length);
+  const now: MetricRecord[] = client.scheduler.cumulativeWorkerMetrics();
+  const live: SpanRecord[] = client.scheduler.spans();
+  return [metrics, idle, data.time, String(panel), perWorker, now, live];
+}
+main();
+`;
+
+// Seed 003's diagnostics as a user writes them.
+const diagnosticsCell = `
+import { getTaskStream, StatisticalProfiler, MemorySampler, performanceReport, withCallbacks, bandwidthSummary, type TaskStreamCollector } from "tsdask";
+import * as da from "tsdask/array";
+async function main() {
+  const x = da.random.random([100, 10], { chunks: [10, 10] });
+  const ts = await getTaskStream(() => x.compute({ scheduler: "threads" }), { plot: "save", filename: "ts.html" });
+  const first: string = ts.data[0].startstops[0].action;
+  const sp = new StatisticalProfiler({ interval: 0.01 });
+  await withCallbacks(sp, () => x.compute());
+  const samples: number = sp.profile({ key: "random_sample", start: 0 }).count + sp.results.children["f;x.js;1"].count;
+  const ms = new MemorySampler();
+  const shape = await ms.sample("collection 1", () => x.compute(), { measure: "managed_total", interval: 0.5 });
+  await ms.plot({ align: true });
+  const report = await performanceReport({ filename: "dask-report.html" }, async () => { await x.compute(); });
+  const bw = bandwidthSummary({}).total;
+  const collector: TaskStreamCollector | undefined = undefined;
+  return [first, samples, shape.shape, ms.toRecords()[0].bytes, report.filename, bw, collector];
+}
+main();
+`;
+
+/**
+ * Every cell of this file is compiled in one program, once: checking the shipped .d.ts files is
+ * what costs (5–10 CPU-s a program), not the cell.
+ */
+const diagnostics = compiledOnce({ cell, seedsCell, misuse, clusterCell, metricsCell, metricsClusterCell, diagnosticsCell });
+
+test("a tslab cell using the public API compiles with TypeScript 5.0 against dist/*.d.ts", async () => {
+  assert.equal(tslabTypeScript.version, "5.0.4");
+  assert.deepEqual(await diagnostics("cell"), []);
+});
+
+test("seed 001's forms, config, the GraphScheduler seam and display handles type-check under TypeScript 5.0", async () => {
+  assert.deepEqual(await diagnostics("seedsCell"), []);
+});
+
+test("the two Profiler forms stay apart in a notebook cell's types (no strictNullChecks there)", async () => {
+  const errors = await diagnostics("misuse");
   assert.equal(errors.length, 3, errors.join("\n"));
   assert.match(errors[0]!, /This expression is not callable[\s\S]*TaskData\[\]/);
   assert.match(errors[1]!, /Type '\(\) => TaskData\[\]' is not assignable to type 'number'/);
@@ -106,6 +177,17 @@ config.set({ schedular: "threads" });
 });
 
 test("a tslab cell using LocalCluster, Client and Futures compiles with TypeScript 5.0", async () => {
-  assert.deepEqual(await inUserProject((dir) => cellDiagnostics(dir, clusterCell)), []);
+  assert.deepEqual(await diagnostics("clusterCell"), []);
 });
 
+test("a tslab cell using contextMeter, span and FinePerformanceMetrics compiles with TypeScript 5.0", async () => {
+  assert.deepEqual(await diagnostics("metricsCell"), []);
+});
+
+test("a tslab cell reading a cluster's metrics and spans compiles with TypeScript 5.0", async () => {
+  assert.deepEqual(await diagnostics("metricsClusterCell"), []);
+});
+
+test("seed 003's diagnostics compile in a tslab cell (TypeScript 5.0) against dist/*.d.ts", async () => {
+  assert.deepEqual(await diagnostics("diagnosticsCell"), []);
+});

@@ -46,7 +46,7 @@ async function cellStarting(start: string): Promise<ReturnType<typeof lab.cell>>
 }
 
 test("the saved task stream and memory plots render as live Vega views", async () => {
-  const stream = await cellStarting("const ts = await getTaskStream");
+  const stream = await cellStarting("const sp = new StatisticalProfiler(); // read in the next section");
   await stream.locator(".tsdask-plot svg .mark-rect path").first().waitFor({ timeout: 60_000 });
   assert.ok((await stream.locator(".tsdask-plot svg .mark-rect path").count()) > 10);
   await stream.screenshot({ path: join(SHOTS, "notebook-task-stream.png") });

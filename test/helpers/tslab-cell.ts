@@ -22,10 +22,24 @@ export async function inUserProject<T>(fn: (dir: string) => T | Promise<T>): Pro
 
 /** The type errors tslab would report for `source` as a cell in `dir` (none: an empty list). */
 export function cellDiagnostics(dir: string, source: string): string[] {
+  return cellsDiagnostics(dir, { cell: source }).cell;
+}
+
+/**
+ * The type errors tslab would report for each of `cells` (name → source), each a cell of its own
+ * in `dir`, from one program: checking the shipped .d.ts files, the lib and @types/node costs 5–10
+ * CPU-s per program, a cell little. An error in a file that is no cell (a .d.ts) is every cell's.
+ */
+export function cellsDiagnostics<Name extends string>(dir: string, cells: Readonly<Record<Name, string>>): Record<Name, string[]> {
   const ts = tslabTypeScript;
-  const file = join(dir, "cell.ts");
-  writeFileSync(file, source);
-  const program = ts.createProgram([file], {
+  const names = Object.keys(cells) as Name[];
+  const fileOf = new Map<string, Name>();
+  for (const name of names) {
+    const file = join(dir, `${name}.ts`);
+    writeFileSync(file, cells[name]);
+    fileOf.set(file, name);
+  }
+  const program = ts.createProgram([...fileOf.keys()], {
     // tslab's cell options (shared/research/tslab-check.md §2), with the @types/node it ships.
     module: ts.ModuleKind.CommonJS,
     target: ts.ScriptTarget.ES2022,
@@ -36,5 +50,20 @@ export function cellDiagnostics(dir: string, source: string): string[] {
     typeRoots: [join(root, "node_modules/tslab/node_modules/@types"), join(root, "node_modules/@types")],
     types: ["node"],
   });
-  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+  const errors = Object.fromEntries(names.map((name) => [name, [] as string[]])) as Record<Name, string[]>;
+  for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
+    const text = ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n");
+    const cell = diagnostic.file === undefined ? undefined : fileOf.get(diagnostic.file.fileName);
+    for (const name of cell === undefined ? names : [cell]) errors[name].push(text);
+  }
+  return errors;
+}
+
+/**
+ * A test file's cells compiled together once, on the first test that asks (cellsDiagnostics),
+ * in a fresh user project; each test then reads its own cell's errors.
+ */
+export function compiledOnce<Name extends string>(cells: Readonly<Record<Name, string>>): (name: Name) => Promise<string[]> {
+  let compiled: Promise<Record<Name, string[]>> | undefined;
+  return async (name) => (await (compiled ??= inUserProject((dir) => cellsDiagnostics(dir, cells))))[name];
 }
