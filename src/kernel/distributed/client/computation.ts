@@ -175,7 +175,7 @@ class Computation implements TaskListener {
     this.ended = true;
     const state = this.scheduler.state;
     for (const [slot] of this.nodeOfSlot) state.removeListener(slot, this);
-    if (this.slots.length > 0) for (const node of this.outputs) this.scheduler.unwant(this.slots[node]);
+    if (this.slots.length > 0) this.scheduler.unwantAll(this.outputs.map((node) => this.slots[node]));
   }
 
   dispatched(slot: number): void {

@@ -275,9 +275,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   unwant(slot: number): void {
+    this.unwantAll([slot]);
+  }
+
+  /** `unwant` for each of `slots`, in one event of the state. */
+  unwantAll(slots: readonly number[]): void {
     if (this.closed) return;
-    this.returned.drop(this.state.keyOf(slot));
-    this.state.unwant(slot);
+    for (const slot of slots) this.returned.drop(this.state.keyOf(slot));
+    this.state.unwantAll(slots);
     this.scheduleFlush();
   }
 

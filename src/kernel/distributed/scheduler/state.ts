@@ -194,10 +194,21 @@ export class ClusterState extends WorkStealing {
 
   /** Drops a hold; a result nobody needs any more is released, an unneeded computation cancelled. */
   unwant(slot: number): void {
-    if (this.wants[slot] <= 0) return;
-    this.event(() => {
-      if (--this.wants[slot] === 0) this.releaseUnneeded([slot]);
-    });
+    this.unwantAll([slot]);
+  }
+
+  /**
+   * Drops one hold on each of `slots` (a computation's requested keys) in one event: as many
+   * `unwant` calls in this order would, without an event and a round of notices per key.
+   */
+  unwantAll(slots: readonly number[]): void {
+    // The work list is taken from its end: the first slot's release (and what it cancels) goes first.
+    const work: number[] = [];
+    for (let i = slots.length - 1; i >= 0; i--) {
+      const slot = slots[i];
+      if (this.wants[slot] > 0 && --this.wants[slot] === 0) work.push(slot);
+    }
+    if (work.length > 0) this.event(() => this.releaseUnneeded(work));
   }
 
   // ---- Worker events ---------------------------------------------------------------------------
