@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, test } from "node:test";
 import { DataStore } from "../../src/kernel/distributed/worker/store";
-import { releaseBuffers } from "../../src/kernel/distributed/worker/memory";
+import { releaseBuffers } from "../../src/kernel/execution/buffers";
 
 const VALUES = 1_000_000;
 const BYTES = 8 * VALUES;

@@ -5,7 +5,6 @@
 
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { MessageChannel, type MessagePort } from "node:worker_threads";
 
 export interface MemoryThresholds {
   /** Fraction of the limit that managed memory (results) may use before spilling; false: never. */
@@ -83,24 +82,4 @@ export function collectGarbage(): void {
     fullCollection = runInNewContext("gc") as () => void;
   }
   fullCollection();
-}
-
-/** A port closed as soon as it is made (see releaseBuffers). */
-let closedPort: MessagePort | undefined;
-
-/**
- * Gives the memory of `buffers` back now (they are detached: empty from here on). V8 frees an
- * ArrayBuffer's memory only when a garbage collection finds it unreachable, and then on a
- * background thread; a worker that just wrote a result to disk needs that memory back before its
- * next result lands. Posting a message on a closed port still takes its transfer list (the HTML
- * spec's postMessage detaches before it looks at the port) and then drops the message, and with
- * it the buffers' memory, before returning.
- */
-export function releaseBuffers(buffers: readonly ArrayBuffer[]): void {
-  if (buffers.length === 0) return;
-  if (closedPort === undefined) {
-    closedPort = new MessageChannel().port1;
-    closedPort.close();
-  }
-  closedPort.postMessage(null, buffers as ArrayBuffer[]);
 }

@@ -6,9 +6,8 @@
 
 import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { OWNED_BUFFER_MIN_BYTES, ownedBuffers } from "../../execution/buffers";
+import { OWNED_BUFFER_MIN_BYTES, ownedBuffers, releaseBuffers } from "../../execution/buffers";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../comm/frames";
-import { releaseBuffers } from "./memory";
 
 /** Where the store reports the time and bytes its disk work cost (a InstructionLedger, say). */
 export interface StoreMeter {
