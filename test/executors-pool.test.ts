@@ -374,25 +374,31 @@ test("no worker thread is left over after errors, aborts and deaths", async () =
 });
 
 
+/** Runs functions of test/fixtures/cluster-tasks on `pool`, by name, with wire arguments. */
+async function clusterTaskRunner(pool: WorkerPool): Promise<(name: string, ...args: unknown[]) => Promise<TaskOutcome>> {
+  await pool.ready();
+  const tasks = require.resolve("./fixtures/cluster-tasks");
+  const client = { batchSize: 1, quickTasks: false, recordDuration() {} };
+  return (name, ...args) => {
+    const id = pool.functionIdForSpec({ kind: "module", path: tasks, name });
+    return new Promise((resolve) => pool.enqueue(client, { node: 0, key: "k" }, [CALL, id, ...args], [id], resolve));
+  };
+}
+
 for (const shareResults of [true, false]) {
   test(`a thread pool with shareResults ${shareResults} ${shareResults ? "shares a result's own buffers as stand-ins for plain memory, not shared or partly viewed ones" : "copies results"}`, async () => {
     const pool = new WorkerPool("threads", 1, { shareResults, waitAwake: false });
     try {
-      await pool.ready();
-      const tasks = require.resolve("./fixtures/cluster-tasks");
-      const [make, lengths] = ["keepAndReturn", "keptLengths"].map((name) => pool.functionIdForSpec({ kind: "module", path: tasks, name }));
-      const client = { batchSize: 1, quickTasks: false, recordDuration() {} };
-      const run = (id: number, ...args: unknown[]): Promise<TaskOutcome> =>
-        new Promise((resolve) => pool.enqueue(client, { node: 0, key: "k" }, [CALL, id, ...args], [id], resolve));
+      const run = await clusterTaskRunner(pool);
       const n = 100_000;
-      const made = await run(make, [LITERAL, n]);
+      const made = await run("keepAndReturn", [LITERAL, n]);
       assert.ok(made.ok);
       const arrays = made.value as Float64Array[];
       assert.deepEqual(arrays.map((array) => [array.length, array[0], array[n - 1]]), [[n, 1, 1], [n, 2, 2], [n, 3, 3]]);
       // Only the buffer the result owns stands in for plain memory; real shared memory stays shared.
       assert.deepEqual(arrays.map((array) => standsInForPlain(array.buffer)), [shareResults, false, false]);
       assert.deepEqual(arrays.map((array) => isSharedMemory(array.buffer)), [false, true, false]);
-      const left = await run(lengths);
+      const left = await run("keptLengths");
       // Shared: the thread's own array was released (empty now); shared memory and a half-viewed buffer were left in place.
       assert.deepEqual(left.ok && left.value, shareResults ? [0, n, n] : [n, n, n]);
     } finally {
@@ -414,20 +420,15 @@ test("a thread pool with shareResults and moveInputs hands a result back to a ta
   });
   const pool = new WorkerPool("threads", 1, { shareResults: true, moveInputs: true, waitAwake: false });
   try {
-    await pool.ready();
-    const tasks = require.resolve("./fixtures/cluster-tasks");
-    const [make, describe] = ["keepAndReturn", "describeArrays"].map((name) => pool.functionIdForSpec({ kind: "module", path: tasks, name }));
-    const client = { batchSize: 1, quickTasks: false, recordDuration() {} };
-    const run = (id: number, ...args: unknown[]): Promise<TaskOutcome> =>
-      new Promise((resolve) => pool.enqueue(client, { node: 0, key: "k" }, [CALL, id, ...args], [id], resolve));
+    const run = await clusterTaskRunner(pool);
     const n = 100_000;
-    const made = await run(make, [LITERAL, n]);
+    const made = await run("keepAndReturn", [LITERAL, n]);
     assert.ok(made.ok);
     const [own] = made.value as Float64Array[];
     assert.equal(standsInForPlain(own.buffer), true);
     moved.length = 0;
     named.length = 0;
-    const described = await run(describe, own, own);
+    const described = await run("describeArrays", own, own);
     assert.ok(described.ok);
     // The task sees a plain Float64Array of its own, as it would have without sharing.
     assert.deepEqual(described.value, [

@@ -209,9 +209,14 @@ export class PlainRestorer {
   /** `isStandIn`: which shared buffers stand in for plain ones (default: those marked here). */
   constructor(private readonly isStandIn: (buffer: ArrayBufferLike) => boolean = standsInForPlain) {}
 
-  /** `value` with its stand-ins replaced by plain copies; what holds none is returned as it is. Throws RangeError on a value too deep to walk. */
+  /** `value` with its stand-ins replaced by plain copies; what holds none, or is too deep to walk, is returned as it is. */
   restore(value: unknown): unknown {
-    return rebuiltOn(value, this.isStandIn, (buffer) => this.plainCopy(buffer));
+    try {
+      return rebuiltOn(value, this.isStandIn, (buffer) => this.plainCopy(buffer));
+    } catch (error) {
+      if (error instanceof RangeError) return value;
+      throw error;
+    }
   }
 
   private plainCopy(buffer: ArrayBufferLike): ArrayBuffer {

@@ -142,7 +142,7 @@ function evaluateWire(wire: WireExpr): unknown {
  */
 function runBatch(tasks: RunMessage, from: number, restorer: PlainRestorer | undefined): boolean {
   for (let i = from; i < tasks.length; i++) {
-    const wire = restorer === undefined ? tasks[i] : restored(tasks[i], restorer);
+    const wire = restorer === undefined ? tasks[i] : restorer.restore(tasks[i]);
     const bytesIn = estimateNbytes(wire, isThread);
     const task = taskClock.begin();
     profiler.taskStarted();
@@ -170,16 +170,6 @@ function runBatch(tasks: RunMessage, from: number, restorer: PlainRestorer | und
   }
   if (pending.length > 0) report();
   return true;
-}
-
-/** `wire` with its stand-ins for plain memory copied into plain memory; one too deep to walk as it is. */
-function restored(wire: WireExpr, restorer: PlainRestorer): WireExpr {
-  try {
-    return restorer.restore(wire);
-  } catch (error) {
-    if (error instanceof RangeError) return wire;
-    throw error;
-  }
 }
 
 /**

@@ -6,7 +6,7 @@
 
 import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { OWNED_BUFFER_MIN_BYTES, ownedBuffers, releaseBuffers } from "../../execution/buffers";
+import { OWNED_BUFFER_MIN_BYTES, holdsPlainStandIn, ownedBuffers, releaseBuffers } from "../../execution/buffers";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../comm/frames";
 
 /** Where the store reports the time and bytes its disk work cost (a InstructionLedger, say). */
@@ -33,6 +33,11 @@ interface Slot {
   lent: boolean;
   /** The big buffers the value owns (see ownedBuffers), while it is in memory. */
   buffers: readonly ArrayBuffer[];
+  /**
+   * The value holds shared memory standing in for plain memory (a result's, see
+   * standsInForPlain): only garbage collections (this thread's and the task threads') give it back.
+   */
+  standsIn: boolean;
 }
 
 const NO_METER: StoreMeter = { add() {} };
@@ -101,7 +106,7 @@ export class DataStore {
    */
   put(key: string, value: unknown, nbytes: number, type: string, meter: StoreMeter = NO_METER): void {
     this.delete(key);
-    const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false, lent: false, buffers: [] };
+    const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false, lent: false, buffers: [], standsIn: false };
     this.hold(slot);
     if (nbytes > this.target && this.spill(key, slot, meter)) return;
     this.evictDownTo(this.target - nbytes, meter);
@@ -230,7 +235,9 @@ export class DataStore {
   /** Counts the big buffers of a slot's value, now in memory. */
   private hold(slot: Slot): void {
     // A value with a buffer worth releasing is at least that big: smaller ones are not searched.
-    slot.buffers = slot.nbytes >= OWNED_BUFFER_MIN_BYTES ? ownedBuffers(slot.value) : [];
+    const big = slot.nbytes >= OWNED_BUFFER_MIN_BYTES;
+    slot.buffers = big ? ownedBuffers(slot.value) : [];
+    slot.standsIn = big && holdsPlainStandIn(slot.value);
     for (const buffer of slot.buffers) this.holders.set(buffer, (this.holders.get(buffer) ?? 0) + 1);
   }
 
@@ -246,8 +253,8 @@ export class DataStore {
         unheld.push(buffer);
       }
     }
-    if (slot.lent) this.awaitsCollection = true;
-    else releaseBuffers(unheld);
+    if (slot.lent || slot.standsIn) this.awaitsCollection = true;
+    if (!slot.lent) releaseBuffers(unheld);
     slot.value = undefined;
     slot.buffers = [];
   }
