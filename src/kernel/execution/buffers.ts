@@ -290,9 +290,11 @@ export function viewTypeOf(view: ArrayBufferView): ViewTypeName {
 /** A view of `view`'s built-in class, offset and length, on `buffer`: what structured clone makes of it. */
 function viewOn(view: ArrayBufferView, buffer: ArrayBufferLike): ArrayBufferView {
   const name = viewTypeOf(view);
-  if (name === "DataView") return new DataView(buffer, view.byteOffset, view.byteLength);
+  // Views take shared memory as well; TypeScript's union of their constructors accepts ArrayBuffer only.
+  const memory = buffer as ArrayBuffer;
+  if (name === "DataView") return new DataView(memory, view.byteOffset, view.byteLength);
   const View = VIEW_TYPES[name];
-  return new View(buffer, view.byteOffset, view.byteLength / View.BYTES_PER_ELEMENT);
+  return new View(memory, view.byteOffset, view.byteLength / View.BYTES_PER_ELEMENT);
 }
 
 /**
