@@ -2,6 +2,8 @@
 // (a transfer list) or given back at once (a cluster worker's spilled results), instead of being
 // copied, or left for a garbage collection that a quiet thread may not run for a long time.
 
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 
 /**
@@ -242,6 +244,22 @@ function rebuiltOn(value: unknown, replaced: (buffer: ArrayBufferLike) => boolea
     (item) => someBinary(item, (binary) => replaced(bufferOf(binary))),
   );
   return rebuilder.rebuild(value);
+}
+
+let fullCollection: (() => void) | undefined;
+
+/**
+ * Runs V8's full garbage collection now. Spilled values leave memory only when collected, and
+ * a paused worker allocates nothing that would trigger a collection; without this its process
+ * memory would stay high, and it paused, after its results went to disk. Exposing `gc` this way
+ * is V8's documented flag, set at run time because the worker's command line is the nanny's.
+ */
+export function collectGarbage(): void {
+  if (fullCollection === undefined) {
+    setFlagsFromString("--expose-gc");
+    fullCollection = runInNewContext("gc") as () => void;
+  }
+  fullCollection();
 }
 
 /** A port closed as soon as it is made (see releaseBuffers). */

@@ -7,7 +7,7 @@ import { nowMs as epochMs } from "../clock";
 import { estimateNbytes } from "../metrics/nbytes";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
 import { type TaskClock, type TaskLedger, TaskMeter, TaskTimer, executeMetrics } from "../metrics/context-meter";
-import { PlainRestorer, inSharedMemory } from "./buffers";
+import { PlainRestorer, collectGarbage, inSharedMemory } from "./buffers";
 import { type AnyFunction, resolveFunction } from "./functions";
 import { isProfilerControl } from "../profiling/messages";
 import { findUncloneable } from "./transfer";
@@ -114,8 +114,31 @@ function shareResults(results: unknown[]): void {
     if (results[i] !== 1) continue;
     const standIns: SharedArrayBuffer[] = [];
     results[i + 1] = inSharedMemory(results[i + 1], standIns);
-    if (standIns.length > 0) results[i + 9] = standIns;
+    if (standIns.length > 0) {
+      results[i + 9] = standIns;
+      collectionDue = true;
+    }
   }
+}
+
+/**
+ * Shared memory standing in for plain memory goes back only once every thread that had it
+ * (this one made it, or copied it for a task) has collected its garbage, and an idle thread
+ * allocates nothing that would make it collect: without a collection here, a result its worker
+ * spilled would stay in memory. So a thread that handled stand-ins collects as soon as it is idle
+ * (a full collection of a task thread's small heap takes a few ms).
+ */
+let collectionDue = false;
+let idleCollection: NodeJS.Immediate | undefined;
+
+function collectWhenIdle(): void {
+  if (!collectionDue) return;
+  idleCollection = setImmediate(() => {
+    idleCollection = undefined;
+    collectionDue = false;
+    collectGarbage();
+  });
+  idleCollection.unref();
 }
 
 /** Times each task and keeps the ledger contextMeter records into while it runs. */
@@ -179,6 +202,8 @@ function runBatch(tasks: RunMessage, from: number, restorer: PlainRestorer | und
 const POLL_MS = 0.05;
 
 function onMessage(message: PoolMessage): void {
+  // Not idle after all: the collection waits for the end of this message.
+  clearImmediate(idleCollection);
   for (let next: PoolMessage | undefined = message; next !== undefined; ) {
     const started = epochMs();
     if (!runMessage(next) || port === null || !waitAwake || epochMs() - started > POLL_MS) break;
@@ -186,6 +211,7 @@ function onMessage(message: PoolMessage): void {
   }
   // Back to the event loop: the thread waits for the next message (or a task's promise).
   taskClock.idle();
+  collectWhenIdle();
 }
 
 function poll(from: MessagePort): PoolMessage | undefined {
@@ -216,6 +242,7 @@ function runMessage(message: PoolMessage): boolean {
   }
   lastReport = epochMs();
   const standIns = message[1];
+  if (standIns !== null) collectionDue = true;
   const listed = new Set<ArrayBufferLike>(standIns ?? []);
   const restorer = standIns === null ? undefined : new PlainRestorer((buffer) => listed.has(buffer));
   return runBatch(message, RUN_TASKS_AT, restorer);

@@ -3,8 +3,6 @@
 // passes `spill` (the memory monitor, here), pause new tasks above `pause`. Restarting a worker
 // past `terminate` is the nanny's job (LocalCluster).
 
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 
 export interface MemoryThresholds {
   /** Fraction of the limit that managed memory (results) may use before spilling; false: never. */
@@ -66,20 +64,4 @@ export function memoryThresholds(given: Partial<Record<keyof MemoryThresholds, n
     }
   }
   return thresholds;
-}
-
-let fullCollection: (() => void) | undefined;
-
-/**
- * Runs V8's full garbage collection now. Spilled values leave memory only when collected, and
- * a paused worker allocates nothing that would trigger a collection; without this its process
- * memory would stay high, and it paused, after its results went to disk. Exposing `gc` this way
- * is V8's documented flag, set at run time because the worker's command line is the nanny's.
- */
-export function collectGarbage(): void {
-  if (fullCollection === undefined) {
-    setFlagsFromString("--expose-gc");
-    fullCollection = runInNewContext("gc") as () => void;
-  }
-  fullCollection();
 }

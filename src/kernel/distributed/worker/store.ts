@@ -6,7 +6,7 @@
 
 import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { OWNED_BUFFER_MIN_BYTES, holdsPlainStandIn, ownedBuffers, releaseBuffers } from "../../execution/buffers";
+import { OWNED_BUFFER_MIN_BYTES, collectGarbage, holdsPlainStandIn, ownedBuffers, releaseBuffers } from "../../execution/buffers";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../comm/frames";
 
 /** Where the store reports the time and bytes its disk work cost (a InstructionLedger, say). */
@@ -52,8 +52,10 @@ export class DataStore {
   /** Σ nbytes of the values on disk, and the bytes their files take. */
   spilledBytes = 0;
   spilledDiskBytes = 0;
-  /** Values were dropped whose memory only a garbage collection gives back (they had been lent). */
+  /** Values were dropped whose memory only a garbage collection gives back (they had been lent, or held stand-ins). */
   awaitsCollection = false;
+  /** `put` spilled values held in stand-ins for plain memory (see collectSpilledStandIns). */
+  private spilledStandIns = false;
   /**
    * How many values in memory hold each big buffer: one buffer in two results (a task that
    * returned the same array under two keys, say) is given back with the last of them.
@@ -108,9 +110,13 @@ export class DataStore {
     this.delete(key);
     const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false, lent: false, buffers: [], standsIn: false };
     this.hold(slot);
-    if (nbytes > this.target && this.spill(key, slot, meter)) return;
+    if (nbytes > this.target && this.spill(key, slot, meter)) {
+      this.collectSpilledStandIns();
+      return;
+    }
     this.evictDownTo(this.target - nbytes, meter);
     this.toMemory(key, slot);
+    this.collectSpilledStandIns();
   }
 
   /** The value of `key`, read back from disk if it was spilled (it then counts as recently used). */
@@ -223,6 +229,7 @@ export class DataStore {
     meter.add("disk-write", (performance.now() - writeStart) / 1000, "seconds");
     meter.add("disk-write", 1, "count");
     meter.add("disk-write", diskBytes, "bytes");
+    if (slot.standsIn) this.spilledStandIns = true;
     this.drop(slot);
     slot.file = file;
     slot.diskBytes = diskBytes;
@@ -239,6 +246,17 @@ export class DataStore {
     slot.buffers = big ? ownedBuffers(slot.value) : [];
     slot.standsIn = big && holdsPlainStandIn(slot.value);
     for (const buffer of slot.buffers) this.holders.set(buffer, (this.holders.get(buffer) ?? 0) + 1);
+  }
+
+  /**
+   * Spilling values held in stand-ins for plain memory (see Slot.standsIn) is to give their memory
+   * back as a spilled plain value's is, before the next result lands: only a collection does that.
+   */
+  private collectSpilledStandIns(): void {
+    if (!this.spilledStandIns) return;
+    this.spilledStandIns = false;
+    collectGarbage();
+    this.awaitsCollection = false;
   }
 
   /** Lets go of an in-memory slot's value, giving its memory back at once if nobody else can hold it. */
