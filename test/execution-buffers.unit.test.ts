@@ -8,6 +8,7 @@ import {
   BufferMover,
   OWNED_BUFFER_MIN_BYTES,
   PlainRestorer,
+  STAND_IN_MAX_BYTES,
   holdsBigBuffer,
   holdsPlainStandIn,
   inSharedMemory,
@@ -114,15 +115,17 @@ test("BufferMover moves a given buffer itself, uncopied: it arrives whole and is
   assert.deepEqual([kept.length, kept[0]], [BIG / 8, 3], "a copied one stays whole");
 });
 
-test("inSharedMemory copies the buffers a value owns into stand-ins, keeping each view's class, offset and length, and releases the originals", () => {
+test("inSharedMemory copies the buffers a value owns into stand-ins, keeping each view's class, offset and length, and releases the originals; bigger ones are left to move", () => {
   const floats = new Float64Array(BIG / 8).map((_, i) => i);
   const tail = new DataView(floats.buffer, 0, BIG);
   const bare = new ArrayBuffer(BIG);
   const part = new Int16Array(new ArrayBuffer(2 * BIG), 0, BIG / 2);
   const real = new Uint8Array(new SharedArrayBuffer(BIG));
   const small = new Float32Array([1, 2]);
+  const huge = new Uint8Array(STAND_IN_MAX_BYTES + 1);
   const standIns: SharedArrayBuffer[] = [];
-  const shared = inSharedMemory({ floats, tail, bare, part, real, small, again: [floats] }, standIns) as {
+  const moved: ArrayBuffer[] = [];
+  const shared = inSharedMemory({ floats, tail, bare, part, real, small, again: [floats], huge }, standIns, moved) as {
     floats: Float64Array;
     tail: DataView;
     bare: SharedArrayBuffer;
@@ -130,6 +133,7 @@ test("inSharedMemory copies the buffers a value owns into stand-ins, keeping eac
     real: Uint8Array;
     small: Float32Array;
     again: Float64Array[];
+    huge: Uint8Array;
   };
   assert.equal(standIns.length, 2, "one stand-in per owned buffer, however many views it has");
   assert.ok(shared.floats instanceof Float64Array && shared.floats.buffer === standIns[0]);
@@ -140,6 +144,8 @@ test("inSharedMemory copies the buffers a value owns into stand-ins, keeping eac
   assert.equal(shared.part, part, "a partly viewed buffer may hold others' data: left alone");
   assert.deepEqual([shared.real, shared.small], [real, small]);
   assert.deepEqual([floats.length, bare.byteLength], [0, 0], "the originals were released");
+  // Copying so big a buffer would hold it twice: it moves as it is.
+  assert.deepEqual([shared.huge === huge, moved.length, moved[0] === huge.buffer], [true, 1, true]);
   // Not marked yet: the receiving side marks the stand-ins its message names.
   assert.equal(standsInForPlain(standIns[0]), false);
   markPlainStandIns(standIns);

@@ -172,17 +172,28 @@ export function holdsPlainStandIn(value: unknown): boolean {
 }
 
 /**
- * `value` with the big buffers it owns (see ownedBuffers) copied into shared memory, for a task
- * thread to hand its result to a cluster worker's main thread: the copy is made here, on the task
- * thread, and the originals are released (detached), as a moved result's would be. `standIns`
- * gets the shared buffers, for the receiver to mark (markPlainStandIns). A value too deep to walk
- * is returned as it is.
+ * The largest buffer a task thread copies into a stand-in (see inSharedMemory). While it copies,
+ * the buffer is in memory twice: a worker near its memory limit with results of 64 MB would come
+ * near a restart. A bigger buffer moves to the worker as it is, and its local tasks get a copy
+ * made on the worker's main thread: for so big a block, the copy is the lesser cost.
  */
-export function inSharedMemory(value: unknown, standIns: SharedArrayBuffer[]): unknown {
+export const STAND_IN_MAX_BYTES = 16 * 2 ** 20;
+
+/**
+ * `value` with the big buffers it owns (see ownedBuffers) up to STAND_IN_MAX_BYTES copied into
+ * shared memory, for a task thread to hand its result to a cluster worker's main thread: the copy
+ * is made here, on the task thread, and the originals are released (detached), as a moved
+ * result's would be. `standIns` gets the shared buffers, for the receiver to mark
+ * (markPlainStandIns); `moved` the bigger owned buffers, to move with the message. A value too
+ * deep to walk is returned as it is, its owned buffers all in `moved`.
+ */
+export function inSharedMemory(value: unknown, standIns: SharedArrayBuffer[], moved: ArrayBuffer[]): unknown {
   const owned = ownedBuffers(value);
-  if (owned.length === 0) return value;
+  const copied = owned.filter((buffer) => buffer.byteLength <= STAND_IN_MAX_BYTES);
+  moved.push(...owned.filter((buffer) => buffer.byteLength > STAND_IN_MAX_BYTES));
+  if (copied.length === 0) return value;
   const copies = new Map<ArrayBufferLike, SharedArrayBuffer>();
-  for (const buffer of owned) {
+  for (const buffer of copied) {
     const shared = new SharedArrayBuffer(buffer.byteLength);
     new Uint8Array(shared).set(new Uint8Array(buffer));
     copies.set(buffer, shared);
@@ -191,11 +202,12 @@ export function inSharedMemory(value: unknown, standIns: SharedArrayBuffer[]): u
   try {
     rebuilt = rebuiltOn(value, (buffer) => copies.has(buffer), (buffer) => copies.get(buffer)!);
   } catch (error) {
-    if (error instanceof RangeError) return value;
-    throw error;
+    if (!(error instanceof RangeError)) throw error;
+    moved.push(...copied);
+    return value;
   }
   standIns.push(...copies.values());
-  releaseBuffers(owned);
+  releaseBuffers(copied);
   return rebuilt;
 }
 

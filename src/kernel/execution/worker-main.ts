@@ -85,7 +85,14 @@ function report(): void {
   const results = pending;
   pending = [];
   lastReport = epochMs();
-  if (sharesResults) shareResults(results);
+  if (sharesResults) {
+    try {
+      send(results, shareResults(results));
+      return;
+    } catch {
+      // A buffer that cannot be moved (or a result that cannot be cloned): copy, as below.
+    }
+  }
   try {
     send(results);
   } catch {
@@ -107,18 +114,21 @@ function report(): void {
  * Puts the big buffers the successful results in `results` own (see ownedBuffers) in shared
  * memory standing in for them, each result listing its stand-ins: the copies are made here, so
  * the pool's thread (a cluster worker's, which serves its peers) hands them to its next tasks
- * without copying them itself.
+ * without copying them itself. Returns the owned buffers too big to copy (see
+ * STAND_IN_MAX_BYTES), each once, to move with the message.
  */
-function shareResults(results: unknown[]): void {
+function shareResults(results: unknown[]): ArrayBuffer[] {
+  const moved: ArrayBuffer[] = [];
   for (let i = 0; i < results.length; i += RESULT_SIZE) {
     if (results[i] !== 1) continue;
     const standIns: SharedArrayBuffer[] = [];
-    results[i + 1] = inSharedMemory(results[i + 1], standIns);
+    results[i + 1] = inSharedMemory(results[i + 1], standIns, moved);
     if (standIns.length > 0) {
       results[i + 9] = standIns;
       collectionDue = true;
     }
   }
+  return [...new Set(moved)];
 }
 
 /**
