@@ -11,7 +11,8 @@
 //   time, which also pays for handing inputs to task threads), for blocks in plain
 //   memory and in shared memory (as tsdask/array's), and the ceiling under both: raw Node sockets
 //   between two processes sending each other as much at once (./loopback).
-// Run: npm run bench -- redis-data
+// Run: npm run bench -- redis-data; `npm run bench -- redis-data exchange` runs the all-to-all
+// exchange alone (the QR part takes minutes).
 
 import { Redis } from "ioredis";
 import { Client, type Future } from "../src";
@@ -150,34 +151,41 @@ async function exchanges(client: Client): Promise<Record<BlockKind, Exchange>> {
   return { plain: await allToAll(client, "plain"), shared: await allToAll(client, "shared") };
 }
 
+/** The QR example on both clusters, with its table. */
+async function qr(server: RedisServer): Promise<{ local: number; redis: number; redisIdle: number; redisPeak: number }> {
+  const local = await onLocalCluster(WORKERS, "bench-data", async () => {
+    await qrSeconds(1);
+    return qrSeconds(2);
+  });
+  const redis = await onRedis(server, async () => {
+    await qrSeconds(1);
+    return redisMemoryDuring(server.url, () => qrSeconds(2));
+  });
+  console.log("\nthe seeds' QR example (qr of 10000×1000 in 1000×1000 chunks, then q·r), after a warm-up run");
+  const qrRatio = redis.result / local;
+  const redisAbove = (redis.peak - redis.idle) / MiB;
+  printTable(
+    ["cluster", "seconds", "× LocalCluster", "redis-server above idle, MiB"],
+    [
+      ["LocalCluster", local, 1, "-"],
+      ["Redis", redis.result, qrRatio, redisAbove],
+    ],
+  );
+  console.log(`QR ≤ 1.25× LocalCluster: ${qrRatio <= 1.25 ? "met" : "NOT met"}; Redis memory ≤ 64 MiB above idle: ${redisAbove <= 64 ? "met" : "NOT met"}`);
+  return { local, redis: redis.result, redisIdle: redis.idle, redisPeak: redis.peak };
+}
+
 async function main(): Promise<void> {
+  const part = process.argv[2];
+  if (part !== undefined && part !== "exchange") throw new TypeError(`bench redis-data: unknown part ${JSON.stringify(part)} (give none for everything, or "exchange")`);
   const floor = memcpyFloor(BLOCK_BYTES / Float64Array.BYTES_PER_ELEMENT);
   const loopback = { tcp: await bestLoopback("tcp", true), unix: await bestLoopback("unix", true) };
   const server = await startRedisServer();
   try {
-    const local = await onLocalCluster(WORKERS, "bench-data", async () => {
-      await qrSeconds(1);
-      return { qr: await qrSeconds(2) };
-    });
-    const localExchange = await onLocalCluster(WORKERS, "bench-data", exchanges);
-    const redis = await onRedis(server, async () => {
-      await qrSeconds(1);
-      return redisMemoryDuring(server.url, () => qrSeconds(2));
-    });
-    const redisExchange = await onRedis(server, (client) => redisMemoryDuring(server.url, () => exchanges(client)));
-
     console.log(`2 workers × 1 thread each; memcpy floor ${(floor / MiB).toFixed(0)} MiB/s`);
-    console.log("\nthe seeds' QR example (qr of 10000×1000 in 1000×1000 chunks, then q·r), after a warm-up run");
-    const qrRatio = redis.result / local.qr;
-    const redisAbove = (redis.peak - redis.idle) / MiB;
-    printTable(
-      ["cluster", "seconds", "× LocalCluster", "redis-server above idle, MiB"],
-      [
-        ["LocalCluster", local.qr, 1, "-"],
-        ["Redis", redis.result, qrRatio, redisAbove],
-      ],
-    );
-    console.log(`QR ≤ 1.25× LocalCluster: ${qrRatio <= 1.25 ? "met" : "NOT met"}; Redis memory ≤ 64 MiB above idle: ${redisAbove <= 64 ? "met" : "NOT met"}`);
+    const qrFigures = part === "exchange" ? undefined : await qr(server);
+    const localExchange = await onLocalCluster(WORKERS, "bench-data", exchanges);
+    const redisExchange = await onRedis(server, (client) => redisMemoryDuring(server.url, () => exchanges(client)));
 
     console.log(`\nall-to-all: ${PRODUCERS} producers × ${PRODUCERS} blocks of ${BLOCK_BYTES / MiB} MiB, ${PRODUCERS} consumers each taking one block of every producer`);
     console.log(`raw Node sockets between two processes, both ways at once (./loopback): tcp ${(loopback.tcp / MiB).toFixed(0)} MiB/s, unix ${(loopback.unix / MiB).toFixed(0)} MiB/s`);
@@ -203,7 +211,15 @@ async function main(): Promise<void> {
     );
     const redisShare = redisExchange.result.plain.bytesMoved / redisExchange.result.plain.transferSeconds / floor;
     console.log(`peer bandwidth ≥ 0.5 of the memcpy floor on Redis workers: ${redisShare >= 0.5 ? "met" : "NOT met"} (${redisShare.toFixed(2)}; raw TCP both ways: ${(loopback.tcp / floor).toFixed(2)})`);
-    console.log(JSON.stringify({ bench: "redis-data", floor, loopback, local: { qr: local.qr, exchange: localExchange }, redis: { qr: redis.result, redisIdle: redis.idle, redisPeakQr: redis.peak, exchange: redisExchange.result, redisPeakExchange: redisExchange.peak } }));
+    console.log(
+      JSON.stringify({
+        bench: "redis-data",
+        floor,
+        loopback,
+        local: { qr: qrFigures?.local, exchange: localExchange },
+        redis: { qr: qrFigures?.redis, redisIdle: qrFigures?.redisIdle, redisPeakQr: qrFigures?.redisPeak, exchange: redisExchange.result, redisPeakExchange: redisExchange.peak },
+      }),
+    );
   } finally {
     await server.stop();
   }

@@ -1,5 +1,5 @@
 // Benchmarks: compile, prepare the Python side (Dask, NumPy), run bench/<name>.ts files.
-// Usage: npm run bench [-- <name>]   (no name: every benchmark)
+// Usage: npm run bench [-- <name> [options…]]   (no name: every benchmark; options go to that one)
 import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -19,5 +19,5 @@ const benches = readdirSync(join(root, "build/bench"))
 if (benches.length === 0) throw new Error(`No benchmark named ${wanted}`);
 for (const name of benches) {
   console.log(`\n=== bench/${name.replace(/\.js$/, ".ts")}`);
-  execFileSync(process.execPath, ["--max-old-space-size=8192", "--expose-gc", join(root, "build/bench", name)], { cwd: root, stdio: "inherit", env });
+  execFileSync(process.execPath, ["--max-old-space-size=8192", "--expose-gc", join(root, "build/bench", name), ...process.argv.slice(3)], { cwd: root, stdio: "inherit", env });
 }

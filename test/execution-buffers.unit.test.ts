@@ -4,7 +4,18 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MessageChannel } from "node:worker_threads";
-import { BufferMover, OWNED_BUFFER_MIN_BYTES, holdsBigBuffer } from "../src/kernel/execution/buffers";
+import {
+  BufferMover,
+  OWNED_BUFFER_MIN_BYTES,
+  PlainRestorer,
+  STAND_IN_MAX_BYTES,
+  holdsBigBuffer,
+  holdsPlainStandIn,
+  inSharedMemory,
+  isSharedMemory,
+  markPlainStandIns,
+  standsInForPlain,
+} from "../src/kernel/execution/buffers";
 
 const BIG = OWNED_BUFFER_MIN_BYTES;
 
@@ -102,4 +113,70 @@ test("BufferMover moves a given buffer itself, uncopied: it arrives whole and is
   assert.deepEqual([arrived.given.length, arrived.given[0], arrived.kept[0]], [BIG / 8, 2, 3]);
   assert.equal(given.length, 0, "the given buffer left this side");
   assert.deepEqual([kept.length, kept[0]], [BIG / 8, 3], "a copied one stays whole");
+});
+
+test("inSharedMemory copies the buffers a value owns into stand-ins, keeping each view's class, offset and length, and releases the originals; bigger ones are left to move", () => {
+  const floats = new Float64Array(BIG / 8).map((_, i) => i);
+  const tail = new DataView(floats.buffer, 0, BIG);
+  const bare = new ArrayBuffer(BIG);
+  const part = new Int16Array(new ArrayBuffer(2 * BIG), 0, BIG / 2);
+  const real = new Uint8Array(new SharedArrayBuffer(BIG));
+  const small = new Float32Array([1, 2]);
+  const huge = new Uint8Array(STAND_IN_MAX_BYTES + 1);
+  const standIns: SharedArrayBuffer[] = [];
+  const moved: ArrayBuffer[] = [];
+  const shared = inSharedMemory({ floats, tail, bare, part, real, small, again: [floats], huge }, standIns, moved) as {
+    floats: Float64Array;
+    tail: DataView;
+    bare: SharedArrayBuffer;
+    part: Int16Array;
+    real: Uint8Array;
+    small: Float32Array;
+    again: Float64Array[];
+    huge: Uint8Array;
+  };
+  assert.equal(standIns.length, 2, "one stand-in per owned buffer, however many views it has");
+  assert.ok(shared.floats instanceof Float64Array && shared.floats.buffer === standIns[0]);
+  assert.ok(shared.tail instanceof DataView && shared.tail.buffer === standIns[0]);
+  assert.deepEqual([shared.floats.length, shared.floats[1], shared.floats[BIG / 8 - 1], shared.tail.byteLength], [BIG / 8, 1, BIG / 8 - 1, BIG]);
+  assert.equal(shared.bare, standIns[1]);
+  assert.equal(shared.again[0], shared.floats);
+  assert.equal(shared.part, part, "a partly viewed buffer may hold others' data: left alone");
+  assert.deepEqual([shared.real, shared.small], [real, small]);
+  assert.deepEqual([floats.length, bare.byteLength], [0, 0], "the originals were released");
+  // Copying so big a buffer would hold it twice: it moves as it is.
+  assert.deepEqual([shared.huge === huge, moved.length, moved[0] === huge.buffer], [true, 1, true]);
+  // Not marked yet: the receiving side marks the stand-ins its message names.
+  assert.equal(standsInForPlain(standIns[0]), false);
+  markPlainStandIns(standIns);
+  assert.deepEqual([standsInForPlain(standIns[0]), isSharedMemory(standIns[0]), isSharedMemory(real.buffer)], [true, false, true]);
+  assert.equal(holdsPlainStandIn({ x: [shared.floats] }), true);
+  assert.equal(holdsPlainStandIn({ real }), false);
+  assert.equal(holdsBigBuffer(shared.floats), true, "a stand-in is handed to a thread as plain memory would be");
+});
+
+test("BufferMover shares a marked stand-in uncopied and names it; PlainRestorer gives plain memory back with the same view class, offset and length", async () => {
+  const standIn = new SharedArrayBuffer(BIG);
+  new Float64Array(standIn).fill(6);
+  markPlainStandIns([standIn]);
+  const view = new Int32Array(standIn, 8, 4);
+  const whole = new Float64Array(standIn);
+  const mover = new BufferMover();
+  const moved = mover.move({ view, whole }) as { view: Int32Array; whole: Float64Array };
+  assert.deepEqual(mover.transfer, [], "nothing copied on this side");
+  assert.deepEqual([...mover.standIns], [standIn]);
+  assert.equal(moved.whole, whole);
+
+  // What the thread gets, and what it makes of it with the stand-ins the message named.
+  const arrived = (await delivered([[...mover.standIns], moved], [])) as [SharedArrayBuffer[], typeof moved];
+  const named = new Set<ArrayBufferLike>(arrived[0]);
+  const restored = new PlainRestorer((buffer) => named.has(buffer)).restore(arrived[1]) as typeof moved;
+  assert.ok(restored.view instanceof Int32Array && restored.whole instanceof Float64Array);
+  assert.ok(restored.whole.buffer instanceof ArrayBuffer && !(restored.whole.buffer instanceof SharedArrayBuffer));
+  assert.equal(restored.view.buffer, restored.whole.buffer, "views that shared a stand-in share its plain copy");
+  assert.deepEqual([restored.view.byteOffset, restored.view.length, restored.whole.length, restored.whole[3]], [8, 4, BIG / 8, 6]);
+  restored.whole[0] = 1;
+  assert.equal(whole[0], 6, "the copy is the task's own: the stored value does not change");
+  const untouched = { n: 1 };
+  assert.equal(new PlainRestorer().restore(untouched), untouched, "what holds no stand-in is not rebuilt");
 });

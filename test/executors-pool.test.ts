@@ -24,6 +24,7 @@ import {
 import { now } from "../src/kernel/diagnostics/types";
 import { PoolExecutor } from "../src/kernel/scheduler/pool-executor";
 import { WorkerPool } from "../src/kernel/execution/pool";
+import { isSharedMemory, standsInForPlain } from "../src/kernel/execution/buffers";
 import { CALL, LITERAL } from "../src/kernel/execution/wire";
 import type { TaskOutcome } from "../src/kernel/scheduler/executor";
 import { burn, exitNow, fill, inc, pair, sha1, sleep, spin } from "./fixtures/tasks";
@@ -373,28 +374,75 @@ test("no worker thread is left over after errors, aborts and deaths", async () =
 });
 
 
-for (const moveResults of [true, false]) {
-  test(`a thread pool with moveResults ${moveResults} ${moveResults ? "moves a result's own buffers, not shared or partly viewed ones" : "copies results"}`, async () => {
-    const pool = new WorkerPool("threads", 1, { moveResults, waitAwake: false });
+/** Runs functions of test/fixtures/cluster-tasks on `pool`, by name, with wire arguments. */
+async function clusterTaskRunner(pool: WorkerPool): Promise<(name: string, ...args: unknown[]) => Promise<TaskOutcome>> {
+  await pool.ready();
+  const tasks = require.resolve("./fixtures/cluster-tasks");
+  const client = { batchSize: 1, quickTasks: false, recordDuration() {} };
+  return (name, ...args) => {
+    const id = pool.functionIdForSpec({ kind: "module", path: tasks, name });
+    return new Promise((resolve) => pool.enqueue(client, { node: 0, key: "k" }, [CALL, id, ...args], [id], resolve));
+  };
+}
+
+for (const shareResults of [true, false]) {
+  test(`a thread pool with shareResults ${shareResults} ${shareResults ? "shares a result's own buffers as stand-ins for plain memory, not shared or partly viewed ones" : "copies results"}`, async () => {
+    const pool = new WorkerPool("threads", 1, { shareResults, waitAwake: false });
     try {
-      await pool.ready();
-      const tasks = require.resolve("./fixtures/cluster-tasks");
-      const [make, lengths] = ["keepAndReturn", "keptLengths"].map((name) => pool.functionIdForSpec({ kind: "module", path: tasks, name }));
-      const client = { batchSize: 1, quickTasks: false, recordDuration() {} };
-      const run = (id: number, ...args: unknown[]): Promise<TaskOutcome> =>
-        new Promise((resolve) => pool.enqueue(client, { node: 0, key: "k" }, [CALL, id, ...args], [id], resolve));
+      const run = await clusterTaskRunner(pool);
       const n = 100_000;
-      const made = await run(make, [LITERAL, n]);
+      const made = await run("keepAndReturn", [LITERAL, n]);
       assert.ok(made.ok);
-      assert.deepEqual((made.value as Float64Array[]).map((array) => [array.length, array[0], array[n - 1]]), [[n, 1, 1], [n, 2, 2], [n, 3, 3]]);
-      const left = await run(lengths);
-      // Moved: the thread's own array is empty now; shared memory and a half-viewed buffer were left in place.
-      assert.deepEqual(left.ok && left.value, moveResults ? [0, n, n] : [n, n, n]);
+      const arrays = made.value as Float64Array[];
+      assert.deepEqual(arrays.map((array) => [array.length, array[0], array[n - 1]]), [[n, 1, 1], [n, 2, 2], [n, 3, 3]]);
+      // Only the buffer the result owns stands in for plain memory; real shared memory stays shared.
+      assert.deepEqual(arrays.map((array) => standsInForPlain(array.buffer)), [shareResults, false, false]);
+      assert.deepEqual(arrays.map((array) => isSharedMemory(array.buffer)), [false, true, false]);
+      const left = await run("keptLengths");
+      // Shared: the thread's own array was released (empty now); shared memory and a half-viewed buffer were left in place.
+      assert.deepEqual(left.ok && left.value, shareResults ? [0, n, n] : [n, n, n]);
     } finally {
       pool.close();
     }
   });
 }
+
+test("a thread pool with shareResults and moveInputs hands a result back to a task as plain memory, copied on the task's thread, not here", async (t) => {
+  // Which buffers each message to a thread moved, and which stand-ins it named (the pool's port is one of this process's MessagePorts).
+  const moved: number[][] = [];
+  const named: number[] = [];
+  const { MessagePort } = await import("node:worker_threads");
+  const post = MessagePort.prototype.postMessage;
+  t.mock.method(MessagePort.prototype, "postMessage", function (this: InstanceType<typeof MessagePort>, value: unknown, transfer?: readonly ArrayBuffer[]) {
+    if (Array.isArray(value) && Array.isArray(value[1])) named.push(value[1].length);
+    moved.push((transfer ?? []).map((buffer) => buffer.byteLength));
+    return post.call(this, value, transfer as never);
+  });
+  const pool = new WorkerPool("threads", 1, { shareResults: true, moveInputs: true, waitAwake: false });
+  try {
+    const run = await clusterTaskRunner(pool);
+    const n = 100_000;
+    const made = await run("keepAndReturn", [LITERAL, n]);
+    assert.ok(made.ok);
+    const [own] = made.value as Float64Array[];
+    assert.equal(standsInForPlain(own.buffer), true);
+    moved.length = 0;
+    named.length = 0;
+    const described = await run("describeArrays", own, own);
+    assert.ok(described.ok);
+    // The task sees a plain Float64Array of its own, as it would have without sharing.
+    assert.deepEqual(described.value, [
+      { type: "Float64Array", shared: false, length: n, first: 1, last: 1 },
+      { type: "Float64Array", shared: false, length: n, first: 1, last: 1 },
+    ]);
+    // Nothing copied or moved here: the message shares the stand-in once and names it.
+    assert.deepEqual(moved, [[]]);
+    assert.deepEqual(named, [1]);
+    assert.deepEqual([own.length, own[0], standsInForPlain(own.buffer)], [n, 1, true]);
+  } finally {
+    pool.close();
+  }
+});
 
 for (const moveInputs of [true, false]) {
   test(`a thread pool with moveInputs ${moveInputs} ${moveInputs ? "moves copies of big plain inputs, sharing shared ones and leaving the caller's whole" : "clones inputs"}`, async (t) => {

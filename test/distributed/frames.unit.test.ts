@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { Connection, listen } from "../../src/kernel/distributed/comm/connection";
-import { decodeValue, encodeValue, framesByteLength } from "../../src/kernel/distributed/comm/frames";
+import { decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../../src/kernel/distributed/comm/frames";
+import { markPlainStandIns } from "../../src/kernel/execution/buffers";
 
 const roundTrip = (value: unknown, shared?: boolean): unknown => decodeValue(encodeValue(value), { shared });
 
@@ -47,6 +48,22 @@ describe("frames", () => {
     const plain = roundTrip(block, false) as Float64Array;
     assert.ok(plain.buffer instanceof ArrayBuffer);
     assert.deepEqual([...plain], [...block]);
+  });
+
+  test("shared memory standing in for plain memory travels as plain memory: the header and the block say so", () => {
+    const standIn = new SharedArrayBuffer(64);
+    new Float64Array(standIn).fill(4);
+    markPlainStandIns([standIn]);
+    const shared = new Float64Array(new SharedArrayBuffer(64)).fill(5);
+    const parts = encodeValue({ plain: new Float64Array(standIn), buffer: standIn, shared });
+    assert.equal(parts[1].buffer, standIn, "the frame is still a view of the stand-in's memory: no copy on the sending side");
+    const header = framesHeader(parts);
+    assert.deepEqual([1, 2, 3].map((i) => frameLength(header.readUInt32LE(4 * (i + 1))).shared), [false, false, true]);
+    const back = decodeValue(parts) as { plain: Float64Array; buffer: ArrayBuffer; shared: Float64Array };
+    assert.ok(back.plain.buffer instanceof ArrayBuffer && !(back.plain.buffer instanceof SharedArrayBuffer));
+    assert.ok(back.buffer instanceof ArrayBuffer);
+    assert.deepEqual([back.plain[7], new Float64Array(back.buffer)[0]], [4, 4]);
+    assert.ok(back.shared.buffer instanceof SharedArrayBuffer, "real shared memory stays shared");
   });
 
   test("every binary kind keeps its type; buffers and views shared by reference stay shared", () => {

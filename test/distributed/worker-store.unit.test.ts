@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, test } from "node:test";
 import { DataStore } from "../../src/kernel/distributed/worker/store";
-import { releaseBuffers } from "../../src/kernel/distributed/worker/memory";
+import { markPlainStandIns, releaseBuffers } from "../../src/kernel/execution/buffers";
 
 const VALUES = 1_000_000;
 const BYTES = 8 * VALUES;
@@ -66,5 +66,24 @@ test("a buffer two values share is released with the last of them", () => {
   assert.equal(shared.length, VALUES, "b still holds it");
   store.delete("b");
   assert.equal(shared.length, 0);
+  store.close();
+});
+
+test("a value in shared memory standing in for plain memory spills as plain memory, and gives its memory back at once", () => {
+  const store = new DataStore(folder, 1.5 * BYTES);
+  // Made and stored where this test keeps no reference to it, as a task thread's result is.
+  ((): void => {
+    const standIn = new Float64Array(new SharedArrayBuffer(BYTES)).fill(4);
+    markPlainStandIns([standIn.buffer as SharedArrayBuffer]);
+    store.put("kept", standIn, BYTES, "Float64Array");
+  })();
+  const before = process.memoryUsage().arrayBuffers;
+  store.put("next", block(5), BYTES, "Float64Array");
+  assert.deepEqual(store.layout(), { memory: ["next"], disk: ["kept"] });
+  // Shared memory cannot be detached: the store collected garbage to give it back.
+  assert.ok(process.memoryUsage().arrayBuffers - before < BYTES / 2, `${((process.memoryUsage().arrayBuffers - before) / BYTES).toFixed(2)} blocks more`);
+  const back = store.get("kept") as Float64Array;
+  assert.ok(back.buffer instanceof ArrayBuffer, "read back as the plain memory it stood in for");
+  assert.ok(back.length === VALUES && back[0] === 4 && back[VALUES - 1] === 4);
   store.close();
 });

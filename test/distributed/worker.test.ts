@@ -239,6 +239,26 @@ describe("cluster worker process", () => {
     for (const record of served) assert.ok(record.value >= 0 && Number.isFinite(record.value), JSON.stringify(record));
   });
 
+  test("a big plain result reaches the worker's own tasks and client.run functions as plain memory, kept in shared memory between", async () => {
+    const worker = await scheduler.spawn({ nthreads: 1 });
+    defineAll(worker);
+    worker.send(task("plain-y", call("ramp", lit(BLOCK), lit(1), lit(false))));
+    await worker.next("task-finished", (m) => m.key === "plain-y");
+    worker.send(task("local-z", call("describeArrays", ref("plain-y"), ref("plain-y")), [{ key: "plain-y", nbytes: 8 * BLOCK, whoHas: [worker.address] }]));
+    await worker.next("task-finished", (m) => m.key === "local-z");
+    const { values } = await worker.gather(["local-z", "plain-y"]);
+    // The task sees what structured clone would have given it: plain memory of its own.
+    const plain = { type: "Float64Array", shared: false, length: BLOCK, first: 1, last: BLOCK };
+    assert.deepEqual(values["local-z"], [plain, plain]);
+    const y = values["plain-y"] as Float64Array;
+    assert.ok(y.buffer instanceof ArrayBuffer && y[BLOCK - 1] === BLOCK, "the client gets plain memory");
+    // Kept in a stand-in (its thread copied it there), but a client.run function sees plain memory.
+    const held = await worker.run<[boolean, string, number]>(
+      `(worker) => { const y = worker.data.get("plain-y"); return [y.buffer instanceof SharedArrayBuffer, y.constructor.name, y[${BLOCK - 1}]]; }`,
+    );
+    assert.deepEqual(held, [false, "Float64Array", BLOCK]);
+  });
+
   test("spills least recently used results past 60 % of the memory limit, reads them back, removes the files on close", async () => {
     const worker = await scheduler.spawn({ nthreads: 1, memoryLimit: 40 * MB, memoryThresholds: { spill: false, pause: false } });
     defineAll(worker);

@@ -2,6 +2,10 @@
 // (a transfer list) or given back at once (a cluster worker's spilled results), instead of being
 // copied, or left for a garbage collection that a quiet thread may not run for a long time.
 
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { MessageChannel, type MessagePort } from "node:worker_threads";
+
 /**
  * Smaller buffers are left alone: copying them costs less than moving them, and the garbage
  * collector reclaims them soon enough.
@@ -123,9 +127,171 @@ function bufferOf(binary: Binary): ArrayBufferLike {
   return ArrayBuffer.isView(binary) ? binary.buffer : binary;
 }
 
-/** Whether `value` holds a big plain ArrayBuffer (see isBigPlainBuffer), itself or through a view, anywhere structured clone reaches. */
+/**
+ * Whether `value` holds what a task thread must get as plain memory of its own: a big plain
+ * ArrayBuffer (see isBigPlainBuffer) or shared memory standing in for one (see standsInForPlain),
+ * itself or through a view, anywhere structured clone reaches.
+ */
 export function holdsBigBuffer(value: unknown): boolean {
-  return someBinary(value, (binary) => isBigPlainBuffer(bufferOf(binary)));
+  return someBinary(value, (binary) => {
+    const buffer = bufferOf(binary);
+    return isBigPlainBuffer(buffer) || standsInForPlain(buffer);
+  });
+}
+
+// ---- Plain memory kept in shared memory --------------------------------------------------------
+
+/**
+ * Shared memory standing in for a plain ArrayBuffer. A cluster worker keeps the big plain
+ * buffers of its results in shared memory (the task thread that made one copied it there, see
+ * inSharedMemory), so that its task threads take them without a copy on the worker's main thread,
+ * which meanwhile serves its peers. Whoever gets such a value gets plain memory again, as if it
+ * had never been shared: a task (its thread copies it, see PlainRestorer), a peer or the client
+ * (frames mark it plain, see isSharedMemory), a `client.run` function.
+ */
+const plainStandIns = new WeakSet<SharedArrayBuffer>();
+
+/** Marks `buffers` as standing in for plain ones (a task thread made them so; see inSharedMemory). */
+export function markPlainStandIns(buffers: readonly SharedArrayBuffer[]): void {
+  for (const buffer of buffers) plainStandIns.add(buffer);
+}
+
+/** Whether `buffer` is shared memory standing in for a plain ArrayBuffer (see markPlainStandIns). */
+export function standsInForPlain(buffer: ArrayBufferLike): buffer is SharedArrayBuffer {
+  return buffer instanceof SharedArrayBuffer && plainStandIns.has(buffer);
+}
+
+/** Whether `buffer` is shared memory that its owner shares on purpose (not a stand-in for plain memory). */
+export function isSharedMemory(buffer: ArrayBufferLike): buffer is SharedArrayBuffer {
+  return buffer instanceof SharedArrayBuffer && !plainStandIns.has(buffer);
+}
+
+/** Whether `value` holds shared memory standing in for plain memory (see standsInForPlain). */
+export function holdsPlainStandIn(value: unknown): boolean {
+  return someBinary(value, (binary) => standsInForPlain(bufferOf(binary)));
+}
+
+/**
+ * The largest buffer a task thread copies into a stand-in (see inSharedMemory). While it copies,
+ * the buffer is in memory twice: a worker near its memory limit with results of 64 MB would come
+ * near a restart. A bigger buffer moves to the worker as it is, and its local tasks get a copy
+ * made on the worker's main thread: for so big a block, the copy is the lesser cost.
+ */
+export const STAND_IN_MAX_BYTES = 16 * 2 ** 20;
+
+/**
+ * `value` with the big buffers it owns (see ownedBuffers) up to STAND_IN_MAX_BYTES copied into
+ * shared memory, for a task thread to hand its result to a cluster worker's main thread: the copy
+ * is made here, on the task thread, and the originals are released (detached), as a moved
+ * result's would be. `standIns` gets the shared buffers, for the receiver to mark
+ * (markPlainStandIns); `moved` the bigger owned buffers, to move with the message. A value too
+ * deep to walk is returned as it is, its owned buffers all in `moved`.
+ */
+export function inSharedMemory(value: unknown, standIns: SharedArrayBuffer[], moved: ArrayBuffer[]): unknown {
+  const owned = ownedBuffers(value);
+  const copied = owned.filter((buffer) => buffer.byteLength <= STAND_IN_MAX_BYTES);
+  moved.push(...owned.filter((buffer) => buffer.byteLength > STAND_IN_MAX_BYTES));
+  if (copied.length === 0) return value;
+  const copies = new Map<ArrayBufferLike, SharedArrayBuffer>();
+  for (const buffer of copied) {
+    const shared = new SharedArrayBuffer(buffer.byteLength);
+    new Uint8Array(shared).set(new Uint8Array(buffer));
+    copies.set(buffer, shared);
+  }
+  let rebuilt: unknown;
+  try {
+    rebuilt = rebuiltOn(value, (buffer) => copies.has(buffer), (buffer) => copies.get(buffer)!);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    moved.push(...copied);
+    return value;
+  }
+  standIns.push(...copies.values());
+  releaseBuffers(copied);
+  return rebuilt;
+}
+
+/**
+ * Gives plain memory back for shared memory standing in for it: each stand-in is copied once into
+ * a fresh ArrayBuffer, and the views on it are rebuilt there with their built-in class, offset and
+ * length. A task thread does this with the stand-ins its message named; a worker's main thread
+ * with its marked ones, for a `client.run` function.
+ */
+export class PlainRestorer {
+  private readonly copies = new Map<ArrayBufferLike, ArrayBuffer>();
+
+  /** `isStandIn`: which shared buffers stand in for plain ones (default: those marked here). */
+  constructor(private readonly isStandIn: (buffer: ArrayBufferLike) => boolean = standsInForPlain) {}
+
+  /** `value` with its stand-ins replaced by plain copies; what holds none, or is too deep to walk, is returned as it is. */
+  restore(value: unknown): unknown {
+    try {
+      return rebuiltOn(value, this.isStandIn, (buffer) => this.plainCopy(buffer));
+    } catch (error) {
+      if (error instanceof RangeError) return value;
+      throw error;
+    }
+  }
+
+  private plainCopy(buffer: ArrayBufferLike): ArrayBuffer {
+    let copy = this.copies.get(buffer);
+    if (copy === undefined) {
+      copy = new ArrayBuffer(buffer.byteLength);
+      new Uint8Array(copy).set(new Uint8Array(buffer));
+      this.copies.set(buffer, copy);
+    }
+    return copy;
+  }
+}
+
+/** `value` rebuilt with each block on a buffer that `replaced` picks moved onto `replacement` of it (see viewOn). */
+function rebuiltOn(value: unknown, replaced: (buffer: ArrayBufferLike) => boolean, replacement: (buffer: ArrayBufferLike) => ArrayBufferLike): unknown {
+  const rebuilder = new ValueRebuilder(
+    (binary) => {
+      const buffer = bufferOf(binary);
+      if (!replaced(buffer)) return binary;
+      const copy = replacement(buffer);
+      return ArrayBuffer.isView(binary) ? viewOn(binary, copy) : copy;
+    },
+    (item) => someBinary(item, (binary) => replaced(bufferOf(binary))),
+  );
+  return rebuilder.rebuild(value);
+}
+
+let fullCollection: (() => void) | undefined;
+
+/**
+ * Runs V8's full garbage collection now. Spilled values leave memory only when collected, and
+ * a paused worker allocates nothing that would trigger a collection; without this its process
+ * memory would stay high, and it paused, after its results went to disk. Exposing `gc` this way
+ * is V8's documented flag, set at run time because the worker's command line is the nanny's.
+ */
+export function collectGarbage(): void {
+  if (fullCollection === undefined) {
+    setFlagsFromString("--expose-gc");
+    fullCollection = runInNewContext("gc") as () => void;
+  }
+  fullCollection();
+}
+
+/** A port closed as soon as it is made (see releaseBuffers). */
+let closedPort: MessagePort | undefined;
+
+/**
+ * Gives the memory of `buffers` back now (they are detached: empty from here on). V8 frees an
+ * ArrayBuffer's memory only when a garbage collection finds it unreachable, and then on a
+ * background thread; a worker that just wrote a result to disk needs that memory back before its
+ * next result lands. Posting a message on a closed port still takes its transfer list (the HTML
+ * spec's postMessage detaches before it looks at the port) and then drops the message, and with
+ * it the buffers' memory, before returning.
+ */
+export function releaseBuffers(buffers: readonly ArrayBuffer[]): void {
+  if (buffers.length === 0) return;
+  if (closedPort === undefined) {
+    closedPort = new MessageChannel().port1;
+    closedPort.close();
+  }
+  closedPort.postMessage(null, buffers as ArrayBuffer[]);
 }
 
 /** The built-in view classes by name: a view of a subclass (a Buffer, say) travels as its built-in base. */
@@ -152,11 +318,13 @@ export function viewTypeOf(view: ArrayBufferView): ViewTypeName {
 }
 
 /** A view of `view`'s built-in class, offset and length, on `buffer`: what structured clone makes of it. */
-function viewOn(view: ArrayBufferView, buffer: ArrayBuffer): ArrayBufferView {
+function viewOn(view: ArrayBufferView, buffer: ArrayBufferLike): ArrayBufferView {
   const name = viewTypeOf(view);
-  if (name === "DataView") return new DataView(buffer, view.byteOffset, view.byteLength);
+  // Views take shared memory as well; TypeScript's union of their constructors accepts ArrayBuffer only.
+  const memory = buffer as ArrayBuffer;
+  if (name === "DataView") return new DataView(memory, view.byteOffset, view.byteLength);
   const View = VIEW_TYPES[name];
-  return new View(buffer, view.byteOffset, view.byteLength / View.BYTES_PER_ELEMENT);
+  return new View(memory, view.byteOffset, view.byteLength / View.BYTES_PER_ELEMENT);
 }
 
 /**
@@ -174,11 +342,15 @@ function viewOn(view: ArrayBufferView, buffer: ArrayBuffer): ArrayBufferView {
  * same offset and length, views that shared a buffer still sharing one, and the arrays, Maps,
  * Sets and objects that hold them rebuilt around them (see ValueRebuilder). Whatever holds no big
  * plain buffer, shared memory included, is left as it is for the message's clone. The values
- * themselves are not changed: they can be moved again for another message.
+ * themselves are not changed: they can be moved again for another message. Shared memory standing
+ * in for plain memory (see standsInForPlain) is shared with the thread, uncopied here, and listed
+ * in `standIns` for the thread to copy into plain memory of its own (see PlainRestorer).
  */
 export class BufferMover {
   /** The copies (and given buffers) to move with the message. */
   readonly transfer: ArrayBuffer[] = [];
+  /** The stand-ins for plain memory the message shares. */
+  readonly standIns = new Set<SharedArrayBuffer>();
   /** Each big buffer's copy, across every value of the message (a given buffer is its own). */
   private readonly copies = new Map<ArrayBuffer, ArrayBuffer>();
   private readonly rebuilder = new ValueRebuilder((binary) => this.moved(binary), holdsBigBuffer);
@@ -196,6 +368,10 @@ export class BufferMover {
 
   private moved(binary: Binary): unknown {
     const buffer = bufferOf(binary);
+    if (standsInForPlain(buffer)) {
+      this.standIns.add(buffer);
+      return binary;
+    }
     if (!isBigPlainBuffer(buffer)) return binary;
     let copy = this.copies.get(buffer);
     if (copy === undefined) {

@@ -12,7 +12,7 @@ import { type Metric, executeMetrics } from "../metrics/context-meter";
 import { COLLECT_TIMEOUT_MS, profiling } from "../profiling/hub";
 import { PoolProfiles } from "../profiling/pool-source";
 import type { TaskTiming } from "../callbacks/state";
-import { BufferMover, holdsBigBuffer } from "./buffers";
+import { BufferMover, holdsBigBuffer, markPlainStandIns } from "./buffers";
 import type { TaskJob, TaskOutcome } from "./task";
 import { TaskTransferError } from "./transfer";
 import { FunctionShipper, FunctionTable, findUncloneableWireArgument } from "./ship";
@@ -130,7 +130,7 @@ class PoolWorker {
     const onMessage = (message: WorkerMessage): void => pool.onMessage(this, message);
     if (kind === "threads") {
       const { port1, port2 } = new MessageChannel();
-      const workerData: WorkerThreadData = { port: port2, waitAwake: pool.waitAwake, metrics: pool.metrics, moveResults: pool.moveResults };
+      const workerData: WorkerThreadData = { port: port2, waitAwake: pool.waitAwake, metrics: pool.metrics, shareResults: pool.shareResults };
       const worker = new Worker(WORKER_SCRIPT, { workerData, transferList: [port2] });
       port1.on("message", onMessage);
       worker.on("error", (error) => (this.crash = `crashed (${error.message})`));
@@ -193,12 +193,14 @@ export interface PoolOptions {
    */
   readonly metrics?: boolean;
   /**
-   * Threads only: a result's own big ArrayBuffers (see ownedBuffers) move to the calling thread
-   * instead of being copied, so a result is never in memory twice; default false. The task's
-   * thread is left with detached (empty) buffers: a task must not keep a buffer it returns. A
-   * cluster worker, which holds results for as long as the client wants them, moves them.
+   * Threads only: a result's own big ArrayBuffers (see ownedBuffers) come to the calling thread in
+   * shared memory standing in for them (see standsInForPlain), copied there by the task's thread,
+   * whose buffers are then released: a task must not keep a buffer it returns; default false. A
+   * cluster worker, which holds results for its own tasks, its peers and the client, shares them:
+   * with moveInputs its tasks then take them without a copy on the calling thread, and see plain
+   * memory again (their thread copies it, see PlainRestorer); frames send them as plain memory.
    */
-  readonly moveResults?: boolean;
+  readonly shareResults?: boolean;
   /**
    * Threads only: the big plain ArrayBuffers in a task's values (OWNED_BUFFER_MIN_BYTES and more)
    * go to its thread as copies moved with the message rather than cloned inside it (see
@@ -213,7 +215,7 @@ export interface PoolOptions {
 export class WorkerPool {
   readonly waitAwake: boolean;
   readonly metrics: boolean;
-  readonly moveResults: boolean;
+  readonly shareResults: boolean;
   readonly moveInputs: boolean;
   /** Values already looked at for big plain buffers (PoolOptions.moveInputs). */
   private readonly holdsBuffers = new WeakMap<object, boolean>();
@@ -239,7 +241,7 @@ export class WorkerPool {
   ) {
     this.waitAwake = options.waitAwake ?? true;
     this.metrics = options.metrics ?? true;
-    this.moveResults = options.moveResults ?? false;
+    this.shareResults = kind === "threads" && (options.shareResults ?? false);
     this.moveInputs = kind === "threads" && (options.moveInputs ?? false);
     this.shipperReady = new Promise((resolve, reject) => {
       this.resolveShipper = resolve;
@@ -428,9 +430,10 @@ export class WorkerPool {
       // postMessage / send clone the message on this thread before returning: with the copies
       // made to move, that is the batch's serialize time.
       const posting = performance.now();
-      const message: unknown[] = [fns.length > 0 ? fns : null];
+      const message: unknown[] = [fns.length > 0 ? fns : null, null];
       const mover = batch.some((entry) => entry.movesBuffers) ? new BufferMover(new Set(batch.flatMap((entry) => entry.given ?? []))) : undefined;
       for (const entry of batch) message.push(mover !== undefined && entry.movesBuffers ? movedWire(entry.wire, mover) : entry.wire);
+      if (mover !== undefined && mover.standIns.size > 0) message[1] = [...mover.standIns];
       worker.transport.post(message as unknown as RunMessage, mover?.transfer);
       if (this.metrics) batch[0].postMs = performance.now() - posting;
     } catch {
@@ -515,6 +518,8 @@ export class WorkerPool {
     const bytesOut = results[at + 6] as number;
     const metered = results[at + 7] as Metric[] | null;
     const awaited = results[at + 8] === 1;
+    const standIns = results[at + 9] as SharedArrayBuffer[] | null;
+    if (standIns !== null) markPlainStandIns(standIns);
     entry.client.recordDuration(end - start);
     const measured = this.metrics;
     const timing: TaskTiming = {

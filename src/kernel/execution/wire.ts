@@ -34,15 +34,22 @@ export interface WorkerThreadData {
   readonly waitAwake: boolean;
   /** Whether it measures its tasks for fine performance metrics (see PoolOptions.metrics). */
   readonly metrics: boolean;
-  /** Whether results' own big buffers move to the pool instead of being copied (see PoolOptions.moveResults). */
-  readonly moveResults: boolean;
+  /** Whether results' own big buffers go to the pool in shared memory, copied there by the thread (see PoolOptions.shareResults). */
+  readonly shareResults: boolean;
 }
 
 /** A pool process's argument when it measures nothing (PoolOptions.metrics false; threads get WorkerThreadData). */
 export const NO_METRICS_ARG = "--no-metrics";
 
-/** Pool → worker: definitions of the function ids this worker has not seen yet (or null), then the tasks. */
-export type RunMessage = readonly [readonly (readonly [number, FnSpec])[] | null, ...WireExpr[]];
+/**
+ * Pool → worker: definitions of the function ids this worker has not seen yet (or null), the
+ * shared buffers in the tasks that stand in for plain ones, which the worker copies into plain
+ * memory before the tasks see them (or null; see PoolOptions.moveInputs), then the tasks.
+ */
+export type RunMessage = readonly [readonly (readonly [number, FnSpec])[] | null, readonly SharedArrayBuffer[] | null, ...WireExpr[]];
+
+/** Where the tasks of a RunMessage start. */
+export const RUN_TASKS_AT = 2;
 
 /** Pool → worker: a batch of tasks, or a profiler command (see kernel/profiling). */
 export type PoolMessage = RunMessage | ProfilerControl;
@@ -66,11 +73,12 @@ export interface CrashMessage {
  * Worker → pool: the outcomes of the batch's next tasks, in order, RESULT_SIZE slots each:
  * ok (1 or 0), the value or a PackedError, start and end (epoch ms), CPU ms of the worker thread
  * (NaN if unknown), bytes in, bytes out, the task's execute metrics when its code metered
- * or digested any (else null: the pool derives thread-cpu/noncpu from the times), and 1 if its
- * function returned a promise (else 0).
+ * or digested any (else null: the pool derives thread-cpu/noncpu from the times), 1 if its
+ * function returned a promise (else 0), and the shared buffers in the value that stand in for
+ * plain ones (PoolOptions.shareResults; else null).
  */
 export type ResultsMessage = unknown[];
-export const RESULT_SIZE = 9;
+export const RESULT_SIZE = 10;
 
 export type WorkerMessage = ReadyMessage | CrashMessage | ResultsMessage | ProfileMessage;
 

@@ -7,7 +7,7 @@ import { nowMs as epochMs } from "../clock";
 import { estimateNbytes } from "../metrics/nbytes";
 import { type Expr, evaluate, isThenable } from "../graph/spec";
 import { type TaskClock, type TaskLedger, TaskMeter, TaskTimer, executeMetrics } from "../metrics/context-meter";
-import { ownedBuffers } from "./buffers";
+import { PlainRestorer, collectGarbage, inSharedMemory } from "./buffers";
 import { type AnyFunction, resolveFunction } from "./functions";
 import { isProfilerControl } from "../profiling/messages";
 import { findUncloneable } from "./transfer";
@@ -20,6 +20,7 @@ import {
   type RunMessage,
   type WireExpr,
   RESULT_SIZE,
+  RUN_TASKS_AT,
   type WorkerMessage,
   type WorkerThreadData,
   NO_METRICS_ARG,
@@ -33,8 +34,8 @@ const isThread = port !== null;
 const waitAwake = threadData?.waitAwake ?? true;
 /** Off (PoolOptions.metrics false): tasks are timed by the wall clock alone, outside contextMeter's scope. */
 const measures = threadData?.metrics ?? !process.argv.includes(NO_METRICS_ARG);
-/** PoolOptions.moveResults: results' own big buffers are transferred to the pool, not copied. */
-const movesResults = threadData?.moveResults ?? false;
+/** PoolOptions.shareResults: results' own big buffers go to the pool in shared memory, copied here. */
+const sharesResults = threadData?.shareResults ?? false;
 
 /** `transfer`: buffers whose memory moves with the message (threads only; they are detached here). */
 function send(message: WorkerMessage, transfer?: readonly ArrayBuffer[]): void {
@@ -84,9 +85,9 @@ function report(): void {
   const results = pending;
   pending = [];
   lastReport = epochMs();
-  if (movesResults) {
+  if (sharesResults) {
     try {
-      send(results, resultBuffers(results));
+      send(results, shareResults(results));
       return;
     } catch {
       // A buffer that cannot be moved (or a result that cannot be cloned): copy, as below.
@@ -109,13 +110,45 @@ function report(): void {
   }
 }
 
-/** The buffers the successful results in `results` own outright (see ownedBuffers), each once. */
-function resultBuffers(results: readonly unknown[]): ArrayBuffer[] {
-  const buffers = new Set<ArrayBuffer>();
+/**
+ * Puts the big buffers the successful results in `results` own (see ownedBuffers) in shared
+ * memory standing in for them, each result listing its stand-ins: the copies are made here, so
+ * the pool's thread (a cluster worker's, which serves its peers) hands them to its next tasks
+ * without copying them itself. Returns the owned buffers too big to copy (see
+ * STAND_IN_MAX_BYTES), each once, to move with the message.
+ */
+function shareResults(results: unknown[]): ArrayBuffer[] {
+  const moved: ArrayBuffer[] = [];
   for (let i = 0; i < results.length; i += RESULT_SIZE) {
-    if (results[i] === 1) for (const buffer of ownedBuffers(results[i + 1])) buffers.add(buffer);
+    if (results[i] !== 1) continue;
+    const standIns: SharedArrayBuffer[] = [];
+    results[i + 1] = inSharedMemory(results[i + 1], standIns, moved);
+    if (standIns.length > 0) {
+      results[i + 9] = standIns;
+      collectionDue = true;
+    }
   }
-  return [...buffers];
+  return [...new Set(moved)];
+}
+
+/**
+ * Shared memory standing in for plain memory goes back only once every thread that had it
+ * (this one made it, or copied it for a task) has collected its garbage, and an idle thread
+ * allocates nothing that would make it collect: without a collection here, a result its worker
+ * spilled would stay in memory. So a thread that handled stand-ins collects as soon as it is idle
+ * (a full collection of a task thread's small heap takes a few ms).
+ */
+let collectionDue = false;
+let idleCollection: NodeJS.Immediate | undefined;
+
+function collectWhenIdle(): void {
+  if (!collectionDue) return;
+  idleCollection = setImmediate(() => {
+    idleCollection = undefined;
+    collectionDue = false;
+    collectGarbage();
+  });
+  idleCollection.unref();
 }
 
 /** Times each task and keeps the ledger contextMeter records into while it runs. */
@@ -127,7 +160,7 @@ function record(ok: boolean, value: unknown, task: TaskLedger, bytesIn: number, 
   const bytesOut = ok ? estimateNbytes(value, isThread) : 0;
   // Only a task whose code metered something ships its breakdown; the pool derives the rest.
   const metrics = task.user === null && task.meteredWall === 0 ? null : executeMetrics((task.end - task.start) / 1000, task.cpu / 1000, task);
-  pending.push(ok ? 1 : 0, ok ? value : packError(value), task.start, task.end, task.cpu, bytesIn, bytesOut, metrics, awaited ? 1 : 0);
+  pending.push(ok ? 1 : 0, ok ? value : packError(value), task.start, task.end, task.cpu, bytesIn, bytesOut, metrics, awaited ? 1 : 0, null);
   if (task.end - lastReport > REPORT_AFTER_MS) report();
 }
 
@@ -135,15 +168,20 @@ function evaluateWire(wire: WireExpr): unknown {
   return evaluate(toExpr(wire), []);
 }
 
-/** Runs the batch's tasks from `from` on; false if it is waiting for a task's promise. */
-function runBatch(tasks: RunMessage, from: number): boolean {
+/**
+ * Runs the batch's tasks from `from` on; false if it is waiting for a task's promise. `restorer`:
+ * copies the shared memory standing in for plain memory into plain memory of this thread, as the
+ * message listed it, before a task sees it.
+ */
+function runBatch(tasks: RunMessage, from: number, restorer: PlainRestorer | undefined): boolean {
   for (let i = from; i < tasks.length; i++) {
-    const bytesIn = estimateNbytes(tasks[i], isThread);
+    const wire = restorer === undefined ? tasks[i] : restorer.restore(tasks[i]);
+    const bytesIn = estimateNbytes(wire, isThread);
     const task = taskClock.begin();
     profiler.taskStarted();
     let value: unknown;
     try {
-      value = taskClock.run(task, evaluateWire, tasks[i]);
+      value = taskClock.run(task, evaluateWire, wire);
     } catch (error) {
       record(false, error, task, bytesIn);
       continue;
@@ -152,11 +190,11 @@ function runBatch(tasks: RunMessage, from: number): boolean {
       value.then(
         (resolved) => {
           record(true, resolved, task, bytesIn, true);
-          runBatch(tasks, i + 1);
+          runBatch(tasks, i + 1, restorer);
         },
         (error: unknown) => {
           record(false, error, task, bytesIn, true);
-          runBatch(tasks, i + 1);
+          runBatch(tasks, i + 1, restorer);
         },
       );
       return false;
@@ -174,6 +212,8 @@ function runBatch(tasks: RunMessage, from: number): boolean {
 const POLL_MS = 0.05;
 
 function onMessage(message: PoolMessage): void {
+  // Not idle after all: the collection waits for the end of this message.
+  clearImmediate(idleCollection);
   for (let next: PoolMessage | undefined = message; next !== undefined; ) {
     const started = epochMs();
     if (!runMessage(next) || port === null || !waitAwake || epochMs() - started > POLL_MS) break;
@@ -181,6 +221,7 @@ function onMessage(message: PoolMessage): void {
   }
   // Back to the event loop: the thread waits for the next message (or a task's promise).
   taskClock.idle();
+  collectWhenIdle();
 }
 
 function poll(from: MessagePort): PoolMessage | undefined {
@@ -210,7 +251,11 @@ function runMessage(message: PoolMessage): boolean {
     }
   }
   lastReport = epochMs();
-  return runBatch(message, 1);
+  const standIns = message[1];
+  if (standIns !== null) collectionDue = true;
+  const listed = new Set<ArrayBufferLike>(standIns ?? []);
+  const restorer = standIns === null ? undefined : new PlainRestorer((buffer) => listed.has(buffer));
+  return runBatch(message, RUN_TASKS_AT, restorer);
 }
 
 function globalNames(): string[] {

@@ -5,7 +5,7 @@
 // SharedArrayBuffers, which tsdask/array uses for every block.
 
 import { deserialize, serialize } from "node:v8";
-import { type Binary, VIEW_TYPES, ValueRebuilder, type ViewTypeName, isBinary, someBinary, viewTypeOf } from "../../execution/buffers";
+import { type Binary, VIEW_TYPES, ValueRebuilder, type ViewTypeName, isBinary, isSharedMemory, someBinary, viewTypeOf } from "../../execution/buffers";
 
 /** Marks a placeholder object in part 0; a user object would need this exact key to be mistaken for one. */
 const FRAME = "\u0000tsdask.frame";
@@ -15,7 +15,10 @@ type BinaryKind = ViewTypeName | "Buffer" | "ArrayBuffer";
 interface Placeholder {
   readonly [FRAME]: number;
   readonly kind: BinaryKind;
-  /** The block lived in a SharedArrayBuffer (worker threads share it rather than copy it). */
+  /**
+   * The block lived in a SharedArrayBuffer (worker threads share it rather than copy it); not
+   * for shared memory standing in for plain memory (see isSharedMemory), which stays plain.
+   */
   readonly shared: boolean;
 }
 
@@ -35,11 +38,11 @@ class Encoder {
     if (ArrayBuffer.isView(block)) {
       kind = Buffer.isBuffer(block) ? "Buffer" : viewTypeOf(block);
       bytes = Buffer.from(block.buffer, block.byteOffset, block.byteLength);
-      shared = block.buffer instanceof SharedArrayBuffer;
+      shared = isSharedMemory(block.buffer);
     } else {
       kind = "ArrayBuffer";
       bytes = Buffer.from(block);
-      shared = block instanceof SharedArrayBuffer;
+      shared = isSharedMemory(block);
     }
     this.frames.push(bytes);
     return { [FRAME]: this.frames.length, kind, shared };
@@ -176,7 +179,7 @@ export function framesHeader(parts: readonly Uint8Array[]): Buffer {
   for (let i = 0; i < parts.length; i++) {
     const length = parts[i].byteLength;
     if (length > MAX_PART_BYTES) throw new RangeError(`tsdask frames: a binary block of ${length} bytes is over the 2 GiB limit of one frame`);
-    header.writeUInt32LE(parts[i].buffer instanceof SharedArrayBuffer ? (length | SHARED_FLAG) >>> 0 : length, 4 * (i + 1));
+    header.writeUInt32LE(isSharedMemory(parts[i].buffer) ? (length | SHARED_FLAG) >>> 0 : length, 4 * (i + 1));
   }
   return header;
 }

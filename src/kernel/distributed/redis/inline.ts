@@ -12,6 +12,7 @@ import { TaskMeter, executeMetrics } from "../../metrics/context-meter";
 import { callingThread } from "../../profiling/main-thread";
 import { type AnyFunction, resolveFunction } from "../../execution/functions";
 import { type FnSpec, packError } from "../../execution/wire";
+import { holdsPlainStandIn } from "../../execution/buffers";
 import { TaskTransferError, findUncloneable } from "../../execution/transfer";
 import { type TaskRequest, type TaskRun, mapWireTask, runMetrics } from "../worker/execute";
 
@@ -24,13 +25,16 @@ const MAX_PREFIXES = 4096;
 
 /**
  * Which tasks run inline: those of a prefix whose last INLINE_AFTER_TINY tasks were tiny, learnt
- * from every task's compute time. One task that was not tiny starts the count again.
+ * from every task's compute time. One task that was not tiny starts the count again. A task whose
+ * inputs this worker keeps in shared memory standing in for plain memory (its big results, see
+ * standsInForPlain) goes to a thread anyway: the task must see plain memory, and the copy that
+ * makes it is a task thread's work, not this thread's.
  */
 export class InlinePolicy {
   private readonly tinyInARow = new Map<string, number>();
 
-  wants(prefix: string): boolean {
-    return (this.tinyInARow.get(prefix) ?? 0) >= INLINE_AFTER_TINY;
+  wants(prefix: string, inputs: ReadonlyMap<string, unknown> = new Map()): boolean {
+    return (this.tinyInARow.get(prefix) ?? 0) >= INLINE_AFTER_TINY && !holdsPlainStandIn(inputs);
   }
 
   /** A task of `prefix` computed for `seconds`. */

@@ -555,7 +555,7 @@ export class RedisWorker {
     }
     // A tiny task runs here rather than on a thread while it is the only one (a chain's step);
     // tasks queued together keep the threads busy in batches instead.
-    const inline = !backlog && this.executing === 0 && this.inlinePolicy.wants(data.prefix);
+    const inline = !backlog && this.executing === 0 && this.inlinePolicy.wants(data.prefix, inputs);
     this.executing++;
     let run: TaskRun;
     try {

@@ -6,6 +6,7 @@
 // their data lives, when it beats, and how a reply travels.
 
 import type { StartStop, WorkerLogLine, WorkerStatus } from "../../../protocol/records";
+import { PlainRestorer } from "../../execution/buffers";
 import { resolveFunction } from "../../execution/functions";
 import { type FnSpec, packError } from "../../execution/wire";
 import type { ProfilingOptions } from "../../profiling/hub";
@@ -217,7 +218,8 @@ export class WorkerCore {
       status: () => this.status,
       layout: () => holdings.layout(),
       has: (key) => holdings.has(key),
-      get: (key) => holdings.get(key),
+      // A function sees a result's plain memory as plain, not the shared memory standing in for it.
+      get: (key) => new PlainRestorer().restore(holdings.get(key)),
       nbytes: (key) => holdings.nbytes(key),
       memory: () => ({ process: process.memoryUsage.rss(), ...holdings.held() }),
       tasks: () => holdings.tasks(),

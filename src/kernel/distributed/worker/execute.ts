@@ -82,11 +82,12 @@ export class TaskRunner extends AdaptiveBatching {
   ) {
     super(WORKER_MAX_BATCH);
     // A worker shares the machine's cores with the scheduler and other workers: its threads sleep
-    // between batches rather than wait awake. Results move off their threads (no copy left behind
-    // for a thread's garbage collector): the worker's memory is its results, as its limit assumes.
-    // Big inputs go to the threads as moved copies: cloning them would hold up this thread, and
+    // between batches rather than wait awake. Results' big buffers come off their threads in
+    // shared memory (copied there by the thread, whose own are released): the worker's memory is
+    // its results, as its limit assumes, and its next tasks take them without a copy here. Other
+    // big inputs go to the threads as moved copies. Either way no copy holds up this thread, and
     // with it the peers it serves and the fetches it reads (bench/redis-data).
-    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false, metrics: measures, moveResults: true, moveInputs: true });
+    this.pool = new WorkerPool("threads", nthreads, { waitAwake: false, metrics: measures, shareResults: true, moveInputs: true });
   }
 
   /**

@@ -3,9 +3,6 @@
 // passes `spill` (the memory monitor, here), pause new tasks above `pause`. Restarting a worker
 // past `terminate` is the nanny's job (LocalCluster).
 
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
-import { MessageChannel, type MessagePort } from "node:worker_threads";
 
 export interface MemoryThresholds {
   /** Fraction of the limit that managed memory (results) may use before spilling; false: never. */
@@ -67,40 +64,4 @@ export function memoryThresholds(given: Partial<Record<keyof MemoryThresholds, n
     }
   }
   return thresholds;
-}
-
-let fullCollection: (() => void) | undefined;
-
-/**
- * Runs V8's full garbage collection now. Spilled values leave memory only when collected, and
- * a paused worker allocates nothing that would trigger a collection; without this its process
- * memory would stay high, and it paused, after its results went to disk. Exposing `gc` this way
- * is V8's documented flag, set at run time because the worker's command line is the nanny's.
- */
-export function collectGarbage(): void {
-  if (fullCollection === undefined) {
-    setFlagsFromString("--expose-gc");
-    fullCollection = runInNewContext("gc") as () => void;
-  }
-  fullCollection();
-}
-
-/** A port closed as soon as it is made (see releaseBuffers). */
-let closedPort: MessagePort | undefined;
-
-/**
- * Gives the memory of `buffers` back now (they are detached: empty from here on). V8 frees an
- * ArrayBuffer's memory only when a garbage collection finds it unreachable, and then on a
- * background thread; a worker that just wrote a result to disk needs that memory back before its
- * next result lands. Posting a message on a closed port still takes its transfer list (the HTML
- * spec's postMessage detaches before it looks at the port) and then drops the message, and with
- * it the buffers' memory, before returning.
- */
-export function releaseBuffers(buffers: readonly ArrayBuffer[]): void {
-  if (buffers.length === 0) return;
-  if (closedPort === undefined) {
-    closedPort = new MessageChannel().port1;
-    closedPort.close();
-  }
-  closedPort.postMessage(null, buffers as ArrayBuffer[]);
 }

@@ -8,7 +8,8 @@ import type { WorkerStatus } from "../../../protocol/records";
 import { formatBytes } from "../../../protocol/format";
 import type { Digests } from "./digests";
 import { memoryLine } from "./logs";
-import { LANDING_CHECK_FRACTION, type MemoryThresholds, collectGarbage, decideMemory } from "./memory";
+import { collectGarbage } from "../../execution/buffers";
+import { LANDING_CHECK_FRACTION, type MemoryThresholds, decideMemory } from "./memory";
 import type { DataStore } from "./store";
 
 /** A collection to find out whether garbage is what holds the process over a threshold, at most this often. */

@@ -6,9 +6,8 @@
 
 import { closeSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { OWNED_BUFFER_MIN_BYTES, ownedBuffers } from "../../execution/buffers";
+import { OWNED_BUFFER_MIN_BYTES, collectGarbage, holdsPlainStandIn, ownedBuffers, releaseBuffers } from "../../execution/buffers";
 import { allocatePart, decodeValue, encodeValue, frameLength, framesByteLength, framesHeader } from "../comm/frames";
-import { releaseBuffers } from "./memory";
 
 /** Where the store reports the time and bytes its disk work cost (a InstructionLedger, say). */
 export interface StoreMeter {
@@ -34,6 +33,11 @@ interface Slot {
   lent: boolean;
   /** The big buffers the value owns (see ownedBuffers), while it is in memory. */
   buffers: readonly ArrayBuffer[];
+  /**
+   * The value holds shared memory standing in for plain memory (a result's, see
+   * standsInForPlain): only garbage collections (this thread's and the task threads') give it back.
+   */
+  standsIn: boolean;
 }
 
 const NO_METER: StoreMeter = { add() {} };
@@ -48,8 +52,10 @@ export class DataStore {
   /** Σ nbytes of the values on disk, and the bytes their files take. */
   spilledBytes = 0;
   spilledDiskBytes = 0;
-  /** Values were dropped whose memory only a garbage collection gives back (they had been lent). */
+  /** Values were dropped whose memory only a garbage collection gives back (they had been lent, or held stand-ins). */
   awaitsCollection = false;
+  /** `put` spilled values held in stand-ins for plain memory (see collectSpilledStandIns). */
+  private spilledStandIns = false;
   /**
    * How many values in memory hold each big buffer: one buffer in two results (a task that
    * returned the same array under two keys, say) is given back with the last of them.
@@ -102,11 +108,15 @@ export class DataStore {
    */
   put(key: string, value: unknown, nbytes: number, type: string, meter: StoreMeter = NO_METER): void {
     this.delete(key);
-    const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false, lent: false, buffers: [] };
+    const slot: Slot = { nbytes, type, value, file: undefined, diskBytes: 0, unspillable: false, lent: false, buffers: [], standsIn: false };
     this.hold(slot);
-    if (nbytes > this.target && this.spill(key, slot, meter)) return;
+    if (nbytes > this.target && this.spill(key, slot, meter)) {
+      this.collectSpilledStandIns();
+      return;
+    }
     this.evictDownTo(this.target - nbytes, meter);
     this.toMemory(key, slot);
+    this.collectSpilledStandIns();
   }
 
   /** The value of `key`, read back from disk if it was spilled (it then counts as recently used). */
@@ -219,6 +229,7 @@ export class DataStore {
     meter.add("disk-write", (performance.now() - writeStart) / 1000, "seconds");
     meter.add("disk-write", 1, "count");
     meter.add("disk-write", diskBytes, "bytes");
+    if (slot.standsIn) this.spilledStandIns = true;
     this.drop(slot);
     slot.file = file;
     slot.diskBytes = diskBytes;
@@ -231,8 +242,21 @@ export class DataStore {
   /** Counts the big buffers of a slot's value, now in memory. */
   private hold(slot: Slot): void {
     // A value with a buffer worth releasing is at least that big: smaller ones are not searched.
-    slot.buffers = slot.nbytes >= OWNED_BUFFER_MIN_BYTES ? ownedBuffers(slot.value) : [];
+    const big = slot.nbytes >= OWNED_BUFFER_MIN_BYTES;
+    slot.buffers = big ? ownedBuffers(slot.value) : [];
+    slot.standsIn = big && holdsPlainStandIn(slot.value);
     for (const buffer of slot.buffers) this.holders.set(buffer, (this.holders.get(buffer) ?? 0) + 1);
+  }
+
+  /**
+   * Spilling values held in stand-ins for plain memory (see Slot.standsIn) is to give their memory
+   * back as a spilled plain value's is, before the next result lands: only a collection does that.
+   */
+  private collectSpilledStandIns(): void {
+    if (!this.spilledStandIns) return;
+    this.spilledStandIns = false;
+    collectGarbage();
+    this.awaitsCollection = false;
   }
 
   /** Lets go of an in-memory slot's value, giving its memory back at once if nobody else can hold it. */
@@ -247,8 +271,8 @@ export class DataStore {
         unheld.push(buffer);
       }
     }
-    if (slot.lent) this.awaitsCollection = true;
-    else releaseBuffers(unheld);
+    if (slot.lent || slot.standsIn) this.awaitsCollection = true;
+    if (!slot.lent) releaseBuffers(unheld);
     slot.value = undefined;
     slot.buffers = [];
   }
