@@ -12,7 +12,7 @@ import type { Browser } from "playwright-core";
 import { span } from "../../src";
 import { ramp, total } from "../fixtures/cluster-tasks";
 import { withCluster } from "../helpers/cluster";
-import { waitForBars } from "../helpers/fpm-page";
+import { hoverMark, waitForBars } from "../helpers/fpm-page";
 import { launchChromium } from "../helpers/jupyterlab";
 import { watchPage } from "../helpers/page-log";
 
@@ -47,7 +47,7 @@ test("the cluster's panel offline: three charts, Send data from the workers, too
   assert.equal(first.unit, "seconds");
 
   // A Send data slice's tooltip: an activity with a readable time and its share.
-  await page.locator(".fpm_send_marks path").first().hover();
+  await hoverMark(page, ".fpm_send_marks path");
   const tooltip = page.locator("#vg-tooltip-element.visible");
   await tooltip.waitFor({ timeout: 5000 });
   assert.match((await tooltip.textContent()) ?? "", /\d[\d.]* (s|ms|µs)[\s\S]*\d[\d.]* %/);

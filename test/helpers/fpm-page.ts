@@ -46,3 +46,32 @@ export async function waitForBars(page: Page, check: (state: PanelState) => bool
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/**
+ * Moves the mouse onto the first mark matching `selector`, at a point where that mark is what the
+ * page has under the mouse. Playwright's hover() aims at the middle of the mark's box, which for
+ * a donut slice of about a third can lie in the hole, where the chart's background takes it.
+ */
+export async function hoverMark(page: Page, selector: string): Promise<void> {
+  await page.locator(selector).first().scrollIntoViewIfNeeded();
+  const point = await page.evaluate((markSelector) => {
+    interface El {
+      getBoundingClientRect(): { left: number; top: number; width: number; height: number };
+    }
+    const doc = (globalThis as unknown as { document: { querySelector(s: string): El | null; elementFromPoint(x: number, y: number): El | null } }).document;
+    const mark = doc.querySelector(markSelector);
+    if (mark === null) return null;
+    const box = mark.getBoundingClientRect();
+    const steps = 20;
+    for (let i = 1; i < steps; i++) {
+      for (let j = 1; j < steps; j++) {
+        const x = box.left + (box.width * i) / steps;
+        const y = box.top + (box.height * j) / steps;
+        if (doc.elementFromPoint(x, y) === mark) return { x, y };
+      }
+    }
+    return null;
+  }, selector);
+  if (point === null) throw new Error(`No point of ${selector} is on top where the mouse can reach it`);
+  await page.mouse.move(point.x, point.y);
+}
