@@ -65,14 +65,26 @@ test("the saved statistical profile renders as the icicle view and zooms on a cl
   await output.screenshot({ path: join(SHOTS, "notebook-profile.png") });
   // The widest labelled frame below the root, whatever the saved profile's timings made it
   // (a label is drawn only where a frame is wide enough for it).
+  // The view redraws when its size changes (a resize observer), and scrolling a windowed notebook
+  // renders other cells around it: the view is scrolled to first, its frames read once two reads
+  // 200 ms apart agree, and the one to click is found again by its label.
+  await output.scrollIntoViewIfNeeded();
   const labelled = output.locator(".tsdask-icicle-cell", { has: page.locator("text") });
-  const widths = await labelled.evaluateAll((nodes) => nodes.map((node) => Number(node.querySelector("rect")?.getAttribute("width") ?? 0)));
+  const readFrames = (): Promise<string> =>
+    labelled.evaluateAll((nodes) => JSON.stringify(nodes.map((node) => [Number(node.querySelector("rect")?.getAttribute("width") ?? 0), node.querySelector("text")?.textContent?.trim() ?? ""])));
+  let frames = await readFrames();
+  for (let settled = false, reads = 0; !settled; reads++) {
+    assert.ok(reads < 50, `the profile view still redraws after 10 s: ${frames}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const again = await readFrames();
+    settled = again === frames;
+    frames = again;
+  }
   const crumbsBefore = await output.locator(".tsdask-crumb").count();
-  const byWidth = widths.map((width, i) => [width, i] as const).sort((a, b) => b[0] - a[0]);
+  const byWidth = (JSON.parse(frames) as [number, string][]).sort((a, b) => b[0] - a[0]);
   assert.ok(byWidth.length >= 2, "the profile has labelled frames below the root");
-  const frame = labelled.nth(byWidth[1][1]);
-  const name = (await frame.locator("text").first().textContent())!.trim();
-  await frame.locator("rect").click();
+  const name = byWidth[1][1];
+  await output.locator(".tsdask-icicle-cell", { has: page.locator("text", { hasText: name }) }).first().locator("rect").click();
   const crumbs = await output.locator(".tsdask-crumb").allTextContents();
   assert.ok(crumbs.length > crumbsBefore, `a click on ${name} zooms in: ${crumbs.join(" › ")}`);
   // A label too long for its frame ends in "…"; the crumb names the frame in full.
