@@ -94,6 +94,12 @@ export function mountProfile(container: HTMLElement, initial: ProfileViewData, i
   container.append(root);
 
   let cells: IcicleCell[] = [];
+  /**
+   * The frame each drawn mark shows. A redraw (a resize, a new window of samples) replaces the
+   * marks while a click may still land on an old one: it zooms to the frame that mark showed,
+   * not to whatever now sits at its position in `cells`.
+   */
+  const cellOfMark = new WeakMap<Element, IcicleCell>();
   /** Samples in the current selection: what hover percentages are of. */
   let selectionTotal = 0;
   let disposed = false;
@@ -182,12 +188,13 @@ export function mountProfile(container: HTMLElement, initial: ProfileViewData, i
       empty.textContent = "No samples in this selection";
       marks.push(empty);
     }
-    cells.forEach((cell, index) => {
+    cells.forEach((cell) => {
       const x = cell.x0 * w;
       const cellWidth = Math.max(0.5, (cell.x1 - cell.x0) * w);
       const isRoot = cell.depth === 0;
       const { name, filename } = cell.node.description;
-      const group = svg("g", { class: "tsdask-icicle-cell", "data-index": index });
+      const group = svg("g", { class: "tsdask-icicle-cell" });
+      cellOfMark.set(group, cell);
       const rect = svg("rect", {
         x,
         y: cell.depth * ROW,
@@ -283,8 +290,7 @@ export function mountProfile(container: HTMLElement, initial: ProfileViewData, i
 
   const cellAt = (target: EventTarget | null): IcicleCell | undefined => {
     const group = (target as Element | null)?.closest?.(".tsdask-icicle-cell");
-    const index = group === null || group === undefined ? NaN : Number(group.getAttribute("data-index"));
-    return Number.isInteger(index) ? cells[index] : undefined;
+    return group === null || group === undefined ? undefined : cellOfMark.get(group);
   };
   icicle.addEventListener("click", (event) => {
     const cell = cellAt(event.target);
