@@ -53,7 +53,6 @@ export const MEASURED = {
   "interrupt.test.js": { wall: 8, cpu: 7 },
   "typings.test.js": { wall: 8, cpu: 10 },
   "distributed/scheduler-plugins.test.js": { wall: 7, cpu: 10 },
-  "metrics/fine-performance-metrics.unit.test.js": { wall: 7, cpu: 5 },
   "distributed/cluster-fpm.browser.test.js": { wall: 6, cpu: 4 },
   "distributed/cluster-walks.test.js": { wall: 6, cpu: 6 },
   "asm.test.js": { wall: 5, cpu: 5 },
@@ -65,7 +64,6 @@ export const MEASURED = {
   "distributed/cluster-metered.test.js": { wall: 3, cpu: 2 },
   "distributed/cluster-dask-diagnostics.test.js": { wall: 2, cpu: 2 },
   "diagnostics/format-time.test.js": { wall: 1, cpu: 1 },
-  "metrics/context-meter.unit.test.js": { wall: 1, cpu: 1 },
   // The unit tier, two files at a time in one runner.
-  "unit tier": { wall: 45, cpu: 38 },
+  "unit tier": { wall: 53, cpu: 44 },
 };

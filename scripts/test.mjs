@@ -24,21 +24,20 @@ const filter = args.find((arg) => !arg.startsWith("--"));
 /** A unit test needs nothing outside its own Node process; its file name says so. */
 const UNIT_TEST = /\.unit\.test\.js$/;
 /**
- * Heavy test files that run alone, after the others: they measure time, CPU or samples of every
- * core, which a neighbour on a 2-core machine would disturb. Every other heavy file runs beside
+ * Heavy test files that run alone, after the others: they bound a wall time or a per-interval CPU
+ * figure, which a neighbour on a 2-core machine would disturb. Every other heavy file runs beside
  * others: each makes its own ports, folders, Redis servers, Chromium profiles, clusters and
- * network namespaces, so no two share one.
+ * network namespaces, so no two share one. A test that measures CPU compares it with what its
+ * thread's or process's own counter says it got (as context-meter, fine-performance-metrics and
+ * fpm-invariant do), and a profile's samples by their shares of each other (statprof), which a
+ * neighbour leaves alone.
  */
 const RUN_ALONE = [
-  "metrics/fpm-invariant.test.js", // activities add up to wall time × cores
   "diagnostics/resource.test.js", // sampler threads' sample counts and CPU
-  "diagnostics/statprof.test.js", // a hot function's share of the samples
   "dashboard/cluster-feed.test.js", // the workers' profile windows and an idle feed's quiet
   "executors-pool.test.js", // 4 tasks of 1 s on 2 workers take about 2 s
   "interrupt.test.js", // a kernel interrupt ends the cell within 3 s
   "distributed/worker.test.js", // spilling and pausing seen in the next heartbeats
-  "metrics/context-meter.unit.test.js", // ThreadClock splits a sleep from CPU time by the thread's own counter
-  "metrics/fine-performance-metrics.unit.test.js", // a task's wall time split into its thread's CPU and the rest
 ];
 /**
  * Files run side by side while the CPU they want, in cores, adds up to at most this: each file's
