@@ -49,6 +49,7 @@ export const MEASURED = {
   "diagnostics/resource.test.js": { wall: 10, cpu: 4 },
   "executors.notebook.test.js": { wall: 10, cpu: 10 },
   "metrics/fpm-invariant.test.js": { wall: 10, cpu: 15 },
+  "metrics/fine-performance-metrics.unit.test.js": { wall: 7, cpu: 5 },
   "distributed/worker-plugins.test.js": { wall: 9, cpu: 8 },
   "interrupt.test.js": { wall: 8, cpu: 7 },
   "typings.test.js": { wall: 8, cpu: 10 },
@@ -65,5 +66,5 @@ export const MEASURED = {
   "distributed/cluster-dask-diagnostics.test.js": { wall: 2, cpu: 2 },
   "diagnostics/format-time.test.js": { wall: 1, cpu: 1 },
   // The unit tier, two files at a time in one runner.
-  "unit tier": { wall: 53, cpu: 44 },
+  "unit tier": { wall: 46, cpu: 39 },
 };

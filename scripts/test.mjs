@@ -28,9 +28,8 @@ const UNIT_TEST = /\.unit\.test\.js$/;
  * figure, which a neighbour on a 2-core machine would disturb. Every other heavy file runs beside
  * others: each makes its own ports, folders, Redis servers, Chromium profiles, clusters and
  * network namespaces, so no two share one. A test that measures CPU compares it with what its
- * thread's or process's own counter says it got (as context-meter, fine-performance-metrics and
- * fpm-invariant do), and a profile's samples by their shares of each other (statprof), which a
- * neighbour leaves alone.
+ * thread's or process's own counter says it got (as context-meter and fpm-invariant do), and a
+ * profile's samples by their shares of each other (statprof), which a neighbour leaves alone.
  */
 const RUN_ALONE = [
   "diagnostics/resource.test.js", // sampler threads' sample counts and CPU
@@ -38,6 +37,7 @@ const RUN_ALONE = [
   "executors-pool.test.js", // 4 tasks of 1 s on 2 workers take about 2 s
   "interrupt.test.js", // a kernel interrupt ends the cell within 3 s
   "distributed/worker.test.js", // spilling and pausing seen in the next heartbeats
+  "metrics/fine-performance-metrics.unit.test.js", // a task's wall time inside it and around it agree within 30 ms
 ];
 /**
  * Files run side by side while the CPU they want, in cores, adds up to at most this: each file's
