@@ -7,8 +7,8 @@ import { getPool } from "../../execution";
 import { ClusterCard } from "../display";
 import { Scheduler } from "../scheduler/scheduler";
 import type { WorkerState } from "../scheduler/workers";
-import { checkOptionUnits } from "./options";
-import { RedisTransport, type RedisTransportOptions } from "./transport";
+import { type RedisTransportOptions, checkOptionUnits } from "./options";
+import { RedisTransport } from "./transport";
 
 export interface RedisClusterOptions extends RedisTransportOptions {
   /** Dask's worker-saturation: root tasks queued per worker thread; Infinity: all at once. Default 1.1. */
@@ -38,7 +38,7 @@ export class RedisCluster extends ClusterCard {
   private constructor(
     readonly name: string,
     readonly scheduler: Scheduler,
-    readonly transport: RedisTransport,
+    private readonly transport: RedisTransport,
   ) {
     super();
   }

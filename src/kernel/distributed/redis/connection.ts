@@ -5,20 +5,11 @@
 // commands, which it attaches to the errors they get (never passed on: see connectFailure).
 
 import { isIP } from "node:net";
-import type { ConnectionOptions as TlsOptions } from "node:tls";
 import { inspect } from "node:util";
 import { Redis, type RedisOptions } from "ioredis";
 import { PASSWORD_VARIABLE, type RedisTarget } from "./address";
 import { RedisConnectError } from "./errors";
-
-export interface ConnectOptions {
-  /** Bound on connecting and on the first reply, seconds (default 5). */
-  readonly connectTimeout?: number;
-  /** TLS settings for rediss:// (a private CA, say); merged over Node's defaults. */
-  readonly tls?: TlsOptions;
-  /** Shown by Redis's CLIENT LIST, so an operator can tell connections apart. */
-  readonly connectionName?: string;
-}
+import type { ConnectOptions } from "./options";
 
 /** Longest wait between reconnection attempts once connected: steady, never a storm. */
 const MAX_RECONNECT_DELAY_MS = 1000;

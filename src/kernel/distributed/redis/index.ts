@@ -2,7 +2,8 @@
 // results in Redis, and the worker that `tsdask worker redis://…` runs, on BullMQ.
 // Importing this folder loads BullMQ and ioredis; ./errors alone loads neither.
 export { RedisCluster, type RedisClusterOptions } from "./cluster";
-export { RedisTransport, type RedisTransportOptions } from "./transport";
+export { RedisTransport } from "./transport";
+export type { RedisTransportOptions } from "./options";
 export type { QueuedTask } from "./task-queue";
 export { RedisAddressError, RedisConnectError, RedisConnectionLostError, RedisDataLostError } from "./errors";
 export { RedisWorker, type RedisWorkerOptions } from "./worker";

@@ -21,7 +21,7 @@ import type { FnSpec } from "../../execution/wire";
 import { WorkerClock } from "../worker/clock";
 import { observeRedisTime } from "./clock";
 import { PASSWORD_VARIABLE, type RedisTarget, redisTargetOf } from "./address";
-import { type ConnectOptions, connectRedis } from "./connection";
+import { connectRedis } from "./connection";
 import { Namespace } from "./keys";
 import { OutcomeReader } from "./outcomes";
 import { DeadWorkers, type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient, workersListening } from "./registry";
@@ -30,32 +30,7 @@ import { HolderReader } from "./holders";
 import { RedisStore } from "./store";
 import { type QueuedTask, TaskQueue } from "./task-queue";
 import { RedisConnectionLostError, RedisDataLostError } from "./errors";
-import { DEFAULT_PEER_TIMEOUT } from "./options";
-
-export interface RedisTransportOptions extends ConnectOptions {
-  /** The client's name in the registry (default "tsdask-client"). */
-  readonly name?: string;
-  /** Largest Redis string a stored value is cut into, bytes (default 64 MiB). */
-  readonly partSize?: number;
-  /** Seconds tasks may wait with no worker connected before a notice says so (default 10). */
-  readonly noWorkersTimeout?: number;
-  /** Seconds the connection to Redis may stay lost before the transport fails (default 20). */
-  readonly connectionLostTimeout?: number;
-  /** Seconds between reads of the worker registry (default 1). */
-  readonly pollInterval?: number;
-  /**
-   * Results larger than this many bytes (in memory) stay with the worker that computed it, which
-   * serves them to peers and this client; Redis holds where they live (default: each worker's
-   * own --hold-above, 64 KiB unless it says otherwise).
-   */
-  readonly holdAbove?: number;
-  /**
-   * Seconds a worker keeping results may take to accept this client's connection, or stay silent
-   * while it gathers from it, before its results go through Redis or are recomputed (default 30,
-   * Dask's distributed.comm.timeouts.connect and .tcp).
-   */
-  readonly peerTimeout?: number;
-}
+import { DEFAULT_PEER_TIMEOUT, type RedisTransportOptions } from "./options";
 
 /** Longest wait for Redis while closing, ms. */
 const CLOSE_TIMEOUT_MS = 5000;
