@@ -163,11 +163,17 @@ let cpuTotal = 0;
  * its CPU seconds, the two figures MEASURED keeps (the CPU seconds are also the figure to compare
  * runs by on a shared machine). Resolves to its exit code.
  */
+/**
+ * A test file still running after this long fails and its process is killed: a wait without a
+ * deadline of its own (a result that never comes) then costs one failed file instead of a suite
+ * that never ends. The longest files take about two minutes here.
+ */
+const TEST_TIMEOUT_MS = 10 * 60 * 1000;
 let measuredRuns = 0;
 async function runMeasured(label, runnerArgs) {
   const runStarted = Date.now();
   const cpuFile = join(cpuDir, `run-${measuredRuns++}`);
-  const run = [process.execPath, "--test", "--test-reporter=spec", ...runnerArgs];
+  const run = [process.execPath, "--test", "--test-reporter=spec", `--test-timeout=${TEST_TIMEOUT_MS}`, ...runnerArgs];
   // The unit tier alone (--unit) sets up no Python: it runs unmeasured.
   const measured = env.TSDASK_PYTHON !== undefined;
   const { code, output } = await (measured ? capture(env.TSDASK_PYTHON, ["-c", CPU_SECONDS, cpuFile, ...run]) : capture(run[0], run.slice(1)));
