@@ -5,12 +5,11 @@
 // <substring> keeps the test files whose path contains it.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildLabextension, labextensionIsStale } from "./build-labextension.mjs";
 import { buildViews, viewsAreStale } from "./build-views.mjs";
-import { MEASURED } from "./test-measured.mjs";
 import { ensureChromium } from "./setup/chromium.mjs";
 import { ensureSelfLink } from "./setup/link-self.mjs";
 import { ensurePythonEnv } from "./setup/python.mjs";
@@ -24,42 +23,64 @@ const filter = args.find((arg) => !arg.startsWith("--"));
 /** A unit test needs nothing outside its own Node process; its file name says so. */
 const UNIT_TEST = /\.unit\.test\.js$/;
 /**
- * Heavy test files that run alone, after the others: they bound a wall time or a per-interval CPU
- * figure, which a neighbour on a 2-core machine would disturb. Every other heavy file runs beside
+ * Heavy test files that run alone, after the others: they measure time, CPU or samples of every
+ * core, which a neighbour on a 2-core machine would disturb. Every other heavy file runs beside
  * others: each makes its own ports, folders, Redis servers, Chromium profiles, clusters and
- * network namespaces, so no two share one. A test that measures CPU compares it with what its
- * thread's or process's own counter says it got (as context-meter and fpm-invariant do), and a
- * profile's samples by their shares of each other (statprof), which a neighbour leaves alone.
+ * network namespaces, so no two share one.
  */
 const RUN_ALONE = [
+  "metrics/fpm-invariant.test.js", // activities add up to wall time × cores
   "diagnostics/resource.test.js", // sampler threads' sample counts and CPU
+  "diagnostics/statprof.test.js", // a hot function's share of the samples
   "dashboard/cluster-feed.test.js", // the workers' profile windows and an idle feed's quiet
   "executors-pool.test.js", // 4 tasks of 1 s on 2 workers take about 2 s
   "interrupt.test.js", // a kernel interrupt ends the cell within 3 s
   "distributed/worker.test.js", // spilling and pausing seen in the next heartbeats
-  "metrics/fine-performance-metrics.unit.test.js", // a task's wall time inside it and around it agree within 30 ms
+  "metrics/context-meter.unit.test.js", // ThreadClock splits a sleep from CPU time by the thread's own counter
+  "metrics/fine-performance-metrics.unit.test.js", // a task's wall time split into its thread's CPU and the rest
 ];
 /**
- * Files run side by side while the CPU they want, in cores, adds up to at most this: each file's
- * share is its CPU seconds over its wall time (MEASURED). A little above this machine's two cores,
- * since a share is an average over a run whose waits (a browser, a kernel, Redis leases) leave gaps
- * another file fills; the files' waits are for events with generous deadlines, so load only slows
- * them. (Two files that each counted as a whole busy core, plus one that mostly waits, kept the
- * two cores about 70 % busy.)
+ * Heavy files that keep a core busy, at a time: two keep both cores of this machine busy (three
+ * gained little more, the suite being mostly CPU-bound on 2 cores).
  */
-const CORES_AT_ONCE = 2.5;
-/** However little CPU they want, at most this many files at once: each holds processes and memory. */
-const FILES_AT_ONCE = 5;
-/** A file's measured CPU share, in cores; a file not measured yet counts as one busy core. */
-function cpuShare(name) {
-  const measured = MEASURED[name];
-  return measured === undefined ? 1 : measured.cpu / measured.wall;
-}
+const BUSY_AT_ONCE = 2;
 /**
- * Longest first (MEASURED's wall time), so that the short files fill the gaps around the long ones
- * instead of a long file running on alone at the end; files not measured yet last.
+ * Heavy files that mostly wait (a browser, JupyterLab, a kernel, leases and timeouts of Redis
+ * workers: their CPU seconds are half their wall time or less) take a third slot beside the two
+ * busy ones. Their waits are for events, with generous deadlines, so the load only slows them.
+ * Files with a time bound or a count that load can break stay off it, however long they wait
+ * (browser: a progress bar's values sampled while it runs; cluster-fpm: sleeps between scaling
+ * steps; redis-secrets, redis-diagnostics: a timeout's and a first sample's bounds;
+ * redis-faults-data: a rerun count that a late report under load can raise).
  */
-const longestFirst = (a, b) => (MEASURED[b]?.wall ?? 0) - (MEASURED[a]?.wall ?? 0) || a.localeCompare(b);
+const MOSTLY_WAITS = [
+  "dashboard/cluster-lab.browser.test.js", // 44 CPU-s in 98 s
+  "distributed/redis-faults.test.js", // 42 CPU-s in 93 s
+  "dashboard/sizing-lab.browser.test.js", // 40 CPU-s in 81 s
+  "dashboard/lab.browser.test.js", // 38 CPU-s in 78 s
+  "distributed/redis-peers-data.test.js", // 6 CPU-s in 25 s
+];
+const AT_ONCE = BUSY_AT_ONCE + 1;
+/**
+ * The longest heavy files (minutes, not seconds), by wall time, started first so that the shorter
+ * ones fill the other slots around them instead of one long file running on alone at the end.
+ */
+const LONGEST_FIRST = [
+  "notebook-diagnosing.test.js", // four QR factorisations of the seeds' size in one notebook
+  "notebook-metrics.test.js", // two user notebooks with QR factorisations
+  "dashboard/cluster-lab.browser.test.js",
+  "distributed/redis-faults.test.js", // mostly waits: leases, stalled checks, sleeping tasks
+  "dashboard/sizing-lab.browser.test.js",
+  "dashboard/lab.browser.test.js",
+  "distributed/redis.test.js",
+  "browser-quickstart.test.js",
+  "metrics/panel.lab.test.js",
+  "distributed/redis-faults-data.test.js",
+  "package.test.js",
+  "distributed/cluster-qr.test.js",
+  "browser.test.js",
+  "notebook.test.js", // the short user notebooks, the display bridge
+];
 
 function exec(command, commandArgs, options = {}) {
   return new Promise((resolve, reject) => {
@@ -159,69 +180,80 @@ const cpuDir = mkdtempSync(join(tmpdir(), "tsdask-test-cpu-"));
 let cpuTotal = 0;
 
 /**
- * Runs one test runner, measured, and prints its report whole when it ends, then its wall time and
- * its CPU seconds, the two figures MEASURED keeps (the CPU seconds are also the figure to compare
- * runs by on a shared machine). Resolves to its exit code.
- */
-/**
  * A test file still running after this long fails and its process is killed: a wait without a
  * deadline of its own (a result that never comes) then costs one failed file instead of a suite
  * that never ends. The longest files take about two minutes here.
  */
 const TEST_TIMEOUT_MS = 10 * 60 * 1000;
-let measuredRuns = 0;
-async function runMeasured(label, runnerArgs) {
-  const runStarted = Date.now();
-  const cpuFile = join(cpuDir, `run-${measuredRuns++}`);
-  const run = [process.execPath, "--test", "--test-reporter=spec", `--test-timeout=${TEST_TIMEOUT_MS}`, ...runnerArgs];
-  // The unit tier alone (--unit) sets up no Python: it runs unmeasured.
+
+/**
+ * Runs one test file, measured, and prints its report whole when it ends, then its wall time, the
+ * figure LONGEST_FIRST is ordered by, and its CPU seconds, the figure to compare runs by on a
+ * shared machine. Resolves to its exit code.
+ */
+let measuredFiles = 0;
+async function runMeasured(file) {
+  const fileStarted = Date.now();
+  const cpuFile = join(cpuDir, `file-${measuredFiles++}`);
+  const run = [process.execPath, "--test", "--test-reporter=spec", `--test-timeout=${TEST_TIMEOUT_MS}`, file];
+  // The unit tier alone (--unit) sets up no Python: its files that run alone run unmeasured.
   const measured = env.TSDASK_PYTHON !== undefined;
   const { code, output } = await (measured ? capture(env.TSDASK_PYTHON, ["-c", CPU_SECONDS, cpuFile, ...run]) : capture(run[0], run.slice(1)));
   process.stdout.write(output);
-  const seconds = ((Date.now() - runStarted) / 1000).toFixed(0);
+  const seconds = ((Date.now() - fileStarted) / 1000).toFixed(0);
   const cpu = existsSync(cpuFile) ? Number(readFileSync(cpuFile, "utf8")) : undefined;
   cpuTotal += cpu ?? 0;
   const cpuText = cpu === undefined ? "" : ` (${cpu.toFixed(0)} CPU-s)`;
-  console.log(`${label}: ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s${cpuText}\n`);
+  console.log(`${file}: ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s${cpuText}\n`);
   return code;
 }
 
-/** One thing to run, a test file or the unit tier, with the CPU it wants in cores (`cores`). */
-const fileJob = (file) => ({ run: () => runMeasured(file, [file]), cores: cpuShare(relative("build/test", file)) });
+/**
+ * One thing to run: a test file, or the unit tier's files in one runner. `slots`: how many of the
+ * slots it takes; `busy`: how many cores it keeps busy (none for a file on MOSTLY_WAITS).
+ */
+const fileJob = (file) => ({ run: () => runMeasured(file), slots: 1, busy: MOSTLY_WAITS.some((name) => file === `build/test/${name}`) ? 0 : 1 });
 
-/** The unit tier's files in one runner, two at a time (quick and in-process). */
-const unitTierJob = (group) => ({
-  run: () => runMeasured(`the unit tier (${group.length} test files)`, ["--test-concurrency=2", ...group]),
-  cores: cpuShare("unit tier"),
-});
+/** The unit tier's files, two at a time (quick and in-process: both cores); the report printed whole at the end. */
+function unitTierJob(group) {
+  const run = async () => {
+    const tierStarted = Date.now();
+    const { code, output } = await capture(process.execPath, ["--test", "--test-concurrency=2", "--test-reporter=spec", `--test-timeout=${TEST_TIMEOUT_MS}`, ...group]);
+    process.stdout.write(output);
+    const seconds = ((Date.now() - tierStarted) / 1000).toFixed(0);
+    console.log(`the unit tier (${group.length} test files): ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s\n`);
+    return code;
+  };
+  return { run, slots: 2, busy: 2 };
+}
 
 /**
  * Runs `jobs` in the order given (node's own runner starts files in order of name, which left the
- * longest file to run on alone at the end), as many at a time as `filesAtOnce` and `coresAtOnce`
- * allow: a job that does not fit yet lets a later one that does go first, and a job runs whenever
- * nothing else does. Resolves to the last failing exit code, or 0.
+ * longest file to run on alone at the end), as many at a time as fit in `atOnce` slots with at
+ * most `busyAtOnce` busy cores: a job that does not fit yet lets a later one that does go first.
+ * Resolves to the last failing exit code, or 0.
  */
-function runInOrder(jobs, { filesAtOnce, coresAtOnce }) {
+function runInOrder(jobs, { atOnce, busyAtOnce }) {
   const queue = [...jobs];
-  let running = 0;
-  let cores = 0;
+  let slots = 0;
+  let busy = 0;
   let failed = 0;
   return new Promise((resolve) => {
     const fill = () => {
       for (;;) {
-        const next = queue.findIndex((job) => running === 0 || (running < filesAtOnce && cores + job.cores <= coresAtOnce));
+        const next = queue.findIndex((job) => slots + job.slots <= atOnce && busy + job.busy <= busyAtOnce);
         if (next === -1) break;
         const [job] = queue.splice(next, 1);
-        running += 1;
-        cores += job.cores;
+        slots += job.slots;
+        busy += job.busy;
         job.run().then((code) => {
-          running -= 1;
-          cores -= job.cores;
+          slots -= job.slots;
+          busy -= job.busy;
           if (code !== 0) failed = code;
           fill();
         });
       }
-      if (running === 0 && queue.length === 0) resolve(failed);
+      if (slots === 0 && queue.length === 0) resolve(failed);
     };
     fill();
   });
@@ -230,17 +262,16 @@ function runInOrder(jobs, { filesAtOnce, coresAtOnce }) {
 const started = Date.now();
 const alone = files.filter((path) => RUN_ALONE.some((name) => path.endsWith(`/${name}`)));
 const unit = files.filter((path) => UNIT_TEST.test(path) && !alone.includes(path));
-const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path)).sort((a, b) => longestFirst(relative("build/test", a), relative("build/test", b)));
-// The unit tier first, beside the longest heavy files, then the other heavy files as cores free
-// up; last, one by one, those that run alone.
+const rank = (path) => {
+  const index = LONGEST_FIRST.findIndex((name) => path === `build/test/${name}`);
+  return index === -1 ? LONGEST_FIRST.length : index;
+};
+const heavy = files.filter((path) => !unit.includes(path) && !alone.includes(path)).sort((a, b) => rank(a) - rank(b));
+// The unit tier first, beside a heavy file that mostly waits, then the heavy files; last, one by
+// one, those that run alone.
 const together = [...(unit.length === 0 ? [] : [unitTierJob(unit)]), ...heavy.map(fileJob)];
-const codes = [
-  await runInOrder(together, { filesAtOnce: FILES_AT_ONCE, coresAtOnce: CORES_AT_ONCE }),
-  await runInOrder(alone.map(fileJob), { filesAtOnce: 1, coresAtOnce: 1 }),
-];
+const codes = [await runInOrder(together, { atOnce: AT_ONCE, busyAtOnce: BUSY_AT_ONCE }), await runInOrder(alone.map(fileJob), { atOnce: 1, busyAtOnce: 1 })];
 rmSync(cpuDir, { recursive: true, force: true });
-const wall = (Date.now() - started) / 1000;
-// Every core busy throughout would be 100 %.
-const cpuText = env.TSDASK_PYTHON === undefined ? "" : `; they used ${cpuTotal.toFixed(0)} CPU-s, ${((100 * cpuTotal) / (availableParallelism() * wall)).toFixed(0)} % of ${availableParallelism()} cores`;
-console.log(`${files.length} test files in ${wall.toFixed(0)} s${cpuText}`);
+const cpuText = env.TSDASK_PYTHON === undefined ? "" : `; the non-unit ones used ${cpuTotal.toFixed(0)} CPU-s`;
+console.log(`${files.length} test files in ${((Date.now() - started) / 1000).toFixed(0)} s${cpuText}`);
 process.exit(codes.find((code) => code !== 0) ?? 0);
