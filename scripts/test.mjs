@@ -185,6 +185,8 @@ let cpuTotal = 0;
  * that never ends. The longest files take about two minutes here.
  */
 const TEST_TIMEOUT_MS = 10 * 60 * 1000;
+/** Node's test runner, as every run here starts it. */
+const NODE_TEST = ["--test", "--test-reporter=spec", `--test-timeout=${TEST_TIMEOUT_MS}`];
 
 /**
  * Runs one test file, measured, and prints its report whole when it ends, then its wall time, the
@@ -195,7 +197,7 @@ let measuredFiles = 0;
 async function runMeasured(file) {
   const fileStarted = Date.now();
   const cpuFile = join(cpuDir, `file-${measuredFiles++}`);
-  const run = [process.execPath, "--test", "--test-reporter=spec", `--test-timeout=${TEST_TIMEOUT_MS}`, file];
+  const run = [process.execPath, ...NODE_TEST, file];
   // The unit tier alone (--unit) sets up no Python: its files that run alone run unmeasured.
   const measured = env.TSDASK_PYTHON !== undefined;
   const { code, output } = await (measured ? capture(env.TSDASK_PYTHON, ["-c", CPU_SECONDS, cpuFile, ...run]) : capture(run[0], run.slice(1)));
@@ -218,7 +220,7 @@ const fileJob = (file) => ({ run: () => runMeasured(file), slots: 1, busy: MOSTL
 function unitTierJob(group) {
   const run = async () => {
     const tierStarted = Date.now();
-    const { code, output } = await capture(process.execPath, ["--test", "--test-concurrency=2", "--test-reporter=spec", `--test-timeout=${TEST_TIMEOUT_MS}`, ...group]);
+    const { code, output } = await capture(process.execPath, [...NODE_TEST, "--test-concurrency=2", ...group]);
     process.stdout.write(output);
     const seconds = ((Date.now() - tierStarted) / 1000).toFixed(0);
     console.log(`the unit tier (${group.length} test files): ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s\n`);
