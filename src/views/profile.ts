@@ -95,9 +95,8 @@ export function mountProfile(container: HTMLElement, initial: ProfileViewData, i
 
   let cells: IcicleCell[] = [];
   /**
-   * The frame each drawn mark shows. A redraw (a resize, a new window of samples) replaces the
-   * marks while a click may still land on an old one: it zooms to the frame that mark showed,
-   * not to whatever now sits at its position in `cells`.
+   * The frame each drawn mark shows: a click or a hover reads it from the mark itself, which ties
+   * the mark to its frame rather than to a position in whatever array the last draw made.
    */
   const cellOfMark = new WeakMap<Element, IcicleCell>();
   /** Samples in the current selection: what hover percentages are of. */
