@@ -291,14 +291,16 @@ test("test_worker_metrics.py::test_do_not_leak_metrics: concurrent tasks keep th
 // Port of distributed/tests/test_worker_metrics.py::test_send_metrics_to_scheduler
 test("test_worker_metrics.py::test_send_metrics_to_scheduler: both workers fetch and serve; the scheduler sums their digests", async () => {
   await withCluster(TWO_WORKERS, async (_cluster, client) => {
-    // Dask places x0..x3 with workers=; here data locality does: a big block on each worker (two
-    // roots at once), a small value next to each, and a task per worker that reads its own block
-    // and the other worker's small value (trigger gather_dep and get_data on both).
-    const bigA = client.submit(block, 100_000);
-    const bigB = client.submit(block, 100_001);
-    const smallA = client.submit(lengthOf, bigA);
-    const smallB = client.submit(lengthOf, bigB);
-    await settled(client.submit(withSmall, bigA, smallB), client.submit(withSmall, bigB, smallA));
+    // As Dask's test, workers= pins the tasks: a big block and a small value on each worker, and on
+    // each a task reading its own block and the other worker's small value, so both workers fetch
+    // (gather_dep) and serve (get_data). Left to data locality, both readers landed on one worker
+    // now and then (one CI run in ~12).
+    const [onA, onB] = [...client.workers.keys()].sort().map((address) => ({ workers: [address] }));
+    const bigA = client.submit(block, 100_000, onA);
+    const bigB = client.submit(block, 100_001, onB);
+    const smallA = client.submit(lengthOf, bigA, onA);
+    const smallB = client.submit(lengthOf, bigB, onB);
+    await settled(client.submit(withSmall, bigA, smallB, onA), client.submit(withSmall, bigB, smallA, onB));
     await client.metrics(); // flush the workers' metrics to the scheduler
     // The cumulative sync over several heartbeats.
     await settled(client.submit(block, 7));
