@@ -1,5 +1,7 @@
 // The seed's own check of FinePerformanceMetrics: on the QR example, the activities add up to wall
-// time × threads. It keeps every core busy and measures wall time, so it runs alone (scripts/test.mjs).
+// time × threads. It runs beside other test files: idle time is what the threads' activities leave
+// of wall time × threads, so a neighbour that takes CPU from them moves time between activities
+// without changing the sum.
 import assert from "node:assert/strict";
 import { availableParallelism } from "node:os";
 import { after, describe, test } from "node:test";
