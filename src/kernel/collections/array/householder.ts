@@ -66,7 +66,7 @@ export function applyQ(reflectors: Chunk, taus: Chunk, small: Chunk): Chunk {
   space.heap.set(reflectors.data, atReflectors / 8);
   const target = space.heap.subarray(atTarget / 8, atTarget / 8 + m * n);
   target.fill(0);
-  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) target[j * m + i] = small.data[i * n + j];
+  transposeInto(small.data, target, n, n, m);
   reflectBackwards(space, atReflectors, taus.data, n, dense(m), atTarget, () => 0, n);
   return { shape: [m, n], data: toRowMajor(target, m, n) };
 }
@@ -114,7 +114,7 @@ function factor(rowMajor: Float64Array, m: number, n: number, support: Support):
   const { kernels, heap, atRows, rowRanges } = space;
   const [atWork] = at;
   const work = heap.subarray(atWork / 8, atWork / 8 + m * n);
-  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) work[j * m + i] = rowMajor[i * n + j];
+  transposeInto(rowMajor, work, m, n, m);
   const taus = allocate(n);
   const diagonal = new Float64Array(n);
   const reflector = (k: number): void => {
@@ -351,6 +351,20 @@ function makeReflector(work: Float64Array, offset: number, k: number, rows: read
 
 function toRowMajor(data: Float64Array, m: number, n: number): Float64Array {
   const out = allocate(m * n);
-  for (let j = 0; j < n; j++) for (let i = 0; i < m; i++) out[i * n + j] = data[j * m + i];
+  transposeInto(data, out, n, m, n);
   return out;
+}
+
+/**
+ * out[j·ld + i] = from[i·cols + j] for i < rows, j < cols, in 32×32 tiles: a plain loop's strided
+ * side would touch a new cache line, and for tall blocks a new page, at every step.
+ */
+function transposeInto(from: Float64Array, out: Float64Array, rows: number, cols: number, ld: number): void {
+  for (let i0 = 0; i0 < rows; i0 += 32) {
+    const i1 = Math.min(rows, i0 + 32);
+    for (let j0 = 0; j0 < cols; j0 += 32) {
+      const j1 = Math.min(cols, j0 + 32);
+      for (let j = j0; j < j1; j++) for (let i = i0; i < i1; i++) out[j * ld + i] = from[i * cols + j];
+    }
+  }
 }
