@@ -46,9 +46,8 @@ export function multiplyStrips(a: usize, rowStride: i32, colStride: i32, c: usiz
       const base = panels + (<usize>(panel * depth * 4) << 3);
       let c00 = f64x2.splat(0), c01 = f64x2.splat(0), c10 = f64x2.splat(0), c11 = f64x2.splat(0);
       let c20 = f64x2.splat(0), c21 = f64x2.splat(0), c30 = f64x2.splat(0), c31 = f64x2.splat(0);
-      for (let p = 0; p < depth; p++) {
-        const x = strip + (<usize>(p * 4) << 3);
-        const y = base + (<usize>(p * 4) << 3);
+      const end = strip + (<usize>(depth * 4) << 3);
+      for (let x = strip, y = base; x < end; x += 32, y += 32) {
         const b0 = v128.load(y);
         const b1 = v128.load(y, 16);
         const a0 = v128.load64_splat(x);
