@@ -9,7 +9,7 @@
 // general QR cannot exploit: here each reflection touches only the rows that can be non-zero.
 
 import { type Chunk, allocate } from "./chunk";
-import { type PackingRoom, multiplyInHeap, packingRoom } from "./matmul";
+import { type HeapMatrix, type PackingRoom, multiplyInHeap, packingRoom } from "./matmul";
 import { type WasmKernels, scratch } from "./wasm";
 
 /**
@@ -66,10 +66,10 @@ export function applyQ(reflectors: Chunk, taus: Chunk, small: Chunk): Chunk {
   const [atReflectors, atTarget] = at;
   space.heap.set(reflectors.data, atReflectors / 8);
   const target = space.heap.subarray(atTarget / 8, atTarget / 8 + m * n);
-  target.fill(0);
-  transposeInto(small.data, target, n, n, m);
+  target.set(small.data);
+  target.fill(0, n * n);
   reflectBackwards(space, atReflectors, taus.data, n, dense(m), atTarget, () => 0, n);
-  return { shape: [m, n], data: toRowMajor(target, m, n) };
+  return { shape: [m, n], data: copyOut(target) };
 }
 
 /**
@@ -145,7 +145,7 @@ function factor(rowMajor: Float64Array, m: number, n: number, support: Support):
     }
     if (k < k1) reflector(k);
     // The panel's reflections, last first, on the columns right of it: (I − V·T·Vᵀ)ᵀ.
-    if (k1 < n) applyPanel(space, makePanel(space, atWork, taus, k0, k1, support), atWork, k1, n, true);
+    if (k1 < n) applyPanel(space, makePanel(space, atWork, taus, k0, k1, support), { at: atWork, rowStride: 1, colStride: m }, k1, n, true);
   }
   const r = allocate(n * n);
   for (let i = 0; i < n; i++) {
@@ -170,21 +170,21 @@ function formQ(reflectors: Float64Array, taus: Float64Array, m: number, support:
   space.heap.set(reflectors.subarray(0, m * to), atReflectors / 8);
   const q = space.heap.subarray(atQ / 8, atQ / 8 + m * width);
   q.fill(0);
-  for (let j = from; j < to; j++) q[(j - from) * m + j] = 1;
+  for (let j = from; j < to; j++) q[j * width + j - from] = 1;
   reflectBackwards(space, atReflectors, taus, to, support, atQ, (k) => Math.max(k, from) - from, width);
-  return toRowMajor(q, m, width);
+  return copyOut(q);
 }
 
 /**
- * Applies reflections count − 1 … 0, last first, a panel at a time, to the target's (column-major,
- * m rows) columns firstColumn(k0) … width, k0 being the panel's first reflection. The panels are
+ * Applies reflections count − 1 … 0, last first, a panel at a time, to the target's (row-major,
+ * m×width) columns firstColumn(k0) … width, k0 being the panel's first reflection. The panels are
  * those `factor` made (multiples of PANEL), whatever `count` is, so the same column of Q comes out
  * the same, to the bit, whichever column range it is formed in.
  */
 function reflectBackwards(space: Workspace, atReflectors: number, taus: Float64Array, count: number, support: Support, atTarget: number, firstColumn: (k: number) => number, width: number): void {
   for (let k0 = Math.floor((count - 1) / PANEL) * PANEL; k0 >= 0; k0 -= PANEL) {
     const panel = makePanel(space, atReflectors, taus, k0, Math.min(count, k0 + PANEL), support);
-    applyPanel(space, panel, atTarget, firstColumn(k0), width, false);
+    applyPanel(space, panel, { at: atTarget, rowStride: width, colStride: 1 }, firstColumn(k0), width, false);
   }
 }
 
@@ -192,7 +192,7 @@ function reflectBackwards(space: Workspace, atReflectors: number, taus: Float64A
 interface Workspace {
   kernels: WasmKernels;
   heap: Float64Array;
-  /** Rows of the reflections and the target (column-major, so also the distance between their columns). */
+  /** Rows of the reflections (column-major, so also the distance between their columns) and of the target. */
   m: number;
   /** Byte offset of the current pair's row ranges (i32 pairs) for the reflection-at-a-time kernels, and a view of them. */
   atRows: number;
@@ -280,34 +280,43 @@ function makePanel(space: Workspace, atReflectors: number, taus: Float64Array, k
 }
 
 /**
- * Target columns from … to (column-major at `atTarget`, m rows) times I − V·T·Vᵀ, or times its
- * transpose (`transpose`: the reflections last first, as factoring applies them): W = Vᵀ·C, then
- * C −= V·(T·W). Each product runs range by range of the panel's rows, so C's rows no reflection
- * touches (the zeros of stacked triangles) cost nothing. The target's columns are the rows of
- * the kernel's row-major output, so the products are computed transposed: Wᵀ = Cᵀ·V and so on.
+ * Target columns from … to times I − V·T·Vᵀ, or times its transpose (`transpose`: the
+ * reflections last first, as factoring applies them): W = Vᵀ·C, then C −= V·(T·W). Each product
+ * runs range by range of the panel's rows, so C's rows no reflection touches (the zeros of
+ * stacked triangles) cost nothing. The target is column-major (the factor's work) or row-major
+ * (the Q being formed or applied, which so needs no transposing in or out); W is kept transposed,
+ * Wᵀ = Cᵀ·V, whose wide side is the kernel's fast one either way.
  */
-function applyPanel(space: Workspace, panel: Panel, atTarget: number, from: number, to: number, transpose: boolean): void {
+function applyPanel(space: Workspace, panel: Panel, target: HeapMatrix, from: number, to: number, transpose: boolean): void {
   const { kernels, heap, atV, atT, atW, atW2, room } = space;
   const { ranges, rows, width } = panel;
   const columns = to - from;
   if (columns <= 0) return;
   heap.fill(0, atW / 8, atW / 8 + columns * width);
   heap.fill(0, atW2 / 8, atW2 / 8 + columns * width);
-  const ld = space.m;
+  const at = (row: number): number => target.at + (row * target.rowStride + from * target.colStride) * 8;
   let offset = 0;
   for (let r = 0; r < ranges.length; r += 2) {
     const length = ranges[r + 1] - ranges[r];
-    const block = { at: atTarget + (from * ld + ranges[r]) * 8, rowStride: ld, colStride: 1 };
-    multiplyInHeap(kernels, room, { at: atW, ld: width }, block, { at: atV + offset * 8, rowStride: 1, colStride: rows }, columns, length, width);
+    const cTransposed = { at: at(ranges[r]), rowStride: target.colStride, colStride: target.rowStride };
+    multiplyInHeap(kernels, room, { at: atW, ld: width }, cTransposed, { at: atV + offset * 8, rowStride: 1, colStride: rows }, columns, length, width);
     offset += length;
   }
+  // (T·W)ᵀ = Wᵀ·Tᵀ, or Wᵀ·T for the transpose.
   const t = transpose ? { at: atT, rowStride: width, colStride: 1 } : { at: atT, rowStride: 1, colStride: width };
   multiplyInHeap(kernels, room, { at: atW2, ld: width }, { at: atW, rowStride: width, colStride: 1 }, t, columns, width, width);
   offset = 0;
   for (let r = 0; r < ranges.length; r += 2) {
     const length = ranges[r + 1] - ranges[r];
-    const c = { at: atTarget + (from * ld + ranges[r]) * 8, ld };
-    multiplyInHeap(kernels, room, c, { at: atW2, rowStride: width, colStride: 1 }, { at: atV + offset * 8, rowStride: rows, colStride: 1 }, columns, width, length, -1);
+    const v = { at: atV + offset * 8, rowStride: 1, colStride: rows };
+    if (target.rowStride === 1) {
+      // Column-major: Cᵀ −= (T·W)ᵀ·Vᵀ, rows of the kernel's output being C's columns.
+      const vTransposed = { at: v.at, rowStride: rows, colStride: 1 };
+      multiplyInHeap(kernels, room, { at: at(ranges[r]), ld: target.colStride }, { at: atW2, rowStride: width, colStride: 1 }, vTransposed, columns, width, length, -1);
+    } else {
+      const product = { at: atW2, rowStride: 1, colStride: width };
+      multiplyInHeap(kernels, room, { at: at(ranges[r]), ld: target.rowStride }, v, product, length, width, columns, -1);
+    }
     offset += length;
   }
 }
@@ -350,9 +359,10 @@ function makeReflector(work: Float64Array, offset: number, k: number, rows: read
   return [(beta - alpha) / beta, beta];
 }
 
-function toRowMajor(data: Float64Array, m: number, n: number): Float64Array {
-  const out = allocate(m * n);
-  transposeInto(data, out, n, m, n);
+/** A copy of part of the kernel's memory in a chunk's (shared) memory. */
+function copyOut(data: Float64Array): Float64Array {
+  const out = allocate(data.length);
+  out.set(data);
   return out;
 }
 
