@@ -9,25 +9,11 @@
 
 /**
  * Copies `depth` rows of b (depth×n, strided) times `scale` into 4-column panels laid out
- * [panel][p][0..3], zero-padded.
+ * [panel][p][0..3], zero-padded: a panel is a strip of bᵀ.
  */
 export function packPanels(b: usize, rowStride: i32, colStride: i32, scale: f64, panels: usize, depth: i32, n: i32): void {
-  const count = (n + 3) >> 2;
-  const factor = f64x2.splat(scale);
-  for (let panel = 0; panel < count; panel++) {
-    const j0 = panel << 2;
-    const width = min(4, n - j0);
-    const base = panels + (<usize>(panel * depth * 4) << 3);
-    for (let p = 0; p < depth; p++) {
-      const from = b + (<usize>(p * rowStride + j0 * colStride) << 3);
-      const to = base + (<usize>(p * 4) << 3);
-      if (width == 4 && colStride == 1) {
-        v128.store(to, f64x2.mul(factor, v128.load(from)));
-        v128.store(to, f64x2.mul(factor, v128.load(from, 16)), 16);
-      } else {
-        for (let q = 0; q < 4; q++) store<f64>(to + (<usize>q << 3), q < width ? scale * load<f64>(from + (<usize>(q * colStride) << 3)) : 0.0);
-      }
-    }
+  for (let j0 = 0; j0 < n; j0 += 4) {
+    packStrip(b, colStride, rowStride, scale, panels + (<usize>(j0 * depth) << 3), depth, j0, min(4, n - j0));
   }
 }
 
@@ -41,7 +27,7 @@ export function multiplyStrips(a: usize, rowStride: i32, colStride: i32, c: usiz
   const count = (n + 3) >> 2;
   for (let r0 = i0; r0 < i1; r0 += 4) {
     const rows = min(4, i1 - r0);
-    packStrip(a, rowStride, colStride, strip, depth, r0, rows);
+    packStrip(a, rowStride, colStride, 1.0, strip, depth, r0, rows);
     for (let panel = 0; panel < count; panel++) {
       const base = panels + (<usize>(panel * depth * 4) << 3);
       let c00 = f64x2.splat(0), c01 = f64x2.splat(0), c10 = f64x2.splat(0), c11 = f64x2.splat(0);
@@ -102,12 +88,14 @@ export function multiplyStrips(a: usize, rowStride: i32, colStride: i32, c: usiz
 }
 
 /**
- * Packs rows r0 … r0 + rows of a (strided, `depth` wide) as [p][0..3] into `strip`, zero-padded.
- * Whole strips whose rows or columns are contiguous (every caller's a is one or the other) move
- * two entries per load, which matters when c is narrow and the packing is a large share of the work.
+ * Packs rows r0 … r0 + rows of a (strided, `depth` wide) times `scale` as [p][0..3] into `strip`,
+ * zero-padded. Whole strips whose rows or columns are contiguous (every caller's operands are one
+ * or the other) move two entries per load, which matters when c is narrow or the product shallow,
+ * and the packing so a large share of the work.
  */
 @inline
-function packStrip(a: usize, rowStride: i32, colStride: i32, strip: usize, depth: i32, r0: i32, rows: i32): void {
+function packStrip(a: usize, rowStride: i32, colStride: i32, scale: f64, strip: usize, depth: i32, r0: i32, rows: i32): void {
+  const factor = f64x2.splat(scale);
   let p = 0;
   if (rows == 4 && colStride == 1) {
     const x0 = a + (<usize>(r0 * rowStride) << 3);
@@ -121,22 +109,22 @@ function packStrip(a: usize, rowStride: i32, colStride: i32, strip: usize, depth
       const v2 = v128.load(x2 + at);
       const v3 = v128.load(x3 + at);
       const to = strip + (<usize>(p * 4) << 3);
-      v128.store(to, i64x2.shuffle(v0, v1, 0, 2));
-      v128.store(to, i64x2.shuffle(v2, v3, 0, 2), 16);
-      v128.store(to, i64x2.shuffle(v0, v1, 1, 3), 32);
-      v128.store(to, i64x2.shuffle(v2, v3, 1, 3), 48);
+      v128.store(to, f64x2.mul(factor, i64x2.shuffle(v0, v1, 0, 2)));
+      v128.store(to, f64x2.mul(factor, i64x2.shuffle(v2, v3, 0, 2)), 16);
+      v128.store(to, f64x2.mul(factor, i64x2.shuffle(v0, v1, 1, 3)), 32);
+      v128.store(to, f64x2.mul(factor, i64x2.shuffle(v2, v3, 1, 3)), 48);
     }
   } else if (rows == 4 && rowStride == 1) {
     for (; p < depth; p++) {
       const from = a + (<usize>(r0 + p * colStride) << 3);
       const to = strip + (<usize>(p * 4) << 3);
-      v128.store(to, v128.load(from));
-      v128.store(to, v128.load(from, 16), 16);
+      v128.store(to, f64x2.mul(factor, v128.load(from)));
+      v128.store(to, f64x2.mul(factor, v128.load(from, 16)), 16);
     }
   }
   for (; p < depth; p++) {
     for (let r = 0; r < 4; r++) {
-      store<f64>(strip + (<usize>(p * 4 + r) << 3), r < rows ? load<f64>(a + (<usize>((r0 + r) * rowStride + p * colStride) << 3)) : 0.0);
+      store<f64>(strip + (<usize>(p * 4 + r) << 3), r < rows ? scale * load<f64>(a + (<usize>((r0 + r) * rowStride + p * colStride) << 3)) : 0.0);
     }
   }
 }
