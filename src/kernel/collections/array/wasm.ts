@@ -29,12 +29,13 @@ export function wasmKernels(): WasmKernels {
     // optimising one in the background; in a busy worker pool that move can lag by seconds, with
     // the kernels running about 8× slower meanwhile. These kernels are tiny and always hot, so
     // compile them optimised up front; the flags are read only while compiling, and restored.
-    // The block product multiplies and adds in one fused instruction (relaxed SIMD's madd, an
-    // FMA on CPUs that have one), which Node 20's V8 accepts only behind this flag; Node 22 and
-    // Chromium have it on by default. It made the product about 1.5× faster here.
     setFlagsFromString("--no-liftoff");
     setFlagsFromString("--no-wasm-lazy-compilation");
-    setFlagsFromString("--experimental-wasm-relaxed-simd");
+    // The block product multiplies and adds in one fused instruction (relaxed SIMD's madd, an
+    // FMA on CPUs that have one; it made the product about 1.5× faster here). V8 shipped relaxed
+    // SIMD in 11.4; Node 20's V8 11.3 has it behind this flag, left on (later V8s have it on
+    // anyway, and may no longer know the flag: V8 prints an error for a flag it does not know).
+    if (Number(process.versions.v8.split(".")[0]) < 12) setFlagsFromString("--experimental-wasm-relaxed-simd");
     let module: object;
     try {
       module = new WebAssembly.Module(Buffer.from(KERNELS_WASM_BASE64, "base64"));
