@@ -1,4 +1,5 @@
-// AssemblyScript source of the Householder update used by householder.ts (128-bit SIMD):
+// AssemblyScript source of the Householder update that householder.ts uses within a panel (the
+// panel's updates of the rest of the matrix are matrix products, asm/gemm.ts) (128-bit SIMD):
 // applies H = I − tau·v·vᵀ to columns from … to of a column-major matrix, over the reflection's
 // rows only. `rows` points at `rangeCount` pairs of i32 [start, end). Four columns share each
 // pass over v, two rows per SIMD lane pair.

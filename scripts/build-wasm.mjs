@@ -18,7 +18,7 @@ try {
   // --debug only adds a name section (the code is the same), so profiles name the kernels
   // ("asm/gemm/multiplyStrips") rather than "wasm-function[3]"; run from the root so the names
   // hold no machine's paths.
-  execFileSync(process.execPath, [asc, relative(root, source), "-O3", "--noAssert", "--runtime", "stub", "--enable", "simd", "--debug", "-o", out], {
+  execFileSync(process.execPath, [asc, relative(root, source), "-O3", "--noAssert", "--runtime", "stub", "--enable", "simd", "--enable", "relaxed-simd", "--debug", "-o", out], {
     stdio: "inherit",
     cwd: root,
   });
