@@ -128,7 +128,8 @@ describe("Redis faults: workers", () => {
 
   test("a client busy for seconds while a worker finishes thousands of its tasks loses none of their outcomes", async () => {
     // BullMQ trims a queue's event stream to about 10 000 entries as jobs complete; the outcomes
-    // ride in those events, so the client trims them itself, behind what it read. Without
+    // go on the client's own outcome stream, which only the client trims, behind what it read:
+    // more events than BullMQ keeps come while it is busy, and no outcome is lost. Without
     // scheduler-side queuing every ready task is a job at once, as many as the events can outrun.
     const busy = await Client.connect(server.url, { name: "busy", workerSaturation: Infinity });
     try {

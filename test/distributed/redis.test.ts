@@ -78,9 +78,9 @@ describe("a Redis worker's outcome", () => {
     // Three runs, each naming its context, span and prefix once.
     assert.equal(packed.filter((item) => item === "execute" || item === "gather-dep").length, 4);
     assert.deepEqual(unpackMetrics(packed), records);
-    // As a job's return value, which BullMQ keeps as JSON.
-    const returned = Buffer.from(JSON.stringify(encodeOutcome({ jobId: "j1", key: "k", worker: "w", status: "erred", error: { name: "Error", message: "boom" } as never, thread: 0, startstops: [], metrics: records }, "none")));
-    const { entry, publication } = decodeOutcome(returned);
+    // As the outcome stream's entry: how the value was stored ("-": no value), and the outcome.
+    const outcome = encodeOutcome({ jobId: "j1", key: "k", worker: "w", status: "erred", error: { name: "Error", message: "boom" } as never, thread: 0, startstops: [], metrics: records });
+    const { entry, publication } = decodeOutcome(Buffer.from("-"), outcome);
     assert.ok(entry.status === "erred");
     assert.equal(publication, "none");
     assert.deepEqual(entry.metrics, records);
@@ -310,21 +310,21 @@ describe("a Redis cluster through the Client", () => {
     assert.ok(metrics.some((metric) => metric.context === "execute" && metric.prefix === "step" && metric.activity === "thread-cpu"), "their execute metrics");
   });
 
-  test("a chain's outcome reads trim the event stream now and then, not with every read; once quiet, it is trimmed behind them", async () => {
-    // A chain's task wakes the client's read three times (its job added, taken, completed): a trim
-    // with each read was a command of its own per wake-up, on the path to the next task.
-    const events = `tsdask:${clientId(client)}:tasks:events`;
+  test("a chain's outcome reads trim the outcome stream now and then, not with every read; once quiet, it is trimmed behind them", async () => {
+    // A chain's task wakes the client's read once (its outcome): a trim with each read would be a
+    // command of its own per step, on the path to the next task.
+    const outcomes = `tsdask:${clientId(client)}:outcomes`;
     const monitor = await redis.monitor();
     let trims = 0;
     monitor.on("monitor", (_time: string, args: string[], source: string) => {
-      if (source !== "lua" && args[0]?.toLowerCase() === "xtrim" && args[1] === events) trims++;
+      if (source !== "lua" && args[0]?.toLowerCase() === "xtrim" && args[1] === outcomes) trims++;
     });
     try {
       const graph: Record<string, unknown> = { "trim-0": 0 };
       for (let i = 1; i <= 60; i++) graph[`trim-${i}`] = [inc, `trim-${i - 1}`];
       assert.equal(await get(graph, "trim-60", { scheduler: client }), 60);
-      assert.ok(trims <= 2, `the event stream was trimmed ${trims} times during a 60-task chain`);
-      await waitFor("the quiet stream to be trimmed behind the reads", async () => (await redis.xlen(events)) === 0, 15);
+      assert.ok(trims <= 2, `the outcome stream was trimmed ${trims} times during a 60-task chain`);
+      await waitFor("the quiet stream to be trimmed behind the reads", async () => (await redis.xlen(outcomes)) === 0, 15);
     } finally {
       monitor.disconnect();
     }

@@ -1,7 +1,6 @@
 // What travels through Redis between a client and the workers besides stored values: the data
-// of a task job (BullMQ keeps it as JSON), the outcome a worker completes the job with (its
-// return value, which BullMQ hands to the client in the job's "completed" event) and a worker's
-// reply to a request.
+// of a task job (BullMQ keeps it as JSON), the task's outcome (which the worker adds to the
+// client's outcome stream as it stores the result, see ./store) and a worker's reply to a request.
 
 import { deserialize, serialize } from "node:v8";
 import type { MetricContext, MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
@@ -162,26 +161,34 @@ export type OutcomeEntry =
  */
 export type Publication = "published" | "existed" | "none";
 
-const MARK_OF_PUBLICATION: Readonly<Record<Publication, string>> = { published: "1", existed: "0", none: "-" };
-const PUBLICATION_BY_MARK: Readonly<Record<string, Publication>> = { "1": "published", "0": "existed", "-": "none" };
+/** By the "p" field of an outcome stream entry: ./store's script codes (1 published, 0 there already) and its NO_VALUE. */
+const PUBLICATION_BY_CODE: Readonly<Record<string, Publication>> = { "1": "published", "0": "existed", "-": "none" };
 
 /**
- * A task's outcome as its job's return value: a mark (see Publication), then the entry in V8's
+ * A task's outcome as it goes on the client's outcome stream (field "o"): the entry in V8's
  * serialisation (packed errors and run results may hold anything structured clone keeps; the
- * metrics travel packed, see packMetrics), in base64, since BullMQ keeps return values as JSON.
+ * metrics travel packed, see packMetrics).
  */
-export function encodeOutcome(entry: OutcomeEntry, publication: Publication): string {
-  return MARK_OF_PUBLICATION[publication] + serialize("metrics" in entry ? { ...entry, metrics: packMetrics(entry.metrics) } : entry).toString("base64");
+export function encodeOutcome(entry: OutcomeEntry): Buffer {
+  return serialize("metrics" in entry ? { ...entry, metrics: packMetrics(entry.metrics) } : entry);
 }
 
-/** An outcome from the "returnvalue" field of a job's "completed" event (JSON text of encodeOutcome's string). */
-export function decodeOutcome(returnValue: Buffer): { publication: Publication; entry: OutcomeEntry } {
-  // A JSON string of a mark and base64: the quotes are its only JSON syntax.
-  const publication = PUBLICATION_BY_MARK[String.fromCharCode(returnValue[1])];
-  if (returnValue[0] !== 0x22 || publication === undefined) throw new Error(`tsdask: unreadable task outcome in Redis (${JSON.stringify(returnValue.subarray(0, 8).toString("latin1"))}…)`);
-  const entry = deserialize(Buffer.from(returnValue.toString("latin1", 2, returnValue.length - 1), "base64")) as OutcomeEntry;
+/** An outcome from its outcome stream entry's fields "p" and "o". */
+export function decodeOutcome(code: Buffer, outcome: Buffer): { publication: Publication; entry: OutcomeEntry } {
+  const publication = PUBLICATION_BY_CODE[code.toString("latin1")];
+  if (publication === undefined) throw new Error(`tsdask: unreadable task outcome in Redis (stored as ${JSON.stringify(code.toString("latin1"))})`);
+  const entry = deserialize(outcome) as OutcomeEntry;
   if (!("metrics" in entry)) return { publication, entry };
   return { publication, entry: { ...entry, metrics: unpackMetrics(entry.metrics as unknown as PackedMetrics) } };
+}
+
+/**
+ * Why a task job found completed in its queue cannot count: tsdask workers report on the
+ * outcome stream and leave no completed job behind, so it was completed by another program,
+ * with `returnValue` (BullMQ's JSON text).
+ */
+export function foreignCompletion(returnValue: string): string {
+  return `tsdask: unreadable task outcome in Redis (${JSON.stringify(returnValue.slice(0, 8))}…)`;
 }
 
 export function encodeReply(entry: ReplyEntry): Buffer {

@@ -55,10 +55,18 @@ export class Namespace {
   /**
    * STREAM of workers' replies to the client's requests (field "r"); the client reads past the
    * last entry it handled and deletes what it handled, so a connection lost mid-read loses nothing.
-   * (Task outcomes come in the task queue's own event stream: see ../redis/transport.)
    */
   get replies(): string {
     return `${this.prefix}:replies`;
+  }
+
+  /**
+   * STREAM of the outcomes of the client's tasks (fields "p", how the result was stored, and "o",
+   * the outcome: see jobs.ts), each written by the worker that ran the task in the same script as
+   * its result (./store); the client reads past the last entry it handled and trims what it read.
+   */
+  get outcomes(): string {
+    return `${this.prefix}:outcomes`;
   }
 
   /**

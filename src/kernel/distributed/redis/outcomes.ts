@@ -1,6 +1,7 @@
-// The outcome reader of the Redis transport: a worker completes each job with its task's outcome,
-// which BullMQ puts in the job's "completed" event; this loop reads the queue's event stream and
-// the client's reply stream and reports both as worker messages, on this process's clock.
+// The outcome reader of the Redis transport: a worker adds each task's outcome to the client's
+// outcome stream as it stores the result (./store); this loop reads that stream and the client's
+// reply stream and reports both as worker messages, on this process's clock. Jobs that end
+// without an outcome are found by the transport's poll (TaskQueue.endedElsewhere).
 
 import type { Redis } from "ioredis";
 import type { StartStop, TransferLogEntry } from "../../../protocol/records";
@@ -14,17 +15,14 @@ import type { Pending, TaskQueue } from "./task-queue";
 /** A task's report with the read of its inputs from Redis, as the worker logged it (an optional addition). */
 export type RedisTaskFinished = TaskFinishedMessage & { readonly transfer?: TransferLogEntry };
 
-/** Entries of each stream read per round trip (a job makes four or five events, one of them its outcome). */
+/** Entries of each stream read per round trip. */
 const OUTCOME_BATCH = 4000;
 /**
- * Entries read from a stream before the read trims them: a chain's task wakes the read three
- * times (its job added, taken, completed), and a trim with each read was a command of its own
- * per wake-up. The stream stays that short while tasks run, and is trimmed whole once reads come
- * back empty (idle for a blocking read's second).
+ * Outcomes read before the read trims them: a trim with each read would be a command of its own
+ * per step of a chain. The stream stays that short while tasks run, and is trimmed whole once
+ * reads come back empty (idle for a blocking read's second).
  */
 const TRIM_EVERY = 1000;
-const COMPLETED = Buffer.from("completed");
-const FAILED = Buffer.from("failed");
 
 type StreamEntry = [id: Buffer, fields: Buffer[]];
 
@@ -46,43 +44,38 @@ export class OutcomeReader {
   ) {}
 
   /**
-   * Reads task outcomes from the task queues' event streams (the "completed" and "failed" events of
-   * jobs; BullMQ's other events are passed over) and workers' replies from the reply stream, past
-   * the last entries handled, until the transport stops. What was handled is removed in the same
-   * write as a later read (events up to the last one read, once TRIM_EVERY of them or the stream
-   * went quiet; replies one by one with the next read). That write waits
-   * for the next turn of the event loop, after the jobs these outcomes made ready were added: a
-   * chain's next task does not wait behind it.
+   * Reads task outcomes from the outcome stream and workers' replies from the reply stream, past
+   * the last entries handled, until the transport stops: one wake-up per step of a chain. What
+   * was handled is removed in the same write as a later read (outcomes up to the last one read,
+   * once TRIM_EVERY of them or the stream went quiet; replies one by one with the next read).
+   * That write waits for the next turn of the event loop, after the jobs these outcomes made
+   * ready were added: a chain's next task does not wait behind it.
    */
   async run(): Promise<void> {
-    // BullMQ's streams of the queues' events (the shared queue's, and each worker's own, see
-    // ./placement): a job's "completed" event holds the task's outcome.
-    const { replies } = this.namespace;
-    const lastEvent = new Map<string, string>();
+    const { outcomes, replies } = this.namespace;
+    let lastOutcome = "0-0";
     let lastReply = "0-0";
-    /** Per stream: entries read and not trimmed yet. */
-    const untrimmed = new Map<string, number>();
+    /** Outcomes read and not trimmed yet. */
+    let untrimmed = 0;
     let idle = false;
     let handledReplies: string[] = [];
     while (!this.stopped()) {
-      const taskEvents = this.tasks.eventStreams();
       let reply: unknown;
       try {
-        const trimmed = [...untrimmed].filter(([, count]) => idle || count >= TRIM_EVERY).map(([stream]) => stream);
-        const after = taskEvents.map((stream) => lastEvent.get(stream) ?? "0-0");
-        const readArgs = ["COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", ...taskEvents, replies, ...after, lastReply];
+        const trim = untrimmed > 0 && (idle || untrimmed >= TRIM_EVERY);
+        const readArgs = ["COUNT", String(OUTCOME_BATCH), "BLOCK", "1000", "STREAMS", outcomes, replies, lastOutcome, lastReply];
         this.tasks.outcomesInHand = false;
-        if (!this.tasks.deletionsPending && trimmed.length === 0 && handledReplies.length === 0) {
+        if (!this.tasks.deletionsPending && !trim && handledReplies.length === 0) {
           // Most reads of a chain carry nothing else: the read alone, without making a pipeline.
           reply = await this.blocking.callBuffer("XREAD", ...readArgs);
         } else {
           const read = this.blocking.pipeline();
           this.tasks.queueDeletions(read);
-          for (const stream of trimmed) read.xtrim(stream, "MINID", nextStreamId(lastEvent.get(stream)!));
+          if (trim) read.xtrim(outcomes, "MINID", nextStreamId(lastOutcome));
           if (handledReplies.length > 0) read.xdel(replies, ...handledReplies);
           read.callBuffer("XREAD", ...readArgs);
           const results = (await read.exec()) ?? [];
-          for (const stream of trimmed) untrimmed.delete(stream);
+          if (trim) untrimmed = 0;
           handledReplies = [];
           const [error, value] = results[results.length - 1] ?? [new Error("no reply")];
           if (error !== null) throw error;
@@ -98,13 +91,10 @@ export class OutcomeReader {
       idle = reply === null;
       if (reply === null) continue;
       const read = streamsRead(reply);
-      const events: StreamEntry[] = [];
-      for (const stream of taskEvents) {
-        const entries = read.get(stream) ?? [];
-        if (entries.length === 0) continue;
-        lastEvent.set(stream, entries[entries.length - 1][0].toString());
-        untrimmed.set(stream, (untrimmed.get(stream) ?? 0) + entries.length);
-        events.push(...entries);
+      const outcomeEntries = read.get(outcomes) ?? [];
+      if (outcomeEntries.length > 0) {
+        lastOutcome = outcomeEntries[outcomeEntries.length - 1][0].toString();
+        untrimmed += outcomeEntries.length;
       }
       const replyEntries = read.get(replies) ?? [];
       if (replyEntries.length > 0) {
@@ -112,7 +102,7 @@ export class OutcomeReader {
         lastReply = handledReplies[handledReplies.length - 1];
       }
       this.tasks.outcomesInHand = true;
-      this.handle(events, replyEntries);
+      this.handle(outcomeEntries, replyEntries);
       await new Promise((resolve) => setImmediate(resolve));
     }
     // Deletions left for a read that will not come.
@@ -122,7 +112,7 @@ export class OutcomeReader {
     }
   }
 
-  private handle(events: readonly StreamEntry[], replies: readonly StreamEntry[]): void {
+  private handle(outcomes: readonly StreamEntry[], replies: readonly StreamEntry[]): void {
     const byWorker = new Map<string, FromWorker[]>();
     const deliver = (worker: string, messages: readonly FromWorker[]): void => {
       const list = byWorker.get(worker) ?? [];
@@ -140,25 +130,13 @@ export class OutcomeReader {
       if (reply !== undefined) deliver(entry.worker, [reply]);
     }
     const orphans: string[] = [];
-    for (const [, fields] of events) {
-      // Fields: "event", its name, "jobId", the id, then the event's own (see BullMQ's scripts).
-      const event = fields[1];
-      const jobId = fields[3]?.toString() ?? "";
-      if (event.equals(FAILED)) {
-        const reason = eventField(fields, "failedReason")?.toString() ?? "no reason given";
-        const failure = this.tasks.failedJob(jobId, (name) => lostTaskMessage(name, reason));
-        if (failure !== undefined) deliver("redis", [failure]);
-        continue;
-      }
-      if (!event.equals(COMPLETED)) continue;
+    for (const [, fields] of outcomes) {
       let outcome: ReturnType<typeof decodeOutcome>;
       try {
-        outcome = decodeOutcome(eventField(fields, "returnvalue") ?? Buffer.alloc(0));
-      } catch (error) {
-        // Not a tsdask worker's report (another program completing jobs of this queue?): its task errs.
-        const failure = this.tasks.failedJob(jobId, (name) => `Task ${name} was completed with a report this client cannot read: ${(error as Error).message}`);
-        if (failure !== undefined) deliver("redis", [failure]);
-        continue;
+        // Fields: "p", how the value was stored, and "o", the outcome (see ./store).
+        outcome = decodeOutcome(fields[1], fields[3]);
+      } catch {
+        continue; // written by something other than a tsdask worker: skipped, the loop goes on
       }
       const { publication, entry } = outcome;
       const job = this.tasks.jobOf(entry.key);
@@ -167,7 +145,8 @@ export class OutcomeReader {
         if (publication === "published" && !this.tasks.isHeld(entry.key)) orphans.push(entry.key);
         continue;
       }
-      // An earlier job of a key queued again: the current job reports too, and its value is the stored one.
+      // An earlier job of a key queued again: the current job reports too, and its value is the
+      // stored one. A job's later outcome (a run after a takeover) finds its key's job ended.
       if (job.jobId !== entry.jobId) continue;
       this.tasks.ended(entry.key, job);
       deliver(entry.worker, this.toMessages(entry, job, publication));
@@ -239,21 +218,9 @@ function streamsRead(reply: unknown): Map<string, StreamEntry[]> {
   return new Map((pairs as [Buffer, StreamEntry[]][]).map(([key, entries]) => [key.toString(), entries]));
 }
 
-/** The value of a stream entry's field `name`. */
-function eventField(fields: readonly Buffer[], name: string): Buffer | undefined {
-  for (let i = 0; i < fields.length - 1; i += 2) if (fields[i].toString() === name) return fields[i + 1];
-  return undefined;
-}
-
 /** The smallest stream id after `id` ("<ms>-<seq>"): XTRIM MINID with it removes `id` and all before. */
 function nextStreamId(id: string): string {
   const dash = id.indexOf("-");
   return `${id.slice(0, dash)}-${BigInt(id.slice(dash + 1)) + 1n}`;
 }
 
-function lostTaskMessage(name: string, reason: string): string {
-  if (/stalled more than allowable limit/.test(reason)) {
-    return `Task ${name} was running on workers that died or stopped answering, more times than they allow (tsdask worker --allowed-failures): it is given up (Dask's KilledWorker)`;
-  }
-  return `Task ${name} failed in its queue: ${reason}`;
-}

@@ -13,6 +13,10 @@
 // but where the value lives — field "h" the holder's name, "a" its data address, and in "m" no
 // frames, the value's type and size — written by the same rules. The holder may later publish
 // the value itself (a peer that cannot reach it asked): that value replaces its own location.
+//
+// A task's outcome goes on the client's outcome stream (see keys.ts `outcomes`) in the same
+// script as its result: the client learns of a result only once it is in place, and with how it
+// was stored (published by this run, or already there).
 
 import { randomBytes } from "node:crypto";
 import type { ChainableCommander, Redis } from "ioredis";
@@ -56,43 +60,52 @@ const MAX_INLINE_FIELDS = 64;
 
 export type PublishOutcome = "published" | "exists" | "client-gone";
 
+/** The "p" of an outcome with no value stored (see PUBLISH_SCRIPT's codes: 1 published, 0 there already). */
+export const NO_VALUE = "-";
+
 /** The scripts below, as ioredis defines them on a connection (defineCommand). */
 interface ScriptCommands {
-  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, job: number | "", replacing: string, ...fields: (string | Buffer)[]): Promise<number>;
-  tsdaskPushReply(aliveKey: string, repliesKey: string, entry: Buffer): Promise<number>;
+  tsdaskPublish(valueKey: string, stagingKey: string, aliveKey: string, outcomesKey: string, job: number | "", replacing: string, outcome: Buffer | "", ...fields: (string | Buffer)[]): Promise<number>;
+  tsdaskPush(aliveKey: string, streamKey: string, ...fields: (string | Buffer)[]): Promise<number>;
   tsdaskDropLocation(valueKey: string, holder: string): Promise<number>;
 }
 
-// KEYS: value, staging, client liveness. ARGV: the writing job's number (or "": never replaced),
-// the worker whose location of the same job this value replaces ("": none), then field/value
-// pairs to write (none: the value was assembled in the staging key). Returns 1 published, 0 a
-// value of this job or a later one is there, -1 client gone.
+// KEYS: value, staging, client liveness, the client's outcome stream. ARGV: the writing job's
+// number (or "": never replaced), the worker whose location of the same job this value replaces
+// ("": none), the task's outcome ("": none), then field/value pairs to write (none: the value was
+// assembled in the staging key). Returns 1 published, 0 a value of this job or a later one is
+// there, -1 client gone; the outcome goes on the stream with that code (field "p").
 const PUBLISH_SCRIPT = `
 if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[2])
   return -1
 end
+local code = 1
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local stored = tonumber(redis.call('HGET', KEYS[1], 'j'))
   local job = tonumber(ARGV[1])
   local holder = ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'h') == ARGV[2]
   if job == nil or stored == nil or stored > job or (stored == job and not holder) then
     redis.call('DEL', KEYS[2])
-    return 0
+    code = 0
+  else
+    redis.call('DEL', KEYS[1])
   end
-  redis.call('DEL', KEYS[1])
 end
-if #ARGV > 2 and ARGV[1] ~= '' then
-  redis.call('HSET', KEYS[1], 'j', ARGV[1], unpack(ARGV, 3))
-elseif #ARGV > 2 then
-  redis.call('HSET', KEYS[1], unpack(ARGV, 3))
-else
+if code == 1 and #ARGV > 3 and ARGV[1] ~= '' then
+  redis.call('HSET', KEYS[1], 'j', ARGV[1], unpack(ARGV, 4))
+elseif code == 1 and #ARGV > 3 then
+  redis.call('HSET', KEYS[1], unpack(ARGV, 4))
+elseif code == 1 then
   redis.call('RENAME', KEYS[2], KEYS[1])
   if ARGV[1] ~= '' then
     redis.call('HSET', KEYS[1], 'j', ARGV[1])
   end
 end
-return 1
+if ARGV[3] ~= '' then
+  redis.call('XADD', KEYS[4], '*', 'p', tostring(code), 'o', ARGV[3])
+end
+return code
 `;
 
 // KEYS: value. ARGV: a worker's name. Removes the value's record if it says that worker keeps it.
@@ -103,13 +116,26 @@ end
 return 0
 `;
 
-const PUSH_REPLY_SCRIPT = `
+// KEYS: client liveness, one of the client's streams. ARGV: the entry's field/value pairs.
+// Adds the entry unless the client is gone (-1).
+const PUSH_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
-redis.call('XADD', KEYS[2], '*', 'r', ARGV[1])
+redis.call('XADD', KEYS[2], '*', unpack(ARGV))
 return 1
 `;
+
+/** A value as the store keeps it: its frames, and what the client learns about it. */
+export interface EncodedValue {
+  readonly frames: readonly Buffer[];
+  readonly info: StoredInfo;
+}
+
+export function encodeStored(value: unknown): EncodedValue {
+  const frames = encodeValue(value);
+  return { frames, info: { nbytes: framesByteLength(frames), type: typeName(value) } };
+}
 
 /** The type name recorded for a value (Dask records Python's type names; these are JavaScript's). */
 export function typeName(value: unknown): string {
@@ -162,8 +188,8 @@ export class RedisStore {
     if (!(this.partSize >= 1)) throw new RangeError(`partSize must be at least 1 byte, got ${options.partSize}`);
     this.scripts = redis as unknown as ScriptCommands;
     if (typeof this.scripts.tsdaskPublish !== "function") {
-      redis.defineCommand("tsdaskPublish", { numberOfKeys: 3, lua: PUBLISH_SCRIPT });
-      redis.defineCommand("tsdaskPushReply", { numberOfKeys: 2, lua: PUSH_REPLY_SCRIPT });
+      redis.defineCommand("tsdaskPublish", { numberOfKeys: 4, lua: PUBLISH_SCRIPT });
+      redis.defineCommand("tsdaskPush", { numberOfKeys: 2, lua: PUSH_SCRIPT });
       redis.defineCommand("tsdaskDropLocation", { numberOfKeys: 1, lua: DROP_LOCATION_SCRIPT });
     }
   }
@@ -185,23 +211,32 @@ export class RedisStore {
    * `replacing`: the worker whose location of the same job this value takes the place of (it
    * publishes a value it kept, see ./held); any other record of the job stays.
    */
-  publish(key: string, value: unknown, job?: number, replacing?: string): { info: StoredInfo; frames: readonly Buffer[]; issued: boolean; result: Promise<PublishOutcome> } {
-    const frames = encodeValue(value);
-    const info = { nbytes: framesByteLength(frames), type: typeName(value) };
+  publish(key: string, value: unknown, job?: number, replacing?: string): { info: StoredInfo; issued: boolean; result: Promise<PublishOutcome> } {
+    const { frames, info } = encodeStored(value);
     const { issued, result } = this.write(this.namespace.value(key), key, frames, info.type, job ?? "", replacing);
-    return { info, frames, issued, result };
+    return { info, issued, result };
+  }
+
+  /**
+   * `publish` for a task's result, already encoded: the task's `outcome` (see jobs.ts
+   * encodeOutcome) goes on the client's outcome stream in the same script, with how the value
+   * was stored.
+   */
+  publishResult(key: string, value: EncodedValue, job: number, outcome: Buffer): { issued: boolean; result: Promise<PublishOutcome> } {
+    return this.write(this.namespace.value(key), key, value.frames, value.info.type, job, "", outcome);
   }
 
   /**
    * Records that job number `job`'s value of `key` stays with a worker (`location`), as `publish`
    * stores a value (same rules, same `issued`), the value itself not in Redis. `replacing`: the
    * worker whose location of the same job this one takes the place of (it handed the value over,
-   * see ./handoff).
+   * see ./handoff). A task's `outcome` goes with it, as with publishResult.
    */
-  publishLocation(key: string, location: ValueLocation, job: number, replacing = ""): { issued: true; result: Promise<PublishOutcome> } {
+  publishLocation(key: string, location: ValueLocation, job: number, replacing = "", outcome: Buffer | "" = ""): { issued: true; result: Promise<PublishOutcome> } {
     const metadata: Metadata = { f: [], t: location.type, p: this.partSize, n: location.nbytes };
     const fields = ["m", JSON.stringify(metadata), "h", location.holder, "a", location.address];
-    const result = this.scripts.tsdaskPublish(this.namespace.value(key), this.namespace.staging(key, "inline"), this.namespace.alive, job, replacing, ...fields).then(publishOutcome);
+    const { alive, outcomes } = this.namespace;
+    const result = this.scripts.tsdaskPublish(this.namespace.value(key), this.namespace.staging(key, "inline"), alive, outcomes, job, replacing, outcome, ...fields).then(publishOutcome);
     return { issued: true, result };
   }
 
@@ -228,8 +263,16 @@ export class RedisStore {
 
   /** Adds a worker's reply to a request (see jobs.ts ReplyEntry) to the reply stream, unless the client is gone. */
   async pushReply(reply: Buffer): Promise<PublishOutcome> {
-    const code = await this.scripts.tsdaskPushReply(this.namespace.alive, this.namespace.replies, reply);
+    const code = await this.scripts.tsdaskPush(this.namespace.alive, this.namespace.replies, "r", reply);
     return code === -1 ? "client-gone" : "published";
+  }
+
+  /**
+   * Adds a task's outcome with no value to store (an error, inputs missing) to the outcome stream,
+   * unless the client is gone. Issued on the connection when this returns, as publish's one command.
+   */
+  pushOutcome(outcome: Buffer): Promise<PublishOutcome> {
+    return this.scripts.tsdaskPush(this.namespace.alive, this.namespace.outcomes, "p", NO_VALUE, "o", outcome).then((code) => (code === -1 ? "client-gone" : "published"));
   }
 
   /** Reads the values of `keys` (one pipelined round trip); keys not in Redis are listed as missing. */
@@ -287,7 +330,7 @@ export class RedisStore {
     return sweepNamespace(this.redis, this.namespace);
   }
 
-  private write(redisKey: string, key: string, frames: readonly Buffer[], type: string, job: number | "", replacing = ""): { issued: boolean; result: Promise<PublishOutcome> } {
+  private write(redisKey: string, key: string, frames: readonly Buffer[], type: string, job: number | "", replacing = "", outcome: Buffer | "" = ""): { issued: boolean; result: Promise<PublishOutcome> } {
     const nbytes = framesByteLength(frames);
     const metadata: Metadata = { f: frames.map((frame) => frame.byteLength), t: type, p: this.partSize };
     const fields: (string | Buffer)[] = ["m", JSON.stringify(metadata)];
@@ -295,12 +338,12 @@ export class RedisStore {
     for (const frame of frames) {
       for (const part of this.cut(frame)) fields.push(String(field++), part);
     }
-    const alive = this.namespace.alive;
+    const { alive, outcomes } = this.namespace;
     const meaning = publishOutcome;
     if (nbytes <= this.partSize && fields.length <= 2 * MAX_INLINE_FIELDS) {
       // No staging key is written on this path: the script's DEL of it finds nothing (no random token needed).
       const unused = this.namespace.staging(key, "inline");
-      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, unused, alive, job, replacing, ...fields).then(meaning) };
+      return { issued: true, result: this.scripts.tsdaskPublish(redisKey, unused, alive, outcomes, job, replacing, outcome, ...fields).then(meaning) };
     }
     const stagingKey = this.namespace.staging(key, randomToken());
     const staged = async (): Promise<PublishOutcome> => {
@@ -311,7 +354,7 @@ export class RedisStore {
       const replies = await pipeline.exec();
       const failed = replies?.find(([error]) => error !== null);
       if (failed !== undefined) throw failed[0]!;
-      return meaning(await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, job, replacing));
+      return meaning(await this.scripts.tsdaskPublish(redisKey, stagingKey, alive, outcomes, job, replacing, outcome));
     };
     return { issued: false, result: staged() };
   }

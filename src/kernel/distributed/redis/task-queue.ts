@@ -11,7 +11,7 @@ import type { ChainableCommander, Redis } from "ioredis";
 import { type FnSpec, packError } from "../../execution/wire";
 import type { ComputeTaskMessage, FromWorker, TaskErredMessage, WireTask, WorkerAddress } from "../messages";
 import { staticOrderOf } from "../scheduler/state";
-import { type TaskJobData, decodeCarried, encodeTask, taskJobId, taskJobNumber } from "./jobs";
+import { type TaskJobData, decodeCarried, encodeTask, foreignCompletion, taskJobId, taskJobNumber } from "./jobs";
 import { type Namespace, TASK_QUEUE, workerTaskQueue } from "./keys";
 import { placeByData } from "./placement";
 import type { RedisStore, ValueLocation } from "./store";
@@ -45,19 +45,16 @@ export interface Pending {
 
 /** Jobs added per BullMQ addBulk (one MULTI). */
 const ADD_SLICE = 1000;
-/**
- * BullMQ trims a queue's event stream to a length kept in the queue's metadata as it adds jobs:
- * this client trims what it has read instead, so a client that falls behind loses no outcome.
- */
-const EVENTS_MAX_LEN = 2 ** 31;
+/** Jobs of each queue's failed and completed sets looked at per endedElsewhere. */
+const ENDED_BATCH = 100;
 /** Most bytes of small results (base64) the client keeps to carry in jobs; beyond it results are read from Redis. */
 const CARRIED_BUDGET = 4 * 1024 * 1024;
 
 export class TaskQueue {
   /** The shared queue, which every worker takes from. */
-  readonly queue: Queue<TaskJobData, string>;
+  readonly queue: Queue<TaskJobData, void>;
   /** Each worker's own queue, by worker name, made when a task is first placed there. */
-  private readonly workerQueues = new Map<string, Queue<TaskJobData, string>>();
+  private readonly workerQueues = new Map<string, Queue<TaskJobData, void>>();
   /** Jobs in each worker's own queue, not yet reported. */
   private readonly placedOn = new Map<string, number>();
   private readonly functions = new Map<number, FnSpec>();
@@ -100,16 +97,11 @@ export class TaskQueue {
     this.queue = this.makeQueue(TASK_QUEUE);
   }
 
-  private makeQueue(name: string): Queue<TaskJobData, string> {
-    return new Queue<TaskJobData, string>(name, { connection: this.redis, prefix: this.namespace.queuePrefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
+  private makeQueue(name: string): Queue<TaskJobData, void> {
+    return new Queue<TaskJobData, void>(name, { connection: this.redis, prefix: this.namespace.queuePrefix });
   }
 
-  /** The event streams of the queues jobs went to: each job's outcome comes in its queue's. */
-  eventStreams(): string[] {
-    return [this.queue.keys.events, ...[...this.workerQueues.values()].map((queue) => queue.keys.events)];
-  }
-
-  private queueOf(job: Pending): Queue<TaskJobData, string> {
+  private queueOf(job: Pending): Queue<TaskJobData, void> {
     return job.placed === undefined ? this.queue : this.workerQueues.get(job.placed.worker)!;
   }
 
@@ -214,7 +206,7 @@ export class TaskQueue {
       }
     }
     if (erred.length > 0) this.report("redis", erred);
-    const byQueue = new Map<Queue<TaskJobData, string>, typeof jobs>();
+    const byQueue = new Map<Queue<TaskJobData, void>, typeof jobs>();
     for (const job of jobs) {
       const queue = this.queueOf(this.pending.get(job.data.key)!);
       byQueue.set(queue, [...(byQueue.get(queue) ?? []), job]);
@@ -222,7 +214,7 @@ export class TaskQueue {
     await Promise.all([...byQueue].map(([queue, queueJobs]) => this.addTo(queue, queueJobs)));
   }
 
-  private async addTo(queue: Queue<TaskJobData, string>, jobs: readonly { name: string; data: TaskJobData; opts: JobsOptions }[]): Promise<void> {
+  private async addTo(queue: Queue<TaskJobData, void>, jobs: readonly { name: string; data: TaskJobData; opts: JobsOptions }[]): Promise<void> {
     try {
       // One job (a chain's next step) goes without addBulk's MULTI; when no other task of this
       // client is queued or running, without a priority too: there is nothing to order it
@@ -377,10 +369,37 @@ export class TaskQueue {
   }
 
   /**
-   * A job that ended without a report (BullMQ failed it: it stalled too often), or with one that
-   * cannot be read: its task errs with `message(its name)`, if it is still wanted.
+   * Tasks whose jobs ended without an outcome (one round trip while there are none): BullMQ failed
+   * them (they stalled too often), or a program other than a tsdask worker completed them (tsdask
+   * workers leave no completed job behind, see ./worker). Each such job is removed and its task
+   * errs, if it is still wanted.
    */
-  failedJob(jobId: string, message: (name: string) => string): TaskErredMessage | undefined {
+  async endedElsewhere(): Promise<TaskErredMessage[]> {
+    const queues = [this.queue, ...this.workerQueues.values()];
+    const listed = this.redis.pipeline();
+    const last = String(ENDED_BATCH - 1);
+    for (const queue of queues) listed.zrange(queue.keys.failed, "0", last).zrange(queue.keys.completed, "0", last);
+    const ids = ((await listed.exec()) ?? []).map(([error, found]) => (error === null ? (found as string[]) : []));
+    const ended = queues.flatMap((queue, i) => [...ids[2 * i].map((jobId) => ({ queue, jobId, failed: true })), ...ids[2 * i + 1].map((jobId) => ({ queue, jobId, failed: false }))]);
+    if (ended.length === 0) return [];
+    const read = this.redis.pipeline();
+    for (const { queue, jobId, failed } of ended) read.hget(queue.toKey(jobId), failed ? "failedReason" : "returnvalue");
+    const fields = ((await read.exec()) ?? []).map(([, field]) => (typeof field === "string" ? field : ""));
+    const messages: TaskErredMessage[] = [];
+    ended.forEach(({ queue, jobId, failed }, i) => {
+      queue.remove(jobId).catch(() => {});
+      const reason = fields[i];
+      const message = failed
+        ? (name: string) => lostTaskMessage(name, reason || "no reason given")
+        : (name: string) => `Task ${name} was completed with a report this client cannot read: ${foreignCompletion(reason)}`;
+      const erred = this.failedJob(jobId, message);
+      if (erred !== undefined) messages.push(erred);
+    });
+    return messages;
+  }
+
+  /** A job that ended without an outcome (see endedElsewhere): its task errs with `message(its name)`, if it is still wanted. */
+  private failedJob(jobId: string, message: (name: string) => string): TaskErredMessage | undefined {
     for (const [key, job] of this.pending) {
       if (job.jobId !== jobId) continue;
       this.ended(key, job);
@@ -456,7 +475,16 @@ function jobOptions(jobId: string, priority: number): JobsOptions {
   // Its range holds a graph's static order, not the submission before it: ready tasks of
   // successive submissions interleave by their order in their own graph (beyond the range, FIFO).
   const order = staticOrderOf(priority);
-  return { jobId, priority: 1 + Math.min(Math.max(0, Math.trunc(order)), PRIORITY_LIMIT - 1), removeOnComplete: true, removeOnFail: true };
+  // A job a tsdask worker completes goes (the worker's option); one another program completed, or
+  // that failed, stays for endedElsewhere to find.
+  return { jobId, priority: 1 + Math.min(Math.max(0, Math.trunc(order)), PRIORITY_LIMIT - 1), removeOnFail: false };
+}
+
+function lostTaskMessage(name: string, reason: string): string {
+  if (/stalled more than allowable limit/.test(reason)) {
+    return `Task ${name} was running on workers that died or stopped answering, more times than they allow (tsdask worker --allowed-failures): it is given up (Dask's KilledWorker)`;
+  }
+  return `Task ${name} failed in its queue: ${reason}`;
 }
 
 /** Function ids a task calls. */

@@ -1,7 +1,8 @@
 // The client side of a Redis cluster, as the scheduler's transport with "queue" placement: ready
 // tasks become BullMQ jobs (lowest priority first) that any worker takes (./task-queue); a worker
-// completes each job with the task's outcome, which the outcome reader (./outcomes) reports as
-// worker messages; results stay in the client's namespace until the scheduler forgets them.
+// adds each task's outcome to the client's outcome stream, which the outcome reader (./outcomes)
+// reports as worker messages; results stay in the client's namespace until the scheduler forgets
+// them. Jobs that end without an outcome (failed by BullMQ) are found as the registry is read.
 // client.run and profiles travel as requests (./requests). This file finds workers in the
 // registry (./registry), reports them as they join and leave, and watches the connection.
 //
@@ -206,7 +207,10 @@ export class RedisTransport implements Transport {
     void this.poll();
   }
 
-  /** Reads the registry: joins, leaves, heartbeats; the no-worker notice; whether Redis still holds our data. */
+  /**
+   * Reads the registry: joins, leaves, heartbeats; the no-worker notice; whether Redis still holds
+   * our data; jobs that ended without an outcome.
+   */
   private async poll(): Promise<void> {
     if (this.polling || this.stopped) return;
     this.polling = true;
@@ -217,6 +221,8 @@ export class RedisTransport implements Transport {
       await observeRedisTime(this.redis, this.clock);
       this.updateWorkers(this.deadWorkers.living(found, await workersListening(this.redis, found.map(({ info }) => info.name))));
       this.checkWaiting();
+      const failed = await this.tasks.endedElsewhere();
+      if (failed.length > 0 && !this.stopped) this.report("redis", failed);
     } catch (error) {
       // Redis unreachable: the connection retries, and tick() decides when that is fatal.
       this.lastError = error as Error;

@@ -1,8 +1,8 @@
 // A worker of a Redis cluster (`tsdask worker redis://…`): registers and heartbeats in Redis,
 // serves every client connected to that Redis through the client's BullMQ task queue (a job per
 // thread, more when tasks are tiny), reads each task's inputs from the client's store, runs the
-// task on its threads, stores the result and completes the job with the task's outcome (which
-// BullMQ hands to the client in the job's "completed" event), then leaves. A result larger than
+// task on its threads, stores the result, adding the task's outcome to the client's outcome
+// stream in the same script (./store), and completes the job. A result larger than
 // `holdAbove` stays in this worker's memory instead (./held), and Redis records where it lives;
 // peers that need it fetch it from this worker's data listener (./inputs, ./data-listener). Around its tasks it
 // has the runtime a LocalCluster worker has (../worker/core): its clock, records, statistical
@@ -11,9 +11,9 @@
 //
 // A job that a dead worker held is taken over by another worker once BullMQ's lock on it lapses
 // (`lockDuration`) and a stalled check runs (`stalledInterval`): seconds, not BullMQ's default
-// half-minute. Only the holder of a job's lock completes it, so each job reports once; a result
-// is stored once per job (see ./store): a re-run after a takeover that finds the first run's
-// value leaves it alone and says so.
+// half-minute. A result is stored once per job (see ./store): a re-run after a takeover that
+// finds the first run's value leaves it alone and its outcome says so; the client counts the
+// first outcome of a job and passes over any later one (a worker thought dead that comes back).
 
 import { availableParallelism, hostname, totalmem } from "node:os";
 import type { Socket } from "node:net";
@@ -45,7 +45,6 @@ import { FunctionGate, WorkerCannotRunError, defaultModuleRoots, resolveModuleRo
 import {
   CARRIED_VALUE_BYTES,
   type OutcomeEntry,
-  type Publication,
   type ReplyEntry,
   type TaskJobData,
   type WorkerRequest,
@@ -57,7 +56,7 @@ import {
 import { Namespace, TASK_QUEUE, registry, workerTaskQueue } from "./keys";
 import { DEFAULT_PEER_TIMEOUT, checkOptionUnits } from "./options";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
-import { DEFAULT_PART_SIZE, type PublishOutcome, RedisStore, sweepNamespace, typeName } from "./store";
+import { DEFAULT_PART_SIZE, RedisStore, encodeStored, sweepNamespace, typeName } from "./store";
 
 export interface RedisWorkerOptions extends DataListenOptions {
   /**
@@ -131,7 +130,7 @@ interface ServedClient {
 }
 
 interface ServedQueue {
-  readonly worker: QueueWorker<TaskJobData, string>;
+  readonly worker: QueueWorker<TaskJobData, void>;
   /**
    * Whether the client queued more jobs at once than this worker has threads (see jobsAtOnce);
    * the queue running dry ends it.
@@ -418,7 +417,7 @@ export class RedisWorker {
   }
 
   private openQueue(client: ServedClient, name: string): ServedQueue {
-    const worker: QueueWorker<TaskJobData, string> = new QueueWorker<TaskJobData, string>(name, (job) => this.takeJob(client, served, job), {
+    const worker: QueueWorker<TaskJobData, void> = new QueueWorker<TaskJobData, void>(name, (job) => this.takeJob(client, served, job), {
       // This worker's own connection: results are stored on it, and BullMQ completes their jobs
       // after them on it (it opens a connection of its own for its blocking waits).
       connection: this.redis,
@@ -428,12 +427,12 @@ export class RedisWorker {
       lockDuration: this.options.lockDuration * 1000,
       stalledInterval: this.options.stalledInterval * 1000,
       maxStalledCount: this.options.maxStalledCount,
+      // Failed jobs stay (the jobs' own option): the client reads why, then removes them.
       removeOnComplete: { count: 0 },
-      removeOnFail: { count: 0 },
     });
     const served: ServedQueue = { worker, backlog: false };
     // Failures decided by BullMQ rather than by a task (a job that stalled too often) reach the
-    // client as the job's "failed" event.
+    // client as the job left in the queue's failed set (see TaskQueue.endedElsewhere).
     worker.on("error", (error) => {
       if (this.closing === undefined) this.core.warn(`task queue of client ${client.namespace.clientId}: ${error.message}`);
     });
@@ -472,10 +471,10 @@ export class RedisWorker {
   // ---- Running tasks ----------------------------------------------------------------------
 
   /**
-   * Runs a job and returns its outcome (see jobs.ts encodeOutcome); while the client queues more
-   * jobs than threads, takes further jobs before this one is done.
+   * Runs a job, its outcome on the client's outcome stream before BullMQ completes the job; while
+   * the client queues more jobs than threads, takes further jobs before this one is done.
    */
-  private async takeJob({ store }: ServedClient, queue: ServedQueue, job: Job<TaskJobData, string>): Promise<string> {
+  private async takeJob({ store }: ServedClient, queue: ServedQueue, job: Job<TaskJobData, void>): Promise<void> {
     if ((job.data.queuedWith ?? 1) > this.options.nthreads) queue.backlog = true;
     queue.worker.concurrency = this.jobsAtOnce(queue);
     try {
@@ -486,47 +485,37 @@ export class RedisWorker {
     }
   }
 
-  private async runJob(store: RedisStore, backlog: boolean, job: Job<TaskJobData, string>): Promise<string> {
+  private async runJob(store: RedisStore, backlog: boolean, job: Job<TaskJobData, void>): Promise<void> {
     const data = job.data;
     const base = { jobId: job.id ?? "", key: data.key, worker: this.name };
-    // BullMQ counts every start of a job and every stall: only a job started before may find its result stored.
-    const rerun = job.attemptsStarted > 1 || job.stalledCounter > 0;
     const held = this.held.hold();
     try {
-      const { entry, publication } = await this.execute(store, data, base, taskJobNumber(base.jobId), rerun, held, backlog);
-      held.release();
-      return encodeOutcome(entry, publication);
+      await this.execute(store, data, base, taskJobNumber(base.jobId), held, backlog);
     } catch (error) {
-      held.release();
-      // Redis failed us midway, or the task's data could not be read: the task errs, naming this worker.
+      // Redis failed us midway, or the task's data could not be read: the task errs, naming this
+      // worker. Should Redis not take that either, the job fails, and the client hears of it so.
       const reason = error instanceof Error ? error.message : String(error);
-      const entry: OutcomeEntry = {
-        ...base,
-        status: "erred",
-        error: packError(new Error(`Task ${data.name} failed on worker ${this.name} before or after it ran: ${reason}`)),
-        thread: 0,
-        startstops: [],
-        metrics: [],
-      };
-      return encodeOutcome(entry, "none");
+      const failure = packError(new Error(`Task ${data.name} failed on worker ${this.name} before or after it ran: ${reason}`));
+      await store.pushOutcome(encodeOutcome({ ...base, status: "erred", error: failure, thread: 0, startstops: [], metrics: [] }));
+    } finally {
+      held.release();
     }
   }
 
   /**
-   * Gets the inputs, runs the task and stores its result (a big one stays here, see ./held);
-   * returns the task's outcome. A re-run (its job stalled on a worker that died or froze, which
-   * never completed it) runs the task again: that run may have stored its result, which then
-   * stays (see ./store).
+   * Gets the inputs, runs the task and stores its result (a big one stays here, see ./held), its
+   * outcome going on the client's outcome stream in the same script (./store). A re-run (its job
+   * stalled on a worker that died or froze, which never completed it) runs the task again: that
+   * run may have stored its result, which then stays, and the outcome says so.
    */
   private async execute(
     store: RedisStore,
     data: TaskJobData,
     base: Pick<OutcomeEntry, "jobId" | "key" | "worker">,
     jobNumber: number,
-    rerun: boolean,
     held: { add(bytes: number): void },
     backlog: boolean,
-  ): Promise<{ entry: OutcomeEntry; publication: Publication }> {
+  ): Promise<void> {
     let gathered: TaskInputs;
     this.fetching++;
     try {
@@ -534,7 +523,7 @@ export class RedisWorker {
     } finally {
       this.fetching--;
     }
-    if (gathered.missing.length > 0) return { entry: { ...base, status: "missing", missing: gathered.missing }, publication: "none" };
+    if (gathered.missing.length > 0) return this.report(store, data.name, { ...base, status: "missing", missing: gathered.missing });
     const { inputs } = gathered;
     held.add(gathered.bytes);
     const task = "frames" in data.task ? decodeInlineTask(data.task.frames) : ((await store.getTask(data.key, data.task.stored)) as WireTask);
@@ -551,7 +540,7 @@ export class RedisWorker {
     const functions = this.gate.admit(data.functions, `task ${data.name}`);
     if (functions instanceof WorkerCannotRunError) {
       this.core.warn(`refused ${functions.message}`);
-      return { entry: { ...base, status: "erred", error: packError(functions), thread: 0, startstops, metrics: [...metrics, ...executeMetrics("failed")] }, publication: "none" };
+      return this.report(store, data.name, { ...base, status: "erred", error: packError(functions), thread: 0, startstops, metrics: [...metrics, ...executeMetrics("failed")] });
     }
     // A tiny task runs here rather than on a thread while it is the only one (a chain's step);
     // tasks queued together keep the threads busy in batches instead.
@@ -578,7 +567,7 @@ export class RedisWorker {
     const compute = this.core.computePhase(run);
     if (compute !== undefined) startstops.push(compute);
     if (!run.ok) {
-      return { entry: { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...executeMetrics("failed")] }, publication: "none" };
+      return this.report(store, data.name, { ...base, status: "erred", error: run.error!, thread, startstops, metrics: [...metrics, ...executeMetrics("failed")] });
     }
     for (const [activity, value, unit] of run.metrics) execute.add(activity, value, unit);
     // Dask's nbytes is the value's size in memory (what the local workers report), not its stored size.
@@ -590,46 +579,47 @@ export class RedisWorker {
       const disk = this.clock.now();
       this.kept.keep(clientId, data.key, jobNumber, run.value, nbytes, type, execute);
       if (this.kept.isSpilled(clientId, data.key)) startstops.push(this.core.phase("disk-write", disk, this.clock.now()));
-      this.holdWrites();
-      const { result } = store.publishLocation(data.key, { holder: this.name, address: this.listener.address, nbytes, type }, jobNumber);
       const entry: OutcomeEntry = { ...finished, type, metrics: [...metrics, ...executeMetrics()], heldAt: this.listener.address };
-      const recorded = result.then((outcome) => {
-        // Another run's record stands (or the client left): this copy is nobody's.
-        if (outcome !== "published") this.kept.drop(clientId, [data.key]);
-        return outcome;
-      });
-      return this.published(entry, rerun, recorded, data.name);
+      this.holdWrites();
+      const { result } = store.publishLocation(data.key, { holder: this.name, address: this.listener.address, nbytes, type }, jobNumber, "", encodeOutcome(entry));
+      // Another run's record stands (or the client left): this copy is nobody's.
+      const recorded = result.then((outcome) => outcome !== "published" && this.kept.drop(clientId, [data.key]));
+      return this.issued(recorded, data.name);
     }
     // Held here until stored (a kept one counts among the kept values instead).
     held.add(nbytes);
     const serializing = this.clock.now();
-    this.holdWrites();
-    const { info, frames, issued, result } = store.publish(data.key, run.value, jobNumber);
+    const value = encodeStored(run.value);
     const serialized = this.clock.now();
+    const { info } = value;
     execute.add("serialize", serialized - serializing, "seconds");
     this.core.transfers.sent({ start: this.toRedis(serializing), stop: this.toRedis(serialized), who: "redis", keys: keySizes([[data.key, info.nbytes]]), wireBytes: info.nbytes, types: [info.type] });
     const entry: OutcomeEntry = {
       ...finished,
       type: info.type,
       metrics: [...metrics, ...executeMetrics()],
-      frames: info.nbytes <= CARRIED_VALUE_BYTES ? frames : undefined,
+      frames: info.nbytes <= CARRIED_VALUE_BYTES ? value.frames : undefined,
     };
-    // A value too large for one command needs its answer before the job completes.
-    return issued ? this.published(entry, rerun, result, data.name) : { entry, publication: (await result) === "exists" ? "existed" : "published" };
+    this.holdWrites();
+    const { issued, result } = store.publishResult(data.key, value, jobNumber, encodeOutcome(entry));
+    // A value too large for one command is in, and its outcome out, before the job completes.
+    if (issued) return this.issued(result, data.name);
+    await result;
+  }
+
+  /** A task's outcome with no value to store, on the client's outcome stream (see issued). */
+  private report(store: RedisStore, name: string, entry: OutcomeEntry): void {
+    this.holdWrites();
+    this.issued(store.pushOutcome(encodeOutcome(entry)), name);
   }
 
   /**
-   * The outcome of a task whose value (or location) went out as one command. BullMQ completes the
-   * job on the same connection after it (see serve), so a first run needs no round trip of its
-   * own: Redis runs the two in order, they leave in one write (holdWrites), and the store publishes
-   * a first run's value (./store). A re-run needs the answer: its earlier run's value may be there, and stays.
+   * A task's result (or its location, or no value) and its outcome, written in one command. BullMQ
+   * completes the job on the same connection after it (see serve), so the task needs no round
+   * trip of its own: Redis runs the two in order, and they leave in one write (holdWrites).
    */
-  private async published(entry: OutcomeEntry, rerun: boolean, result: Promise<PublishOutcome>, name: string): Promise<{ entry: OutcomeEntry; publication: Publication }> {
-    if (!rerun) {
-      result.catch((error: Error) => this.core.warn(`cannot store the result of ${name}: ${error.message}`));
-      return { entry, publication: "published" };
-    }
-    return { entry, publication: (await result) === "exists" ? "existed" : "published" };
+  private issued(written: Promise<unknown>, name: string): void {
+    written.catch((error: Error) => this.core.warn(`cannot store the outcome of ${name}: ${error.message}`));
   }
 
   /**
@@ -737,7 +727,7 @@ export class RedisWorker {
     for (const { queues } of this.served.values()) for (const queue of queues) this.pauseQueue(queue.worker, status === "paused");
   }
 
-  private pauseQueue(queue: QueueWorker<TaskJobData, string>, pause: boolean): void {
+  private pauseQueue(queue: QueueWorker<TaskJobData, void>, pause: boolean): void {
     // Jobs running go on; only the taking of new ones stops.
     if (pause) void queue.pause(true).catch(() => {});
     else queue.resume();
