@@ -56,7 +56,7 @@ import {
 import { Namespace, TASK_QUEUE, registry, workerTaskQueue } from "./keys";
 import { DEFAULT_PEER_TIMEOUT, checkOptionUnits } from "./options";
 import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
-import { DEFAULT_PART_SIZE, RedisStore, encodeStored, sweepNamespace, typeName } from "./store";
+import { DEFAULT_PART_SIZE, type PublishOutcome, RedisStore, encodeStored, sweepNamespace, typeName } from "./store";
 
 export interface RedisWorkerOptions extends DataListenOptions {
   /**
@@ -128,6 +128,9 @@ interface ServedClient {
   /** The shared queue, and the queue of the tasks the client places on this worker. */
   queues: readonly ServedQueue[];
 }
+
+/** What every outcome of a job names: the job, its task's key, this worker. */
+type OutcomeBase = Pick<OutcomeEntry, "jobId" | "key" | "worker">;
 
 interface ServedQueue {
   readonly worker: QueueWorker<TaskJobData, void>;
@@ -494,9 +497,7 @@ export class RedisWorker {
     } catch (error) {
       // Redis failed us midway, or the task's data could not be read: the task errs, naming this
       // worker. Should Redis not take that either, the job fails, and the client hears of it so.
-      const reason = error instanceof Error ? error.message : String(error);
-      const failure = packError(new Error(`Task ${data.name} failed on worker ${this.name} before or after it ran: ${reason}`));
-      await store.pushOutcome(encodeOutcome({ ...base, status: "erred", error: failure, thread: 0, startstops: [], metrics: [] }));
+      await this.pushFailure(store, base, data.name, error);
     } finally {
       held.release();
     }
@@ -511,7 +512,7 @@ export class RedisWorker {
   private async execute(
     store: RedisStore,
     data: TaskJobData,
-    base: Pick<OutcomeEntry, "jobId" | "key" | "worker">,
+    base: OutcomeBase,
     jobNumber: number,
     held: { add(bytes: number): void },
     backlog: boolean,
@@ -584,7 +585,7 @@ export class RedisWorker {
       const { result } = store.publishLocation(data.key, { holder: this.name, address: this.listener.address, nbytes, type }, jobNumber, "", encodeOutcome(entry));
       // Another run's record stands (or the client left): this copy is nobody's.
       const recorded = result.then((outcome) => outcome !== "published" && this.kept.drop(clientId, [data.key]));
-      return this.issued(recorded, data.name);
+      return this.issued(store, recorded, base, data.name);
     }
     // Held here until stored (a kept one counts among the kept values instead).
     held.add(nbytes);
@@ -603,23 +604,35 @@ export class RedisWorker {
     this.holdWrites();
     const { issued, result } = store.publishResult(data.key, value, jobNumber, encodeOutcome(entry));
     // A value too large for one command is in, and its outcome out, before the job completes.
-    if (issued) return this.issued(result, data.name);
+    if (issued) return this.issued(store, result, base, data.name);
     await result;
   }
 
   /** A task's outcome with no value to store, on the client's outcome stream (see issued). */
   private report(store: RedisStore, name: string, entry: OutcomeEntry): void {
     this.holdWrites();
-    this.issued(store.pushOutcome(encodeOutcome(entry)), name);
+    this.issued(store, store.pushOutcome(encodeOutcome(entry)), entry, name);
   }
 
   /**
    * A task's result (or its location, or no value) and its outcome, written in one command. BullMQ
    * completes the job on the same connection after it (see serve), so the task needs no round
-   * trip of its own: Redis runs the two in order, and they leave in one write (holdWrites).
+   * trip of its own: Redis runs the two in order, and they leave in one write (holdWrites). Should
+   * that command fail, the job completes all the same, with no outcome for the client to wait
+   * on: the task's failure goes out instead (the client counts a job's first outcome only).
    */
-  private issued(written: Promise<unknown>, name: string): void {
-    written.catch((error: Error) => this.core.warn(`cannot store the outcome of ${name}: ${error.message}`));
+  private issued(store: RedisStore, written: Promise<unknown>, base: OutcomeBase, name: string): void {
+    written.catch((error: Error) => {
+      this.core.warn(`cannot store the outcome of ${name}: ${error.message}`);
+      this.pushFailure(store, base, name, error).catch(() => {});
+    });
+  }
+
+  /** Task `name` erred on this worker with `error` (before, while or after it ran): its outcome says so. */
+  private pushFailure(store: RedisStore, base: OutcomeBase, name: string, error: unknown): Promise<PublishOutcome> {
+    const reason = error instanceof Error ? error.message : String(error);
+    const failure = packError(new Error(`Task ${name} failed on worker ${this.name} before or after it ran: ${reason}`));
+    return store.pushOutcome(encodeOutcome({ ...base, status: "erred", error: failure, thread: 0, startstops: [], metrics: [] }));
   }
 
   /**
