@@ -3,10 +3,11 @@
 // with the reflection-at-a-time kernels (asm/householder.ts), then its reflections, gathered as
 // I − V·T·Vᵀ (compact WY), update the rest of the matrix, or the Q being formed, with matrix
 // products (matmul.ts's kernel), which run two to three times faster per flop than one reflection
-// at a time can (they reuse each loaded entry many times): nearly all the work is in those products. Hand-written because the npm options measured
-// far slower (ml-matrix's QrDecomposition walks row arrays column by column; see bench/array.ts)
-// and because stacked triangular factors (TSQR's second stage) have a known sparsity that a
-// general QR cannot exploit: here each reflection touches only the rows that can be non-zero.
+// at a time can (they reuse each loaded entry many times): nearly all the work is in those
+// products. Hand-written because the npm options measured far slower (ml-matrix's
+// QrDecomposition walks row arrays column by column; see bench/array.ts) and because stacked
+// triangular factors (TSQR's second stage) have a known sparsity that a general QR cannot
+// exploit: here each reflection touches only the rows that can be non-zero.
 
 import { type Chunk, allocate } from "./chunk";
 import { type HeapMatrix, type PackingRoom, multiplyInHeap, packingRoom } from "./matmul";
@@ -213,8 +214,8 @@ interface Workspace {
 function workspace(regions: readonly number[], m: number, columns: number, rangeCount: number): { space: Workspace; at: number[] } {
   // The products made: Vᵀ·C and VᵀV (inner dimension up to m, PANEL wide), (Vᵀ·C)ᵀ·T (PANEL
   // deep and wide), and C −= V·(T·Vᵀ·C) (PANEL deep, up to m wide, computed transposed).
-  const [strip] = packingRoom(m, PANEL);
-  const panels = Math.max(packingRoom(m, PANEL)[1], packingRoom(PANEL, m)[1]);
+  const [strip, panelsOfV] = packingRoom(m, PANEL);
+  const panels = Math.max(panelsOfV, packingRoom(PANEL, m)[1]);
   const sizes = [...regions, rangeCount, m * PANEL, PANEL * PANEL, PANEL * PANEL, columns * PANEL, columns * PANEL, strip, panels];
   const { kernels, offsets, heap } = scratch(sizes);
   const [atRows, atV, atGram, atT, atW, atW2, atStrip, atPanels] = offsets.slice(regions.length);
