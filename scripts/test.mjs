@@ -70,7 +70,8 @@ const AT_ONCE = BUSY_AT_ONCE + WAITING_AT_ONCE;
  */
 const LONGEST_FIRST = [
   "notebook-diagnosing.test.js", // four QR factorisations of the seeds' size in one notebook
-  "notebook-metrics.test.js", // two user notebooks with QR factorisations
+  "notebook-metrics.test.js", // QR factorisations on threads and on a cluster, their metrics
+  "notebook-arrays.test.js", // a QR factorisation under three profilers
   "dashboard/cluster-lab.browser.test.js",
   "distributed/redis-faults.test.js", // mostly waits: leases, stalled checks, sleeping tasks
   "dashboard/sizing-lab.browser.test.js",
@@ -209,7 +210,9 @@ async function runMeasured(file) {
   const cpu = existsSync(cpuFile) ? Number(readFileSync(cpuFile, "utf8")) : undefined;
   cpuTotal += cpu ?? 0;
   const cpuText = cpu === undefined ? "" : ` (${cpu.toFixed(0)} CPU-s)`;
-  console.log(`${file}: ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s${cpuText}\n`);
+  // When it started too: with the wall and CPU times, a run's schedule can be replayed to try another packing.
+  const startedAt = ((fileStarted - started) / 1000).toFixed(0);
+  console.log(`${file}: ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s${cpuText}, from +${startedAt} s\n`);
   return code;
 }
 
@@ -226,7 +229,8 @@ function unitTierJob(group) {
     const { code, output } = await capture(process.execPath, [...NODE_TEST, "--test-concurrency=2", ...group]);
     process.stdout.write(output);
     const seconds = ((Date.now() - tierStarted) / 1000).toFixed(0);
-    console.log(`the unit tier (${group.length} test files): ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s\n`);
+    const startedAt = ((tierStarted - started) / 1000).toFixed(0);
+    console.log(`the unit tier (${group.length} test files): ${code === 0 ? "passed" : `failed (exit code ${code})`} in ${seconds} s, from +${startedAt} s\n`);
     return code;
   };
   return { run, slots: 2, busy: 2 };

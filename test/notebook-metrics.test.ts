@@ -1,7 +1,6 @@
-// The user notebooks with QR factorisations of the seeds' size, arrays.ipynb and
-// fine-performance-metrics.ipynb, against the real tslab kernel: each runs clean as written, and
-// the cluster's fine performance metrics panel shows in its cell (test/notebook/user-notebooks.ts
-// says which file runs which notebook).
+// fine-performance-metrics.ipynb against the real tslab kernel: it runs clean as written, and the
+// cluster's fine performance metrics panel shows in its cell (test/notebook/user-notebooks.ts says
+// which file runs which notebook).
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { FpmData } from "../src/protocol/fpm";

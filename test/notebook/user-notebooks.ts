@@ -13,7 +13,7 @@ const root = resolve(__dirname, "../../..");
 export const NOTEBOOK_TEST_FILE: Readonly<Record<string, string>> = {
   "getting-started.ipynb": "notebook.test.ts",
   "quickstart.ipynb": "notebook.test.ts",
-  "arrays.ipynb": "notebook-metrics.test.ts",
+  "arrays.ipynb": "notebook-arrays.test.ts",
   "fine-performance-metrics.ipynb": "notebook-metrics.test.ts",
   "diagnosing-performance.ipynb": "notebook-diagnosing.test.ts",
 };
