@@ -3,8 +3,9 @@
 // dragged narrow and wide, draws to the area (SVG width and height, axis text inside it); the
 // notebook's own plots follow the notebook's width; the Task Stream panel shows recent work; the
 // aligned MemorySampler plot shows every series; the FPM panel has the span chooser and idle row
-// and the notebook's panel's numbers. Screenshots: /tmp/tsdask-sizing-*.png.
+// and the notebook's panel's numbers. Screenshots: test-output/sizing-*.png.
 import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Locator, Page } from "playwright-core";
@@ -13,8 +14,9 @@ import { type LabServer, ROOT, launchChromium, newLabPage, startJupyterLab, stop
 import * as lab from "../helpers/lab-page";
 
 const NOTEBOOK = "dashboard-sizing.ipynb";
-const SHOTS = process.env.TSDASK_SHOTS ?? "/tmp";
-const shot = (name: string): string => join(SHOTS, `tsdask-sizing-${name}.png`);
+// In the clone, as every browser test keeps them: a fixed name in /tmp was shared by every clone on the machine.
+const SHOTS = join(ROOT, "test-output");
+const shot = (name: string): string => join(SHOTS, `sizing-${name}.png`);
 
 let server: LabServer;
 let browser: Browser;
@@ -23,6 +25,7 @@ let ui: DashboardLab;
 const pageErrors: string[] = [];
 
 before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
   server = await startJupyterLab([join(ROOT, "test/fixtures", NOTEBOOK)]);
   browser = await launchChromium();
   page = await newLabPage(browser, { width: 1600, height: 1000 }, pageErrors);
