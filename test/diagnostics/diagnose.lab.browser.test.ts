@@ -87,7 +87,9 @@ test("the saved statistical profile renders as the icicle view and zooms on a cl
   // Dispatched to the frame itself: a mouse click goes to a point on the page, and a redraw between
   // finding the frame and pressing the button (ci28: once in a fresh-clone run) leaves another
   // frame, or the root, at that point. The view maps each drawn mark to its own frame.
-  await output.locator(".tsdask-icicle-cell", { has: page.locator("text", { hasText: name }) }).first().locator("rect").dispatchEvent("click");
+  // The label whole: as a substring, a frame named "qr" would also find "tsqr" drawn before it.
+  const wholeLabel = new RegExp(`^\\s*${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*$`);
+  await output.locator(".tsdask-icicle-cell", { has: page.locator("text", { hasText: wholeLabel }) }).first().locator("rect").dispatchEvent("click");
   const crumbs = await output.locator(".tsdask-crumb").allTextContents();
   assert.ok(crumbs.length > crumbsBefore, `a click on ${name} zooms in: ${crumbs.join(" › ")}`);
   // A label too long for its frame ends in "…"; the crumb names the frame in full.
