@@ -31,6 +31,9 @@ export interface WorkerProcess {
   readonly exited: Promise<number | null>;
 }
 
+/** How long a worker may take to leave after SIGTERM (it finishes its running tasks, a few seconds at most in the tests). */
+const STOP_SECONDS = 60;
+
 /** The `tsdask` command, compiled with the tests (this file runs from build/test/helpers). */
 export const TSDASK_CLI = join(__dirname, "../../src/cli/index.js");
 
@@ -67,7 +70,13 @@ export async function startWorker(url: string, options: WorkerProcessOptions): P
       // A worker a test froze (SIGSTOP) would never handle the signal otherwise.
       child.kill("SIGCONT");
     }
+    // A worker that ignores SIGTERM is a fault to report, not a test file that waits forever.
+    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_SECONDS * 1000);
     await exited;
+    clearTimeout(timer);
+    if (name !== "SIGKILL" && child.signalCode === "SIGKILL") {
+      throw new Error(`worker ${options.name} was still running ${STOP_SECONDS} s after ${name}; killed. Its output:\n${output.slice(-4000)}`);
+    }
   };
   return {
     name: options.name,
