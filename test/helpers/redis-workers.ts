@@ -71,10 +71,14 @@ export async function startWorker(url: string, options: WorkerProcessOptions): P
       child.kill("SIGCONT");
     }
     // A worker that ignores SIGTERM is a fault to report, not a test file that waits forever.
-    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_SECONDS * 1000);
+    let ignored = false;
+    const timer = setTimeout(() => {
+      ignored = true;
+      child.kill("SIGKILL");
+    }, STOP_SECONDS * 1000);
     await exited;
     clearTimeout(timer);
-    if (name !== "SIGKILL" && child.signalCode === "SIGKILL") {
+    if (ignored) {
       throw new Error(`worker ${options.name} was still running ${STOP_SECONDS} s after ${name}; killed. Its output:\n${output.slice(-4000)}`);
     }
   };
