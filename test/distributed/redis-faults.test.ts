@@ -1,9 +1,8 @@
 // Faults of a Redis cluster through the Client, with real processes and real signals: a worker
 // killed (SIGKILL) or frozen (SIGSTOP) mid-task, every worker gone, the connection to Redis cut,
 // Redis frozen, stopped, or restarted empty, a wrong password or no server at all, a worker of
-// another protocol version. Each ends in
-// the right result counted once, or in a clear error within a bounded time; nothing is left
-// running or stored.
+// another protocol version. Each ends in the right result counted once, or in a clear error
+// within a bounded time; nothing is left running or stored.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { dirname, join } from "node:path";
