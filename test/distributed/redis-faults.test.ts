@@ -1,8 +1,8 @@
 // Faults of a Redis cluster through the Client, with real processes and real signals: a worker
 // killed (SIGKILL) or frozen (SIGSTOP) mid-task, every worker gone, the connection to Redis cut,
-// Redis frozen, stopped, or restarted empty, a wrong password or no server at all. Each ends in
-// the right result counted once, or in a clear error within a bounded time; nothing is left
-// running or stored.
+// Redis frozen, stopped, or restarted empty, a wrong password or no server at all, a worker of
+// another protocol version. Each ends in the right result counted once, or in a clear error
+// within a bounded time; nothing is left running or stored.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { dirname, join } from "node:path";
@@ -12,8 +12,9 @@ import { Redis } from "ioredis";
 import { Client, get } from "../../src";
 import { parseRedisUrl } from "../../src/kernel/distributed/redis/address";
 import { redisOptions } from "../../src/kernel/distributed/redis/connection";
-import { RedisConnectError, RedisConnectionLostError, RedisDataLostError } from "../../src/kernel/distributed/redis/errors";
-import { TASK_QUEUE } from "../../src/kernel/distributed/redis/keys";
+import { RedisConnectError, RedisConnectionLostError, RedisDataLostError, RedisProtocolError } from "../../src/kernel/distributed/redis/errors";
+import { TASK_QUEUE, registry } from "../../src/kernel/distributed/redis/keys";
+import { REDIS_PROTOCOL } from "../../src/kernel/distributed/redis/registry";
 import type { RedisTransport } from "../../src/kernel/distributed/redis/transport";
 import { killOwnProcess } from "../fixtures/cluster-client-tasks";
 import { inc, pair, sleep, slowly, stamp } from "../fixtures/redis-tasks";
@@ -395,6 +396,52 @@ describe("Redis: a closed client leaves no connection open", () => {
       await waitFor("the client's connections to close", async () => (await mine()) === 0, 5);
     } finally {
       admin.disconnect();
+      await server.stop();
+    }
+  });
+});
+
+// A worker of another tsdask release would never send outcomes this client reads: it is refused, naming both versions.
+describe("Redis: a worker of another protocol version", () => {
+  /** Registers a fake worker "elder" of protocol `version` (undefined: none, as workers before version 2), its request channel listened to as a live worker's is. */
+  const register = async (url: string, version: number | undefined): Promise<Redis> => {
+    const listening = new Redis(url);
+    await listening.subscribe(registry.requests("elder"));
+    const admin = new Redis(url);
+    const info = { name: "elder", host: "far", pid: 4242, nthreads: 1, memoryLimit: 1e9, globals: [], allowSource: false, started: 1, ...(version === undefined ? {} : { protocol: version }) };
+    await admin.multi().hset(registry.worker("elder"), "info", JSON.stringify(info)).sadd(registry.workers, "elder").exec();
+    admin.disconnect();
+    return listening;
+  };
+  const refusal = (port: number, version: number | undefined) => (error: Error) => {
+    assert.ok(error instanceof RedisProtocolError, String(error));
+    const theirs = version === undefined ? "1 \\(it registered no version: a tsdask older than version 2 of the protocol\\)" : String(version);
+    assert.match(error.message, new RegExp(`^Worker "elder" \\(host far, pid 4242\\) at redis://127\\.0\\.0\\.1:${port} speaks version ${theirs} of tsdask's Redis protocol, this client version ${REDIS_PROTOCOL}: `));
+    return true;
+  };
+
+  test("an old worker (no version registered) already there: connecting fails, naming it and both versions", async () => {
+    const server = await startRedisServer();
+    const listening = await register(server.url, undefined);
+    try {
+      await assert.rejects(Client.connect(server.url), refusal(server.port, undefined));
+    } finally {
+      listening.disconnect();
+      await server.stop();
+    }
+  });
+
+  test("a newer worker joining a connected client: its computations fail, naming it and both versions, rather than waiting", async () => {
+    const server = await startRedisServer();
+    const client = await Client.connect(server.url, { pollInterval: 0.2 });
+    const future = client.submit(inc, 1);
+    const listening = await register(server.url, REDIS_PROTOCOL + 1);
+    try {
+      await assert.rejects(future.result(), refusal(server.port, REDIS_PROTOCOL + 1));
+      assert.equal(client.status, "closed", "the client closed with its cluster");
+    } finally {
+      await client.close();
+      listening.disconnect();
       await server.stop();
     }
   });

@@ -4,7 +4,7 @@
 export { LocalCluster, type LocalClusterOptions } from "./local";
 // Only what loads no Redis client: Client.connect("redis://…") loads it when first used.
 export type { RedisCluster, RedisClusterOptions } from "./redis/cluster";
-export { RedisAddressError, RedisConnectError, RedisConnectionLostError, RedisDataLostError } from "./redis/errors";
+export { RedisAddressError, RedisConnectError, RedisConnectionLostError, RedisDataLostError, RedisProtocolError } from "./redis/errors";
 export { WorkerCannotRunError } from "./redis/functions";
 export {
   Client,

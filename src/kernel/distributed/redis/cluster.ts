@@ -61,6 +61,8 @@ export class RedisCluster extends ClusterCard {
       // Tasks may be submitted before any worker joins (they wait in the queue): until one says
       // which globals shipped sources may use, this process's own task threads say it.
       if (scheduler.workers.size === 0) scheduler.functions.setWorkerGlobals((await getPool("threads").ready()).workerGlobals);
+      // The registry's first read can fail the transport (a worker of another protocol version).
+      if (scheduler.closedBy !== undefined) throw scheduler.closedBy;
     } catch (error) {
       await scheduler.close();
       throw error;

@@ -39,6 +39,28 @@ export class RedisDataLostError extends Error {
   }
 }
 
+/**
+ * A worker registered with another version of the Redis protocol than this client's (see
+ * registry.ts REDIS_PROTOCOL): the client would wait in vain for its outcomes, so it stops instead.
+ */
+export class RedisProtocolError extends Error {
+  override name = "RedisProtocolError";
+  constructor(
+    readonly server: string,
+    readonly worker: string,
+    /** The worker's version; undefined for a worker older than version 2, which registers none. */
+    readonly workerVersion: number | undefined,
+    readonly clientVersion: number,
+    where: string,
+  ) {
+    const theirs = workerVersion === undefined ? "1 (it registered no version: a tsdask older than version 2 of the protocol)" : String(workerVersion);
+    super(
+      `Worker ${JSON.stringify(worker)} (${where}) at ${server} speaks version ${theirs} of tsdask's Redis protocol, this client version ${clientVersion}: ` +
+        "the two cannot work together; run the same tsdask release on the client and the workers. Pending tasks are given up",
+    );
+  }
+}
+
 /** A worker's data listener options contradict each other or name a bad address: names the option. */
 export class DataListenerOptionError extends TypeError {
   override name = "DataListenerOptionError";

@@ -5,7 +5,7 @@ export { RedisCluster, type RedisClusterOptions } from "./cluster";
 export { RedisTransport } from "./transport";
 export type { RedisTransportOptions } from "./options";
 export type { QueuedTask } from "./task-queue";
-export { RedisAddressError, RedisConnectError, RedisConnectionLostError, RedisDataLostError } from "./errors";
+export { RedisAddressError, RedisConnectError, RedisConnectionLostError, RedisDataLostError, RedisProtocolError } from "./errors";
 export { RedisWorker, type RedisWorkerOptions } from "./worker";
 export { RedisStore, type StoredInfo } from "./store";
 export { PASSWORD_VARIABLE, RedisTarget, parseRedisUrl } from "./address";

@@ -3,6 +3,7 @@
 // reply stream and reports both as worker messages, on this process's clock. Jobs that end
 // without an outcome are found by the transport's poll (TaskQueue.endedElsewhere).
 
+import type { Socket } from "node:net";
 import type { Redis } from "ioredis";
 import type { StartStop, TransferLogEntry } from "../../../protocol/records";
 import type { FromWorker, TaskErredMessage, TaskFinishedMessage, WorkerAddress } from "../messages";
@@ -69,17 +70,22 @@ export class OutcomeReader {
           // Most reads of a chain carry nothing else: the read alone, without making a pipeline.
           reply = await this.blocking.callBuffer("XREAD", ...readArgs);
         } else {
-          const read = this.blocking.pipeline();
-          this.tasks.queueDeletions(read);
-          if (trim) read.xtrim(outcomes, "MINID", nextStreamId(lastOutcome));
-          if (handledReplies.length > 0) read.xdel(replies, ...handledReplies);
-          read.callBuffer("XREAD", ...readArgs);
-          const results = (await read.exec()) ?? [];
+          // The commands before the read leave with it in one write, as a pipeline would send them,
+          // without a pipeline's cost (a chain makes one per step); their failures do not matter.
+          const socket = (this.blocking as unknown as { stream?: Socket }).stream;
+          socket?.cork();
+          let read: Promise<unknown>;
+          try {
+            this.tasks.queueDeletions(this.blocking);
+            if (trim) this.blocking.xtrim(outcomes, "MINID", nextStreamId(lastOutcome)).catch(() => {});
+            if (handledReplies.length > 0) this.blocking.xdel(replies, ...handledReplies).catch(() => {});
+            read = this.blocking.callBuffer("XREAD", ...readArgs);
+          } finally {
+            socket?.uncork();
+          }
+          reply = await read;
           if (trim) untrimmed = 0;
           handledReplies = [];
-          const [error, value] = results[results.length - 1] ?? [new Error("no reply")];
-          if (error !== null) throw error;
-          reply = value;
         }
       } catch (error) {
         if (this.stopped()) return;

@@ -19,8 +19,18 @@ import type { RegisterMessage, WorkerMetrics } from "../messages";
 import { PeerSecret } from "../comm/handshake";
 import { Namespace, registry } from "./keys";
 
+/**
+ * The version of what clients and workers of one Redis write for each other (jobs, outcomes,
+ * replies, the registry), raised when a change makes one side wait in vain for the other. A worker
+ * registers with it; a client refuses a worker of another version (./transport). 2: outcomes on
+ * the client's outcome stream. Workers from before 2 register none.
+ */
+export const REDIS_PROTOCOL = 2;
+
 /** A worker's registration: what it tells the scheduler when it joins (its name is its address), and more. */
 export type WorkerInfo = Pick<RegisterMessage, "name" | "host" | "pid" | "nthreads" | "memoryLimit" | "globals"> & {
+  /** REDIS_PROTOCOL as the worker knows it; absent from workers older than version 2. */
+  readonly protocol?: number;
   /** Started with --allow-source: runs self-contained source shipped by clients. */
   readonly allowSource: boolean;
   /** When it registered, on the Redis clock (epoch seconds). */

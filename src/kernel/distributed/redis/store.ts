@@ -19,7 +19,7 @@
 // was stored (published by this run, or already there).
 
 import { randomBytes } from "node:crypto";
-import type { ChainableCommander, Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { decodeValue, encodeValue, framesByteLength } from "../comm/frames";
 import type { Namespace } from "./keys";
 
@@ -125,6 +125,11 @@ end
 redis.call('XADD', KEYS[2], '*', unpack(ARGV))
 return 1
 `;
+
+/** A pipeline or a connection, as far as deleting values goes (see RedisStore.queueDelete). */
+export interface Unlinker {
+  unlink(...args: [...keys: string[], callback: (error?: Error | null) => void]): unknown;
+}
 
 /** A value as the store keeps it: its frames, and what the client learns about it. */
 export interface EncodedValue {
@@ -313,15 +318,14 @@ export class RedisStore {
   }
 
   /**
-   * Adds the removal of the values of `keys` to `pipeline`, which may be another connection's (the
-   * client sends them with its next read of outcomes); `answered` runs once Redis has removed them
-   * (or failed to), even if a later command of the pipeline blocks.
+   * Sends the removal of the values of `keys` on `via`, a pipeline or a connection, which may be
+   * another connection's (the client sends them with its next read of outcomes); `answered` runs
+   * once Redis has removed them (or failed to), even if a later command on `via` blocks.
    */
-  queueDelete(pipeline: ChainableCommander, keys: readonly string[], answered: () => void): void {
+  queueDelete(via: Unlinker, keys: readonly string[], answered: () => void): void {
     for (let i = 0; i < keys.length; i += 1000) {
       const redisKeys = keys.slice(i, i + 1000).map((key) => this.namespace.value(key));
-      if (i + 1000 < keys.length) pipeline.unlink(...redisKeys);
-      else pipeline.unlink(...redisKeys, () => answered());
+      via.unlink(...redisKeys, i + 1000 < keys.length ? () => {} : () => answered());
     }
   }
 

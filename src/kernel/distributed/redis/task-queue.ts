@@ -7,14 +7,14 @@
 // of the worker keeping most of their bytes, unless it is busy (./placement).
 
 import { type JobsOptions, PRIORITY_LIMIT, Queue } from "bullmq";
-import type { ChainableCommander, Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { type FnSpec, packError } from "../../execution/wire";
 import type { ComputeTaskMessage, FromWorker, TaskErredMessage, WireTask, WorkerAddress } from "../messages";
 import { staticOrderOf } from "../scheduler/state";
 import { type TaskJobData, decodeCarried, encodeTask, foreignCompletion, taskJobId, taskJobNumber } from "./jobs";
 import { type Namespace, TASK_QUEUE, workerTaskQueue } from "./keys";
 import { placeByData } from "./placement";
-import type { RedisStore, ValueLocation } from "./store";
+import type { RedisStore, Unlinker, ValueLocation } from "./store";
 
 /** A task for the queue; `functions` defines function ids the transport has not been told of yet. */
 export type QueuedTask = ComputeTaskMessage & { readonly functions?: readonly (readonly [number, FnSpec])[] };
@@ -436,14 +436,14 @@ export class TaskQueue {
     return this.deletion !== undefined;
   }
 
-  /** Adds the pending deletions to `pipeline`. */
-  queueDeletions(pipeline: ChainableCommander): void {
+  /** Sends the pending deletions on `via` (a pipeline, or the outcome loop's connection). */
+  queueDeletions(via: Unlinker): void {
     const deletion = this.deletion;
     if (deletion === undefined) return;
     const batch = this.toDelete;
     this.toDelete = [];
     this.deletion = undefined;
-    this.store.queueDelete(pipeline, batch, () => {
+    this.store.queueDelete(via, batch, () => {
       deletion.settle();
       for (const key of batch) if (this.deleting.get(key) === deletion.answered) this.deleting.delete(key);
     });

@@ -25,12 +25,12 @@ import { PASSWORD_VARIABLE, type RedisTarget, redisTargetOf } from "./address";
 import { connectRedis } from "./connection";
 import { Namespace } from "./keys";
 import { OutcomeReader } from "./outcomes";
-import { DeadWorkers, type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient, workersListening } from "./registry";
+import { DeadWorkers, REDIS_PROTOCOL, type RegisteredWorker, clientConnectionName, registerClient, registeredWorkers, unregisterClient, workersListening } from "./registry";
 import { WorkerRequests } from "./requests";
 import { HolderReader } from "./holders";
 import { RedisStore } from "./store";
 import { type QueuedTask, TaskQueue } from "./task-queue";
-import { RedisConnectionLostError, RedisDataLostError } from "./errors";
+import { RedisConnectionLostError, RedisDataLostError, RedisProtocolError } from "./errors";
 import { DEFAULT_PEER_TIMEOUT, type RedisTransportOptions } from "./options";
 
 /** Longest wait for Redis while closing, ms. */
@@ -237,6 +237,10 @@ export class RedisTransport implements Transport {
     const seen = new Set<string>();
     for (const worker of found) {
       const name = worker.info.name;
+      if (worker.info.protocol !== REDIS_PROTOCOL) {
+        const { host, pid } = worker.info;
+        return this.fail(new RedisProtocolError(this.description, name, worker.info.protocol, REDIS_PROTOCOL, `host ${host}, pid ${pid}`));
+      }
       seen.add(name);
       const known = this.workers.get(name);
       this.workers.set(name, worker);

@@ -55,7 +55,7 @@ import {
 } from "./jobs";
 import { Namespace, TASK_QUEUE, registry, workerTaskQueue } from "./keys";
 import { DEFAULT_PEER_TIMEOUT, checkOptionUnits } from "./options";
-import { WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
+import { REDIS_PROTOCOL, WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
 import { DEFAULT_PART_SIZE, type PublishOutcome, RedisStore, encodeStored, sweepNamespace, typeName } from "./store";
 
 export interface RedisWorkerOptions extends DataListenOptions {
@@ -311,6 +311,7 @@ export class RedisWorker {
         redis,
         {
           name,
+          protocol: REDIS_PROTOCOL,
           host: hostname(),
           pid: process.pid,
           nthreads: settings.nthreads,
