@@ -20,7 +20,7 @@ export const WORKER_USAGE = [
   '                [--tls-cert FILE --tls-key FILE]',
   '                [--lock-duration SECONDS] [--stalled-interval SECONDS] [--allowed-failures N]',
   '                [--part-size "64 MiB"] [--hold-above "64 KiB"] [--peer-timeout SECONDS]',
-  "                [--handoff-timeout SECONDS]",
+  "                [--handoff-timeout SECONDS] [--death-timeout SECONDS]",
   "                [--profile-interval SECONDS] [--profile-cycle SECONDS] [--no-profile]",
   "                              run tasks for the clients of that Redis (rediss:// for TLS);",
   `                              the password: ${PASSWORD_VARIABLE} or --password-file (one in the address shows in ps);`,
@@ -39,7 +39,9 @@ export const WORKER_USAGE = [
   "                              they live, and peers and clients fetch them from --listen; a peer",
   "                              silent for --peer-timeout (default 30 s) is given up on;",
   "                              SIGTERM hands the results it alone keeps to peers (or Redis,",
-  "                              past --handoff-timeout, default 20 s) before it leaves",
+  "                              past --handoff-timeout, default 20 s) before it leaves; with",
+  "                              --death-timeout it leaves (exit code 1) once Redis has not",
+  "                              answered for that long, else it waits for Redis as long as it takes",
 ].join("\n");
 
 function positiveNumber(option: string, text: string | undefined): number | undefined {
@@ -77,6 +79,8 @@ export interface WorkerCommandOptions {
   readonly peerTimeout?: number;
   /** Seconds a worker leaving on SIGTERM waits for peers to take what it keeps before writing the rest into Redis (default 20). */
   readonly handoffTimeout?: number;
+  /** Seconds Redis may stay unreachable before the worker leaves (Dask's --death-timeout); default: no limit. */
+  readonly deathTimeout?: number;
   /** The statistical profiler's interval and cycle (seconds), or false (--no-profile); default Dask's. */
   readonly profile?: ProfilingOptions | false;
 }
@@ -108,6 +112,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
         "hold-above": { type: "string" },
         "peer-timeout": { type: "string" },
         "handoff-timeout": { type: "string" },
+        "death-timeout": { type: "string" },
         "profile-interval": { type: "string" },
         "profile-cycle": { type: "string" },
         "no-profile": { type: "boolean", default: false },
@@ -168,6 +173,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerCommandOptions {
     holdAbove: size("hold-above"),
     peerTimeout: positiveNumber("peer-timeout", values["peer-timeout"]),
     handoffTimeout: positiveNumber("handoff-timeout", values["handoff-timeout"]),
+    deathTimeout: positiveNumber("death-timeout", values["death-timeout"]),
     ...(profile === undefined ? {} : { profile }),
     ...(moduleRoots === undefined ? {} : { moduleRoots }),
   };
@@ -245,6 +251,7 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
       holdAbove: options.holdAbove,
       peerTimeout: options.peerTimeout,
       handoffTimeout: options.handoffTimeout,
+      deathTimeout: options.deathTimeout,
       profile: options.profile,
       listen: options.listen,
       contactAddress: options.contactAddress,
@@ -274,4 +281,10 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  void worker.givenUp.then(() => {
+    // The worker logged why and freed what it held; a handle of a library still waiting for Redis
+    // must not keep the process up.
+    process.exitCode = 1;
+    setTimeout(() => process.exit(1), 5000).unref();
+  });
 }

@@ -361,6 +361,33 @@ describe("Redis faults: the connection and the server", () => {
     }
   });
 
+  test("a worker with --death-timeout rides out a short outage, and leaves with exit code 1 after a long one, naming Redis", async () => {
+    const own = await startRedisServer();
+    try {
+      const mortal = await startWorker(own.url, { name: "mortal", extraArgs: ["--death-timeout", "3"] });
+      // Back within the timeout: the deadline is called off and the worker serves on.
+      await own.restartEmpty();
+      const check = new Redis(own.url);
+      try {
+        await waitFor("the worker to register again", async () => (await check.sismember("tsdask:workers", "mortal")) === 1, 20);
+      } finally {
+        check.disconnect();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      assert.equal(mortal.output().includes("has not answered"), false, mortal.output());
+      assert.equal(await within(mortal.exited, 0), "timed out", "still running");
+      const stoppedAt = performance.now();
+      await own.stop();
+      const code = await within(mortal.exited, 30_000);
+      const seconds = (performance.now() - stoppedAt) / 1000;
+      assert.equal(code, 1, mortal.output());
+      assert.ok(seconds >= 2.5, `left after ${seconds.toFixed(1)} s, before its death timeout`);
+      assert.match(mortal.output(), new RegExp(`Redis at redis://127\\.0\\.0\\.1:${own.port} has not answered for 3 s \\(--death-timeout; last error: .*ECONNREFUSED.*\\): leaving`));
+    } finally {
+      await own.stop();
+    }
+  });
+
   test("Redis gone for good: the computation fails within the bound, naming the server", async () => {
     const client = await Client.connect(server.url, { connectionLostTimeout: 2 });
     try {

@@ -45,10 +45,12 @@ describe("tsdask worker: command line", () => {
       holdAbove: undefined,
       peerTimeout: undefined,
       handoffTimeout: undefined,
+      deathTimeout: undefined,
     });
     assert.equal(parseWorkerArgs(["redis://h:1", "--memory-limit", "500MB"]).memoryLimit, 500e6);
     assert.equal(parseWorkerArgs(["redis://h:1", "--peer-timeout", "2.5"]).peerTimeout, 2.5);
     assert.equal(parseWorkerArgs(["redis://h:1", "--handoff-timeout", "5"]).handoffTimeout, 5);
+    assert.equal(parseWorkerArgs(["redis://h:1", "--death-timeout", "60"]).deathTimeout, 60);
     assert.equal(parseWorkerArgs(["redis://h:1", "--allowed-failures", "0"]).allowedFailures, 0);
   });
 
@@ -62,6 +64,7 @@ describe("tsdask worker: command line", () => {
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--colour"]), /colour/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--peer-timeout", "soon"]), /--peer-timeout needs a positive number, got "soon"/);
     assert.throws(() => parseWorkerArgs(["redis://h:1", "--handoff-timeout", "0"]), /--handoff-timeout needs a positive number, got "0"/);
+    assert.throws(() => parseWorkerArgs(["redis://h:1", "--death-timeout", "never"]), /--death-timeout needs a positive number, got "never"/);
   });
 });
 

@@ -15,9 +15,8 @@
 // finds the first run's value leaves it alone and its outcome says so; the client counts the
 // first outcome of a job and passes over any later one (a worker thought dead that comes back).
 
-import { availableParallelism, hostname, totalmem } from "node:os";
+import { hostname } from "node:os";
 import type { Socket } from "node:net";
-import type { ConnectionOptions as TlsOptions } from "node:tls";
 import { type Job, Worker as QueueWorker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { MetricRecord, StartStop, TransferLogEntry } from "../../../protocol/records";
@@ -32,16 +31,19 @@ import { WorkerCore } from "../worker/core";
 import { InstructionLedger } from "../worker/digests";
 import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "./inline";
+import type { RedisConnectionLostError } from "./errors";
+import { watchOutages } from "./outage";
+import { type RedisWorkerOptions, type WorkerSettings, workerSettings } from "./worker-options";
 import { keySizes } from "../worker/transfers";
-import { DEFAULT_HOLD_ABOVE, KeptValues, workerFolder } from "./held";
-import { DEFAULT_HANDOFF_TIMEOUT, type HandoffWorker, acquireHeld, retire } from "./handoff";
+import { KeptValues, workerFolder } from "./held";
+import { type HandoffWorker, acquireHeld, retire } from "./handoff";
 import { InFlightValues } from "./in-flight";
 import { InputGatherer, type TaskInputs } from "./inputs";
 import { observeRedisTime } from "./clock";
 import { type RedisTarget, redisTargetOf } from "./address";
 import { connectRedis } from "./connection";
-import { DataListener, type DataListenOptions, planDataListener } from "./data-listener";
-import { FunctionGate, WorkerCannotRunError, defaultModuleRoots, resolveModuleRoots } from "./functions";
+import { DataListener, planDataListener } from "./data-listener";
+import { FunctionGate, WorkerCannotRunError } from "./functions";
 import {
   CARRIED_VALUE_BYTES,
   type OutcomeEntry,
@@ -54,72 +56,9 @@ import {
   taskJobNumber,
 } from "./jobs";
 import { Namespace, TASK_QUEUE, registry, workerTaskQueue } from "./keys";
-import { DEFAULT_PEER_TIMEOUT, checkOptionUnits } from "./options";
 import { REDIS_PROTOCOL, WorkerRegistration, connectedClients, registeredClients, unregisterClient } from "./registry";
-import { DEFAULT_PART_SIZE, type PublishOutcome, RedisStore, encodeStored, sweepNamespace, typeName } from "./store";
+import { type PublishOutcome, RedisStore, encodeStored, sweepNamespace, typeName } from "./store";
 
-export interface RedisWorkerOptions extends DataListenOptions {
-  /**
-   * `redis://[user:password@]host:port[/db]` or `rediss://…` (without a password in it, the one
-   * in TSDASK_REDIS_PASSWORD is used), or a target read from one.
-   */
-  readonly url: string | RedisTarget;
-  /** Unique among the live workers of this Redis (default `<host>-<pid>`). */
-  readonly name?: string;
-  /** Tasks run at once, each on a thread of its own (default: the CPUs available). */
-  readonly nthreads?: number;
-  /**
-   * Bytes (default: the machine's memory): the results it keeps spill to disk and it pauses past
-   * Dask's thresholds of it (60 % and 80 %).
-   */
-  readonly memoryLimit?: number;
-  /**
-   * Results larger than this many bytes (in memory) stay with this worker, for peers and the
-   * client to fetch from its data listener, rather than in Redis (default 64 KiB; a client's own
-   * holdAbove option wins). A worker that does not listen keeps nothing.
-   */
-  readonly holdAbove?: number;
-  /** Run self-contained source shipped by clients: anyone who can write to the Redis can then run code here. */
-  readonly allowSource?: boolean;
-  /**
-   * Folders whose modules' exports may run here besides the default ones (the project the worker
-   * was started in, tsdask's own task functions; see ./functions defaultModuleRoots).
-   */
-  readonly moduleRoots?: readonly string[];
-  readonly tls?: TlsOptions;
-  /** Seconds between heartbeats (default 1). */
-  readonly heartbeatInterval?: number;
-  /** Seconds the registration outlives the last heartbeat (default 10). */
-  readonly ttl?: number;
-  /** Seconds a job stays locked to this worker without a renewal (default 5). */
-  readonly lockDuration?: number;
-  /** Seconds between checks for jobs whose worker stopped renewing its lock (default 2). */
-  readonly stalledInterval?: number;
-  /** Seconds a leaving worker waits for peers to take the results it keeps before it writes the rest into Redis (default 20, see ./handoff). */
-  readonly handoffTimeout?: number;
-  /** Seconds a peer may take to connect or stay silent while asked for data (default 30, see DEFAULT_PEER_TIMEOUT). */
-  readonly peerTimeout?: number;
-  /** Largest Redis string a result is cut into, bytes (default 64 MiB; see RedisStore). */
-  readonly partSize?: number;
-  /** Takeovers of one job before it fails as a task that kills its workers (default 3, Dask's allowed-failures). */
-  readonly maxStalledCount?: number;
-  /**
-   * Seconds a registered client may have no connection open before it is taken for dead and its
-   * namespace swept (default: TSDASK_DEAD_CLIENT_GRACE or 30).
-   */
-  readonly deadClientGrace?: number;
-  /** Seconds added to this worker's own clock, to test clock correction (default: TSDASK_CLOCK_OFFSET or 0). */
-  readonly clockOffset?: number;
-  /**
-   * The statistical profiler, as a LocalCluster worker's (Dask's distributed.worker.profile):
-   * seconds between samples and per window; false turns it off. Default { interval: 0.01, cycle: 1 }.
-   */
-  readonly profile?: Partial<ProfilingOptions> | false;
-  /** Where progress lines go (default: standard error). */
-  readonly log?: (line: string) => void;
-}
-
-type Settings = Required<Omit<RedisWorkerOptions, "tls" | "log" | "name" | "url" | "clockOffset" | "profile" | keyof DataListenOptions>> & { readonly tls?: TlsOptions };
 
 /** A client whose task queues this worker serves. */
 interface ServedClient {
@@ -157,6 +96,9 @@ export class RedisWorker {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private seq = 0;
   private closing: Promise<void> | undefined;
+  private givenUpWith: (error: RedisConnectionLostError) => void = () => {};
+  /** Settles if Redis stayed unreachable for the death timeout and the worker left (see abandon). */
+  readonly givenUp = new Promise<RedisConnectionLostError>((resolve) => (this.givenUpWith = resolve));
   private refreshing: Promise<void> = Promise.resolve();
   /** The heartbeat in flight: leaving waits for it, or it would register the worker again. */
   private beating: Promise<void> = Promise.resolve();
@@ -188,7 +130,7 @@ export class RedisWorker {
   private readonly core: WorkerCore;
 
   private constructor(
-    private readonly options: Settings,
+    private readonly options: WorkerSettings,
     name: string,
     target: RedisTarget,
     private readonly redis: Redis,
@@ -253,43 +195,7 @@ export class RedisWorker {
   /** Connects, starts the threads and registers; a clear error if Redis cannot be reached or the name is taken. */
   static async start(options: RedisWorkerOptions): Promise<RedisWorker> {
     const target = redisTargetOf(options.url);
-    checkOptionUnits(
-      options,
-      {
-        nthreads: "whole number ≥ 1",
-        memoryLimit: "bytes",
-        holdAbove: "bytes",
-        heartbeatInterval: "seconds",
-        ttl: "seconds",
-        lockDuration: "seconds",
-        stalledInterval: "seconds",
-        partSize: "bytes",
-        peerTimeout: "seconds",
-        handoffTimeout: "seconds",
-        maxStalledCount: "whole number ≥ 0",
-        deadClientGrace: "seconds",
-      },
-      "RedisWorker",
-    );
-    const settings: Settings = {
-      nthreads: options.nthreads ?? availableParallelism(),
-      memoryLimit: options.memoryLimit ?? totalmem(),
-      holdAbove: options.holdAbove ?? DEFAULT_HOLD_ABOVE,
-      allowSource: options.allowSource ?? false,
-      // Real paths, checked before connecting: a root that does not exist is an error at start.
-      moduleRoots: [...defaultModuleRoots(), ...resolveModuleRoots(options.moduleRoots ?? [])],
-      tls: options.tls,
-      heartbeatInterval: options.heartbeatInterval ?? 1,
-      ttl: options.ttl ?? 10,
-      lockDuration: options.lockDuration ?? 5,
-      stalledInterval: options.stalledInterval ?? 2,
-      maxStalledCount: options.maxStalledCount ?? 3,
-      partSize: options.partSize ?? DEFAULT_PART_SIZE,
-      peerTimeout: options.peerTimeout ?? DEFAULT_PEER_TIMEOUT,
-      handoffTimeout: options.handoffTimeout ?? DEFAULT_HANDOFF_TIMEOUT,
-      deadClientGrace: options.deadClientGrace ?? Number(process.env.TSDASK_DEAD_CLIENT_GRACE ?? 30),
-    };
-    if (!(settings.deadClientGrace > 0)) throw new RangeError(`deadClientGrace (TSDASK_DEAD_CLIENT_GRACE) must be a number of seconds > 0, got ${settings.deadClientGrace}`);
+    const settings = workerSettings(options);
     const plan = planDataListener(options);
     const clock = new WorkerClock(simulatedClockOffset(options.clockOffset));
     const profiling = options.profile === false ? false : checkProfilingOptions(options.profile ?? DEFAULT_PROFILING, "Redis worker profile option");
@@ -338,16 +244,7 @@ export class RedisWorker {
   }
 
   private async begin(): Promise<void> {
-    // Errors of the connections are reconnections in progress; a lost Redis shows in the log once per outage.
-    let down = false;
-    this.redis.on("error", (error: Error) => {
-      if (!down) this.core.warn(`Redis at ${this.target.display} unreachable (${error.message}); retrying`);
-      down = true;
-    });
-    this.redis.on("ready", () => {
-      if (down) this.core.warn(`reconnected to ${this.target.display}`);
-      down = false;
-    });
+    watchOutages(this.redis, this.target.display, this.options.deathTimeout, { warn: (line) => this.core.warn(line), givenUp: (error) => void this.abandon(error) });
     this.subscriber.on("error", () => {});
     const requests = registry.requests(this.name);
     this.subscriber.on("message", (channel: string, message: string) => {
@@ -772,6 +669,36 @@ export class RedisWorker {
     return this.closing;
   }
 
+  /**
+   * Redis stayed silent for the whole death timeout: leaves without it (nothing can be handed over
+   * or stored there), freeing everything here. Its jobs' locks lapse, so other workers take them
+   * over once Redis is back, and clients compute again what it kept.
+   */
+  private async abandon(error: RedisConnectionLostError): Promise<void> {
+    if (this.closing !== undefined) return;
+    this.core.warn(`${error.message}: leaving, its running tasks and kept results given up`);
+    this.closing = (async () => {
+      this.core.status = "closing";
+      clearInterval(this.heartbeatTimer);
+      // First, so that whatever BullMQ still sends fails at once instead of waiting for Redis.
+      this.subscriber.disconnect();
+      this.redis.disconnect();
+      await Promise.all([...this.served.values()].flatMap(({ queues }) => queues.map(({ worker }) => worker.close(true).catch(() => {}))));
+      await this.listener?.close();
+      this.freeLocalResources();
+      this.givenUpWith(error);
+    })();
+    await this.closing;
+  }
+
+  private freeLocalResources(): void {
+    this.inputs.close();
+    this.kept.close();
+    this.core.close();
+    this.runner.close();
+    this.core.status = "closed";
+  }
+
   private async closeNow(): Promise<void> {
     this.core.status = "closing";
     await this.core.plugins.teardownAll();
@@ -786,11 +713,7 @@ export class RedisWorker {
     await Promise.all([...this.served.keys()].map((id) => this.stopServing(id, false)));
     await this.registration.leave().catch(() => {});
     await this.listener?.close();
-    this.inputs.close();
-    this.kept.close();
-    this.core.close();
-    this.runner.close();
-    this.core.status = "closed";
+    this.freeLocalResources();
     await Promise.all([this.subscriber.quit().catch(() => {}), this.redis.quit().catch(() => {})]);
     this.core.warn("closed");
   }
