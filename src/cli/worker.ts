@@ -277,7 +277,8 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
   const stop = (signal: NodeJS.Signals): void => {
     if (++signals > 1) process.exit(130);
     process.stderr.write(`tsdask worker ${worker.name}: ${signal}, finishing running tasks (again to stop at once)\n`);
-    void worker.close();
+    // Closed, it holds nothing of its own; a library's handle still waiting on Redis must not keep the process up.
+    void worker.close().then(() => setTimeout(() => process.exit(), 5000).unref());
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);

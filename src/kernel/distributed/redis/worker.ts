@@ -33,6 +33,7 @@ import { type TaskRun, TaskRunner } from "../worker/execute";
 import { InlinePolicy, InlineRunner } from "./inline";
 import type { RedisConnectionLostError } from "./errors";
 import { watchOutages } from "./outage";
+import { QUEUE_CLOSE_GRACE_SECONDS, closeQueueWorkers } from "./queue-close";
 import { type RedisWorkerOptions, type WorkerSettings, workerSettings } from "./worker-options";
 import { keySizes } from "../worker/transfers";
 import { KeptValues, workerFolder } from "./held";
@@ -107,6 +108,11 @@ export class RedisWorker {
   /** Tasks run to an outcome on a thread since the worker started (Dask's executed_count). */
   private executed = 0;
   private fetching = 0;
+  /** Jobs taken from a queue whose outcome is not out yet, and who waits for there to be none. */
+  private jobsInHand = 0;
+  private readonly waitingForNoJobs: (() => void)[] = [];
+  /** Queue workers whose close was given up on (see closeQueues): not waited for again. */
+  private readonly leftBehind = new Set<QueueWorker<TaskJobData, void>>();
   /** The socket whose writes holdWrites holds until the next turn of the event loop. */
   private heldSocket: Socket | undefined;
   private readonly held = new InFlightValues();
@@ -364,7 +370,7 @@ export class RedisWorker {
     this.served.delete(clientId);
     this.kept.dropClient(clientId);
     this.inputs.forgetClient(clientId);
-    await Promise.all(client.queues.map((queue) => queue.worker.close()));
+    await this.closeQueues(client.queues.map((queue) => queue.worker));
     // The queue may have touched its keys since the client swept them; the client is gone, so nothing else will.
     if (sweep) await sweepNamespace(this.redis, client.namespace);
   }
@@ -390,6 +396,7 @@ export class RedisWorker {
     const data = job.data;
     const base = { jobId: job.id ?? "", key: data.key, worker: this.name };
     const held = this.held.hold();
+    this.jobsInHand++;
     try {
       await this.execute(store, data, base, taskJobNumber(base.jobId), held, backlog);
     } catch (error) {
@@ -398,6 +405,7 @@ export class RedisWorker {
       await this.pushFailure(store, base, data.name, error);
     } finally {
       held.release();
+      if (--this.jobsInHand === 0) for (const resume of this.waitingForNoJobs.splice(0)) resume();
     }
   }
 
@@ -638,6 +646,16 @@ export class RedisWorker {
     for (const { queues } of this.served.values()) for (const queue of queues) this.pauseQueue(queue.worker, status === "paused");
   }
 
+  /** Closes BullMQ queue workers; one still closing QUEUE_CLOSE_GRACE_SECONDS after this worker's last job is left behind (see ./queue-close). */
+  private async closeQueues(queues: readonly QueueWorker<TaskJobData, void>[]): Promise<void> {
+    const open = queues.filter((queue) => !this.leftBehind.has(queue));
+    const noJobs = this.jobsInHand === 0 ? Promise.resolve() : new Promise<void>((resume) => this.waitingForNoJobs.push(resume));
+    if (!(await closeQueueWorkers(open, noJobs))) {
+      for (const queue of open) this.leftBehind.add(queue);
+      this.core.warn(`a task queue was still closing ${QUEUE_CLOSE_GRACE_SECONDS} s after the last job here (BullMQ waiting on its Redis connection): left behind`);
+    }
+  }
+
   private pauseQueue(queue: QueueWorker<TaskJobData, void>, pause: boolean): void {
     // Jobs running go on; only the taking of new ones stops.
     if (pause) void queue.pause(true).catch(() => {});
@@ -683,7 +701,9 @@ export class RedisWorker {
       // First, so that whatever BullMQ still sends fails at once instead of waiting for Redis.
       this.subscriber.disconnect();
       this.redis.disconnect();
-      await Promise.all([...this.served.values()].flatMap(({ queues }) => queues.map(({ worker }) => worker.close(true).catch(() => {}))));
+      // Forced (their jobs wait for Redis, which is gone) and bounded (see ./queue-close).
+      const queues = [...this.served.values()].flatMap(({ queues }) => queues.map(({ worker }) => ({ close: () => worker.close(true).catch(() => {}) })));
+      await closeQueueWorkers(queues, Promise.resolve());
       await this.listener?.close();
       this.freeLocalResources();
       this.givenUpWith(error);
@@ -705,7 +725,11 @@ export class RedisWorker {
     // This heartbeat tells clients it is leaving: they place no more tasks on it. It beats on while it hands over.
     this.beating = this.beating.then(() => this.heartbeat());
     // The shared queue first, then its own (see serve), whose tasks run here before it hands over what it keeps.
-    const queues = [...this.served.values()].map(({ namespace, queues: [shared, own] }) => ({ namespace, shared: shared.worker, own: own.worker }));
+    const queues = [...this.served.values()].map(({ namespace, queues: [shared, own] }) => ({
+      namespace,
+      shared: { close: () => this.closeQueues([shared.worker]) },
+      own: { close: () => this.closeQueues([own.worker]) },
+    }));
     await retire(this.handoff, queues, this.options.handoffTimeout);
     clearInterval(this.heartbeatTimer);
     await this.beating;
