@@ -149,6 +149,27 @@ describe("the fold", () => {
     assert.equal(user.children["multiplyStrips;asm/gemm.ts;0"].description.filename, "asm/gemm.ts");
   });
 
+  test("the scheduler's loop outside a runner is administrative, even inside a task's interval", () => {
+    // 0 (root) → 1 runLoop (the schedulers' loop) → 2 a promise hook: what an async task's last
+    // moments look like while the loop resumes before marking its end.
+    const loop = join(__dirname, "../../src/kernel/scheduler/loop.js");
+    const inLoop = {
+      ...profile,
+      frames: [frames[0], ["runLoop", `file://${loop}`, 39], ["promiseInitHook", "node:internal/async_hooks", 319]] as const,
+      nodeFrame: Int32Array.from([0, 1, 2]),
+      nodeParent: Int32Array.from([-1, 0, 1]),
+      nodeLine: Int32Array.from([0, 0, 0]),
+      samples: Int32Array.from([2]),
+      times: Float64Array.from([1.1]),
+      sampleTask: Int32Array.from([0]),
+      nearEdge: Uint8Array.from([0]),
+      openTask: 1,
+    };
+    const [window] = foldThreadProfile(inLoop, { cycle: 1, source: "7", keyOf: (task) => keys[task] as never });
+    assert.deepEqual(Object.keys(window.compute), [], "no task's profile has the loop");
+    assert.equal(window.administrative.count, 1);
+  });
+
   test("a task whose key is unknown counts as administrative", () => {
     const windows = foldThreadProfile(profile, { cycle: 1, source: "7", keyOf: () => undefined });
     assert.equal(computeProfile(windows).count, 0);

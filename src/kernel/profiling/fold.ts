@@ -34,6 +34,14 @@ export const TASK_RUNNER_FILES: ReadonlySet<string> = new Set(
   ["../graph/spec.js", "../scheduler/executor.js", "../execution/worker-main.js"].map((path) => resolve(__dirname, path)),
 );
 
+/**
+ * The schedulers' own loop: a stack in it that did not reach a task runner is scheduling work,
+ * whatever task's interval it fell in. An async task's interval lasts until the loop has seen its
+ * promise settle and marked its end, and on a crowded machine a sample of the loop in between fell
+ * in that task (a fresh-clone run's statprof test, once in five).
+ */
+const SCHEDULER_LOOP_FILES: ReadonlySet<string> = new Set(["../scheduler/loop.js"].map((path) => resolve(__dirname, path)));
+
 /** This module's folder: a task's samples taken in the profiler's own marks around it are not the task's work. */
 const PROFILER_FOLDER = __dirname;
 
@@ -43,6 +51,8 @@ interface Frame {
   /** The runtime's own frames around JavaScript: dropped from the outside of a stack. */
   readonly outer: boolean;
   readonly runner: boolean;
+  /** The schedulers' loop (SCHEDULER_LOOP_FILES). */
+  readonly loop: boolean;
   /** The profiler's own code (marking a task's start and end). */
   readonly profiler: boolean;
   /** Node's module loader (a `require` inside a task): left out of every stack, as Dask leaves its own machinery out. */
@@ -93,6 +103,7 @@ function describeFrame(sampled: SampledFrame, hotLine: number, runnerFiles: Read
     description: { filename, name, line_number: hotLine > 0 && wasm === undefined ? hotLine : firstLine, line: "" },
     outer: url.startsWith("node:") || (url === "" && line0 < 0),
     runner: runnerFiles.has(filename),
+    loop: SCHEDULER_LOOP_FILES.has(filename),
     profiler: dirname(filename) === PROFILER_FOLDER,
     loader: url.startsWith(MODULE_LOADER_URL),
   };
@@ -215,6 +226,7 @@ export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions):
     if (reached === undefined) reachesRunner.set(node, (reached = stackOf(node).some((frame) => frame.runner)));
     return reached;
   };
+  const schedulingOnly = (node: number): boolean => !reachedRunner(node) && stackOf(node).some((frame) => frame.loop);
 
   // First count samples per window, prefix and node; then build each window's trees from the counts.
   const windows = new Map<number, { compute: Map<string, NodeCounts>; administrative: NodeCounts }>();
@@ -227,8 +239,9 @@ export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions):
     if (window === undefined) windows.set(time, (window = { compute: new Map(), administrative: new Map() }));
     const task = sampleTask[i];
     let prefix: string | undefined;
-    // At a task's very edge, only a stack that reached the task's runner is the task's.
-    if (task >= 0 && !(nearEdge[i] === 1 && !reachedRunner(node))) {
+    // At a task's very edge, only a stack that reached the task's runner is the task's; the
+    // scheduler's loop outside a runner never is.
+    if (task >= 0 && !(nearEdge[i] === 1 && !reachedRunner(node)) && !schedulingOnly(node)) {
       if (!prefixOf.has(task)) {
         const key = keyOf(task);
         prefixOf.set(task, key === undefined ? undefined : keyPrefix(key));
