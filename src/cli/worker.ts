@@ -277,15 +277,19 @@ export async function workerCommand(args: readonly string[]): Promise<void> {
   const stop = (signal: NodeJS.Signals): void => {
     if (++signals > 1) process.exit(130);
     process.stderr.write(`tsdask worker ${worker.name}: ${signal}, finishing running tasks (again to stop at once)\n`);
-    // Closed, it holds nothing of its own; a library's handle still waiting on Redis must not keep the process up.
-    void worker.close().then(() => setTimeout(() => process.exit(), 5000).unref());
+    void worker.close().then(() => exitSoon());
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
-  void worker.givenUp.then(() => {
-    // The worker logged why and freed what it held; a handle of a library still waiting for Redis
-    // must not keep the process up.
-    process.exitCode = 1;
-    setTimeout(() => process.exit(1), 5000).unref();
-  });
+  // The worker logged why and freed what it held.
+  void worker.givenUp.then(() => exitSoon(1));
+}
+
+/**
+ * Once the worker has closed it holds nothing of its own: the process ends by itself, or after 5 s
+ * if a library's handle still waits on Redis.
+ */
+function exitSoon(code?: number): void {
+  if (code !== undefined) process.exitCode = code;
+  setTimeout(() => process.exit(), 5000).unref();
 }

@@ -220,13 +220,17 @@ export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions):
     ownStacks.set(node, kept);
     return kept;
   };
-  const reachesRunner = new Map<number, boolean>();
-  const reachedRunner = (node: number): boolean => {
-    let reached = reachesRunner.get(node);
-    if (reached === undefined) reachesRunner.set(node, (reached = stackOf(node).some((frame) => frame.runner)));
-    return reached;
+  // Per node: whether its stack reached a task runner, or else is in the scheduler's loop.
+  const reaches = new Map<number, { readonly runner: boolean; readonly loopOnly: boolean }>();
+  const reachOf = (node: number): { readonly runner: boolean; readonly loopOnly: boolean } => {
+    let reach = reaches.get(node);
+    if (reach === undefined) {
+      const stack = stackOf(node);
+      const runner = stack.some((frame) => frame.runner);
+      reaches.set(node, (reach = { runner, loopOnly: !runner && stack.some((frame) => frame.loop) }));
+    }
+    return reach;
   };
-  const schedulingOnly = (node: number): boolean => !reachedRunner(node) && stackOf(node).some((frame) => frame.loop);
 
   // First count samples per window, prefix and node; then build each window's trees from the counts.
   const windows = new Map<number, { compute: Map<string, NodeCounts>; administrative: NodeCounts }>();
@@ -239,9 +243,10 @@ export function foldThreadProfile(profile: ThreadProfile, options: FoldOptions):
     if (window === undefined) windows.set(time, (window = { compute: new Map(), administrative: new Map() }));
     const task = sampleTask[i];
     let prefix: string | undefined;
-    // At a task's very edge, only a stack that reached the task's runner is the task's; the
-    // scheduler's loop outside a runner never is.
-    if (task >= 0 && !(nearEdge[i] === 1 && !reachedRunner(node)) && !schedulingOnly(node)) {
+    // A stack that reached the task's runner is the task's. One that did not is, except at the
+    // task's very edge, and except the scheduler's loop, which never is.
+    const reach = task >= 0 ? reachOf(node) : undefined;
+    if (reach !== undefined && (reach.runner || (nearEdge[i] !== 1 && !reach.loopOnly))) {
       if (!prefixOf.has(task)) {
         const key = keyOf(task);
         prefixOf.set(task, key === undefined ? undefined : keyPrefix(key));

@@ -14,10 +14,18 @@ export const QUEUE_CLOSE_GRACE_SECONDS = 5;
  */
 export async function closeQueueWorkers(queues: readonly { close(): Promise<void> }[], jobsDone: Promise<void>): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const grace = jobsDone.then(() => new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), QUEUE_CLOSE_GRACE_SECONDS * 1000))));
+  let settled = false;
+  // Jobs done after the queues closed start no timer: it would hold the process up for nothing.
+  const grace = jobsDone.then(
+    () =>
+      new Promise<false>((resolve) => {
+        if (!settled) timer = setTimeout(() => resolve(false), QUEUE_CLOSE_GRACE_SECONDS * 1000);
+      }),
+  );
   try {
     return await Promise.race([Promise.all(queues.map((queue) => queue.close())).then(() => true), grace]);
   } finally {
+    settled = true;
     clearTimeout(timer);
   }
 }
